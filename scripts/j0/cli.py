@@ -1,0 +1,60 @@
+"""The `j0` command: parse arguments and hand over to the module that does the job."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from j0 import __version__, errors
+from j0.errors import J0Error
+
+# One module per command group; each has register(subparsers) and sets `func` on its parsers.
+COMMAND_MODULES = ("j0.cli_overlay", "j0.cli_selfcheck", "j0.cli_image", "j0.cli_drafter")
+
+DESCRIPTION = """\
+Build, check and run vLLM's DFlash speculator with JetSpec++'s J0 first-pass context
+initialisation, as in "A Short-Context Drafter on Long-Context Reasoning" (artus.ai, 2026-10-31).
+Every pinned value (vLLM commit, image, hashes, drafter revision) comes from overlay/pins.env.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on exit code 64, so that 2 keeps its j0 meaning."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(errors.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="j0",
+        description=DESCRIPTION,
+        epilog=errors.EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"j0 {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except J0Error as exc:
+        print(f"j0: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("j0: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

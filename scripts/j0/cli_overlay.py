@@ -1,0 +1,122 @@
+"""`j0 overlay ...`: arguments for building and verifying the overlay file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from j0 import base_sources, overlay
+from j0.errors import EXIT_CODE_TABLE, J0Error
+from j0.identity import ARTICLE, identify
+from j0.pins import Pins, load_pins
+
+BUILD_HELP = """\
+Make the article's speculator.py: take vLLM's unpatched file from one source, check its sha256
+against BASE_SHA256, apply overlay/jetspec-j0.patch (git apply, else GNU patch; no fuzz), check
+the result against PATCHED_SHA256 and write it atomically. An existing different OUT is kept
+as OUT.orig. With no source option the pinned vllm wheel is used (downloaded once and cached in
+$J0_WHEEL_CACHE, default ~/.cache/j0/wheels).
+"""
+
+VERIFY_HELP = """\
+Say what a speculator.py is. Exit 0: the article's file; 3: the unpatched base; 4: anything else,
+with the J0 pieces present or missing and a short diff against the article's file.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    group = subparsers.add_parser("overlay", help="build or verify the patched speculator.py")
+    commands = group.add_subparsers(dest="overlay_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    build = commands.add_parser(
+        "build",
+        help="patch the base file into the article's file",
+        description=BUILD_HELP,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = build.add_mutually_exclusive_group()
+    source.add_argument("--base", type=Path, metavar="FILE", help="an unpatched speculator.py")
+    source.add_argument(
+        "--site-packages", type=Path, metavar="DIR", help="a directory holding the vllm package"
+    )
+    source.add_argument(
+        "--installed",
+        action="store_true",
+        help="the vLLM installed for this Python (found without importing it)",
+    )
+    source.add_argument(
+        "--from-wheel", action="store_true", help="the pinned vllm wheel from PyPI (the default)"
+    )
+    source.add_argument("--from-image", metavar="IMAGE", help="a local Docker image (docker-py)")
+    build.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="OUT",
+        help="where to write (default: overlay/vllm/v1/.../speculator.py)",
+    )
+    build.add_argument(
+        "--allow-base-drift",
+        action="store_true",
+        help="patch a base whose sha256 differs; the patch must still apply cleanly",
+    )
+    build.add_argument(
+        "--tool",
+        choices=("git", "patch"),
+        help="patch tool (default: git if installed, else GNU patch)",
+    )
+    build.set_defaults(func=run_build)
+
+    verify = commands.add_parser(
+        "verify",
+        help="say whether a file is the article's, the base or other",
+        description=VERIFY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.set_defaults(func=run_verify)
+
+
+def _base(args: argparse.Namespace, pins: Pins) -> base_sources.BaseFile:
+    if args.base is not None:
+        return base_sources.from_file(args.base)
+    if args.site_packages is not None:
+        return base_sources.from_site_packages(args.site_packages, pins)
+    if args.installed:
+        return base_sources.from_installed(pins)
+    if args.from_image:
+        return base_sources.from_image(args.from_image, pins)
+    return base_sources.from_wheel(pins)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    pins = load_pins()
+    base = _base(args, pins)
+    patched = overlay.patch_base(base.data, base.origin, pins, args.allow_base_drift, args.tool)
+    out = args.output or pins.default_overlay_path
+    print(overlay.write_overlay(patched, out))
+    print(identify(patched, pins).line())
+    return 0
+
+
+def _reference(pins: Pins) -> bytes | None:
+    """The article's file, if it can be had without a download: the default overlay, else the
+    cached wheel plus the patch."""
+    default = pins.default_overlay_path
+    if default.is_file() and identify(default.read_bytes(), pins).kind == ARTICLE:
+        return default.read_bytes()
+    wheels = sorted(base_sources.wheel_cache_dir().glob(f"vllm-{pins.vllm_release}-*.whl"))
+    if not wheels:
+        return None
+    try:
+        base = base_sources.from_wheel(pins)
+        return overlay.patch_base(base.data, base.origin, pins)
+    except J0Error:
+        return None
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    pins = load_pins()
+    return overlay.verify_file(args.file, pins, _reference(pins))

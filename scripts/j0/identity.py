@@ -1,0 +1,63 @@
+"""Say what a speculator.py is: the article's file, the unpatched base, or something else.
+
+Standard library only: the image entrypoint runs this at every start.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from j0.atomic import sha256_bytes
+from j0.pins import Pins
+
+ARTICLE = "article"
+BASE = "base"
+OTHER = "other"
+
+# Each J0 piece, and text that only the patched file holds for it.
+J0_PIECES: dict[str, tuple[str, ...]] = {
+    "history buffer": ("def _ctx_pool_write_kernel(", "self.ctx_pool = torch.zeros("),
+    "noise draw": ("tl.randint(", "CTX_NOISE: tl.constexpr", "ctx_pool=self.ctx_pool"),
+    "dump instrumentation": ("VLLM_DFLASH_DUMP", "torch.save(dump"),
+    "KV dtype log": ("DFLASH_DRAFT_KV_DTYPES",),
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    kind: str
+    sha256: str
+
+    def line(self) -> str:
+        names = {ARTICLE: "the article's J0 file", BASE: "the unpatched vLLM base", OTHER: "other"}
+        return f"speculator.py sha256={self.sha256} identity={self.kind} ({names[self.kind]})"
+
+
+def identify(data: bytes, pins: Pins) -> Identity:
+    digest = sha256_bytes(data)
+    if digest == pins.patched_sha256:
+        return Identity(ARTICLE, digest)
+    if digest == pins.base_sha256:
+        return Identity(BASE, digest)
+    return Identity(OTHER, digest)
+
+
+def j0_pieces(data: bytes) -> dict[str, bool]:
+    """Which J0 pieces the file holds (every marker of the piece present)."""
+    text = data.decode("utf-8", errors="replace")
+    return {name: all(marker in text for marker in markers) for name, markers in J0_PIECES.items()}
+
+
+def diff_summary(reference: bytes, other: bytes, max_lines: int = 40) -> str:
+    """A short unified diff of `other` against `reference`, with line counts."""
+    ref_lines = reference.decode("utf-8", errors="replace").splitlines(keepends=True)
+    other_lines = other.decode("utf-8", errors="replace").splitlines(keepends=True)
+    diff = list(difflib.unified_diff(ref_lines, other_lines, "article", "this file", n=1))
+    added = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))
+    removed = sum(1 for x in diff if x.startswith("-") and not x.startswith("---"))
+    hunks = sum(1 for x in diff if x.startswith("@@"))
+    head = f"{hunks} hunk(s): {removed} line(s) of the article's file missing, {added} added"
+    shown = [x if x.endswith("\n") else x + "\n" for x in diff[:max_lines]]
+    more = f"... ({len(diff) - max_lines} more diff lines)\n" if len(diff) > max_lines else ""
+    return head + "\n" + "".join(shown) + more

@@ -1,0 +1,91 @@
+"""`j0 overlay build` and `verify`: make the article's speculator.py, and say what one is.
+
+Standard library only (the image build runs patch_base on the base image's Python).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from j0 import errors
+from j0.atomic import sha256_bytes, sha256_file, write_bytes_atomic
+from j0.errors import J0Error
+from j0.identity import ARTICLE, BASE, diff_summary, identify, j0_pieces
+from j0.patching import apply_patch
+from j0.pins import Pins
+
+
+def check_patch_file(pins: Pins) -> None:
+    actual = sha256_file(pins.patch_file)
+    if actual != pins.patch_sha256:
+        raise J0Error(
+            f"{pins.patch_file}: sha256 {actual}, expected {pins.patch_sha256} (PATCH_SHA256 in "
+            f"{pins.pins_path}); the committed patch was changed"
+        )
+
+
+def patch_base(
+    base: bytes, origin: str, pins: Pins, allow_base_drift: bool = False, tool: str | None = None
+) -> bytes:
+    """Check the base's hash, apply the patch, check the result's hash; return the result."""
+    check_patch_file(pins)
+    base_sha = sha256_bytes(base)
+    drifted = base_sha != pins.base_sha256
+    if drifted and not allow_base_drift:
+        raise J0Error(
+            f"{origin}: base speculator.py has sha256 {base_sha}, expected {pins.base_sha256} "
+            f"(vLLM {pins.vllm_commit[:8]} / {pins.vllm_release}). The base changed; "
+            "refusing to patch. Use the pinned base, or pass --allow-base-drift to try anyway "
+            "(the patch must still apply cleanly)."
+        )
+    patched = apply_patch(base, pins.patch_file, tool)
+    patched_sha = sha256_bytes(patched)
+    if drifted:
+        print(
+            f"warning: {origin}: base sha256 {base_sha} is not the pinned {pins.base_sha256}; "
+            f"the patch applied cleanly, result sha256 {patched_sha} (not the article's file)",
+            file=sys.stderr,
+        )
+    elif patched_sha != pins.patched_sha256:
+        raise J0Error(
+            f"{origin}: patched file has sha256 {patched_sha}, expected {pins.patched_sha256}"
+        )
+    return patched
+
+
+def write_overlay(data: bytes, out: Path) -> str:
+    """Write atomically; an existing different file is kept as OUT.orig first. Returns a note."""
+    if out.is_file():
+        old = out.read_bytes()
+        if old == data:
+            return f"{out} already holds this file (unchanged)"
+        backup = out.with_name(out.name + ".orig")
+        write_bytes_atomic(backup, old)
+        write_bytes_atomic(out, data)
+        return f"wrote {out} (the previous file, sha256 {sha256_bytes(old)}, kept as {backup})"
+    write_bytes_atomic(out, data)
+    return f"wrote {out}"
+
+
+def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
+    """Print what the file is; return 0 (article), 3 (base) or 4 (other)."""
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file (expected a speculator.py)", exit_code=2)
+    data = path.read_bytes()
+    identity = identify(data, pins)
+    print(f"{path}: {identity.line()}")
+    if identity.kind == ARTICLE:
+        return errors.OK
+    if identity.kind == BASE:
+        print(f"this is vLLM {pins.vllm_release}'s unpatched file: J0 is absent")
+        return errors.VERIFY_BASE
+    print(f"neither the article's file ({pins.patched_sha256}) nor the base ({pins.base_sha256})")
+    for name, present in j0_pieces(data).items():
+        print(f"  {'present' if present else 'MISSING'}: {name}")
+    if reference is None:
+        print("diff against the article's file: unavailable (build it with `j0 overlay build`)")
+    else:
+        print("diff against the article's file:")
+        print(diff_summary(reference, data), end="")
+    return errors.VERIFY_OTHER

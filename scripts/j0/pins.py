@@ -1,0 +1,134 @@
+"""The pins file (overlay/pins.env): the one place that holds what reproduces the article.
+
+Standard library only: this module also runs inside the image build, on the base image's Python.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from j0.atomic import write_text_atomic
+from j0.errors import J0Error
+
+PINS_RELPATH = Path("overlay") / "pins.env"
+_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S*)$")
+
+
+def project_root() -> Path:
+    """The directory holding overlay/pins.env: $J0_HOME, else the nearest parent of this package."""
+    env = os.environ.get("J0_HOME")
+    if env:
+        root = Path(env)
+        if not (root / PINS_RELPATH).is_file():
+            raise J0Error(f"J0_HOME={env}: no {PINS_RELPATH} there", exit_code=2)
+        return root
+    here = Path(__file__).resolve().parent
+    for candidate in (here, *here.parents):
+        if (candidate / PINS_RELPATH).is_file():
+            return candidate
+    raise J0Error(
+        f"cannot find {PINS_RELPATH} above {here}; set J0_HOME to the j0 checkout", exit_code=2
+    )
+
+
+def parse_pins(text: str, source: str) -> dict[str, str]:
+    """Parse KEY=VALUE lines; blank lines and # comments are skipped, anything else is an error."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            raise J0Error(f"{source}:{number}: {raw!r} is not a KEY=VALUE line", exit_code=2)
+        key, value = match.groups()
+        if key in values:
+            raise J0Error(f"{source}:{number}: {key} is set twice", exit_code=2)
+        values[key] = value
+    return values
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The article's pins, read from overlay/pins.env."""
+
+    root: Path
+    vllm_commit: str
+    vllm_release: str
+    vllm_image: str
+    vllm_image_fallback: str
+    speculator_relpath: str
+    base_sha256: str
+    patched_sha256: str
+    patch_file: Path
+    patch_sha256: str
+    j0_seed: int
+    drafter_repo: str
+    drafter_revision: str
+    drafter_commit: str
+    target_model: str
+
+    @property
+    def pins_path(self) -> Path:
+        return self.root / PINS_RELPATH
+
+    @property
+    def default_overlay_path(self) -> Path:
+        return self.root / "overlay" / self.speculator_relpath
+
+    @property
+    def speculator_module(self) -> str:
+        return self.speculator_relpath.removesuffix(".py").replace("/", ".")
+
+
+_KEYS = {
+    "vllm_commit": "VLLM_COMMIT",
+    "vllm_release": "VLLM_RELEASE",
+    "vllm_image": "VLLM_IMAGE",
+    "vllm_image_fallback": "VLLM_IMAGE_FALLBACK",
+    "speculator_relpath": "SPECULATOR_RELPATH",
+    "base_sha256": "BASE_SHA256",
+    "patched_sha256": "PATCHED_SHA256",
+    "patch_sha256": "PATCH_SHA256",
+    "drafter_repo": "DRAFTER_REPO",
+    "drafter_revision": "DRAFTER_REVISION",
+    "drafter_commit": "DRAFTER_COMMIT",
+    "target_model": "TARGET_MODEL",
+}
+
+
+def load_pins(root: Path | None = None) -> Pins:
+    """Read and check the pins file of the project at `root` (default: project_root())."""
+    root = project_root() if root is None else root
+    path = root / PINS_RELPATH
+    values = parse_pins(path.read_text(encoding="utf-8"), str(path))
+    needed = [*_KEYS.values(), "PATCH_FILE", "J0_SEED"]
+    missing = [key for key in needed if key not in values]
+    if missing:
+        raise J0Error(f"{path}: missing {', '.join(missing)}", exit_code=2)
+    fields = {name: values[key] for name, key in _KEYS.items()}
+    return Pins(
+        root=root,
+        patch_file=root / values["PATCH_FILE"],
+        j0_seed=int(values["J0_SEED"]),
+        **fields,
+    )
+
+
+def set_pin(key: str, value: str, root: Path | None = None) -> bool:
+    """Set one KEY's value in the pins file, keeping every other byte. Returns True if changed."""
+    root = project_root() if root is None else root
+    path = root / PINS_RELPATH
+    text = path.read_text(encoding="utf-8")
+    parse_pins(text, str(path))
+    pattern = re.compile(rf"^{re.escape(key)}=\S*$", re.MULTILINE)
+    if not pattern.search(text):
+        raise J0Error(f"{path}: no {key}= line to update", exit_code=2)
+    new_text = pattern.sub(f"{key}={value}", text, count=1)
+    if new_text == text:
+        return False
+    write_text_atomic(path, new_text)
+    return True
