@@ -1,16 +1,135 @@
-"""`j0 drafter ...`: placeholder until its issue lands."""
+"""`j0 drafter ...`: fetch the JetSpec++ drafter, patch its config.json, check its causality.
+
+Standard library only at module level; huggingface_hub is imported by `fetch` when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from j0.errors import J0Error
+from j0.errors import EXIT_CODE_TABLE, J0Error
+
+FETCH_HELP = """\
+Download the JetSpec++ drafter for Qwen3.8-27B at one full commit and patch its config.json.
+
+The revision (default: DRAFTER_REVISION in overlay/pins.env, a short commit) is resolved on the
+Hub to its full 40-hex commit; an unknown prefix is refused (exit 2), an ambiguous one too, with
+the candidates listed (exit 1). The full commit is written to DRAFTER_COMMIT in the pins file (for
+the pinned repo and revision; a warning where the file cannot be written). Then
+snapshot_download(local_dir=DIR, revision=<full commit>) fetches only what vLLM reads for a DFlash
+draft: config.json, *.safetensors, *.safetensors.index.json, and mask_embedding.pt and
+hf_quant_config.json where the repo has them. Files are checked against the Hub's sha256 / git
+blob ids, and `j0 drafter patch-config DIR` runs last.
+
+Resume: a dropped connection is resumed (HTTP Range) within the run; after an interrupted run,
+running the same command again fetches only the files still missing.
+
+Environment: HF_ENDPOINT (the Hub), HF_TOKEN or HF_TOKEN_PATH (a file holding the token; the token
+is never printed), HF_HUB_OFFLINE=1 (no requests: check and patch an existing DIR).
+
+The default DIR is ./drafter/<repo short name>-<first 8 hex of the commit>; a DIR whose path holds
+another speculative method's name (eagle, mtp, medusa, ...) is refused (exit 64), because vLLM
+guesses the method from such names (vLLM issue 47486).
+"""
+
+PATCH_HELP = """\
+Make DIR/config.json the original plus "causal": true inside dflash_config, and nothing else.
+
+The change is drafter-config/causal.merge-patch.json (a JSON merge patch, RFC 7386), applied as
+the smallest textual edit (key order, indentation and line ends kept) and checked by parsing the
+result. The original bytes are kept as DIR/config.json.orig (never overwritten); the write is
+atomic; a config.json that is a symlink (into a Hub cache) is replaced by a file and the cache is
+left alone. Run twice, the second run changes nothing ("unchanged", exit 0). Afterwards the draft
+layers' causality is resolved as vLLM 0.33.0 does and reported ("all N draft layers causal").
+
+Refused, naming the file and key: no or invalid config.json, no dflash_config (exit 2); a
+top-level "is_causal" that is false, which vLLM 0.33 reads first, or a dflash_config.causal that
+is already false (exit 1). A warning when dflash_config.causal_head is absent or false.
+"""
+
+CHECK_HELP = """\
+Resolve each draft layer's causality from DIR/config.json the way vLLM 0.33.0 does (a top-level
+is_causal first, then dflash_config.causal, then per-layer defaults from layer_types) and say
+whether all are causal. Exit 0: all causal; 1: some are not; 2: no readable config.json.
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("drafter", help="(not built yet)")
-    parser.set_defaults(func=_not_yet)
+    group = subparsers.add_parser(
+        "drafter", help="fetch the JetSpec++ drafter and make its config.json causal"
+    )
+    commands = group.add_subparsers(dest="drafter_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    def add(name: str, summary: str, text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=text,
+            epilog=EXIT_CODE_TABLE,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    fetch = add("fetch", "download the drafter at a full commit, then patch-config", FETCH_HELP)
+    fetch.add_argument(
+        "--repo-id", metavar="REPO", help="Hub model repo (default: DRAFTER_REPO from the pins)"
+    )
+    fetch.add_argument(
+        "--revision",
+        metavar="REV",
+        help="commit (prefix), branch or tag (default: DRAFTER_REVISION from the pins)",
+    )
+    fetch.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help="where to put the files (default: ./drafter/<name>-<short commit>)",
+    )
+    fetch.set_defaults(func=run_fetch)
+
+    patch = add(
+        "patch-config", 'add "causal": true to DIR/config.json\'s dflash_config', PATCH_HELP
+    )
+    patch.add_argument("dir", type=Path, metavar="DIR", help="the drafter's folder")
+    patch.add_argument(
+        "--patch",
+        type=Path,
+        metavar="FILE",
+        help="the merge patch (default: drafter-config/causal.merge-patch.json)",
+    )
+    patch.set_defaults(func=run_patch_config)
+
+    check = add("check", "say whether vLLM 0.33 runs every draft layer causally", CHECK_HELP)
+    check.add_argument("dir", type=Path, metavar="DIR", help="the drafter's folder")
+    check.set_defaults(func=run_check)
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    raise J0Error("j0 drafter is not built yet")
+def run_fetch(args: argparse.Namespace) -> int:
+    from j0 import drafter_fetch
+
+    result = drafter_fetch.fetch(args.repo_id, args.revision, args.dir)
+    for line in result.lines():
+        print(line)
+    return 0
+
+
+def run_patch_config(args: argparse.Namespace) -> int:
+    from j0 import drafter_config
+
+    result = drafter_config.patch_config(args.dir, args.patch)
+    for line in result.lines():
+        print(line)
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from j0 import drafter_config
+
+    causality = drafter_config.check_causality(args.dir)
+    for note in causality.notes:
+        print(f"note: {note}")
+    print(f"{args.dir / drafter_config.CONFIG_NAME}: {causality.summary()}")
+    if not causality.all_causal:
+        raise J0Error("the draft is not causal everywhere", 1)
+    return 0
