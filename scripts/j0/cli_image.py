@@ -1,16 +1,133 @@
-"""`j0 image ...`: placeholder until its issue lands."""
+"""`j0 image ...`: build the article's image, smoke-test one, and say what an image runs."""
 
 from __future__ import annotations
 
 import argparse
 
-from j0.errors import J0Error
+from j0.errors import EXIT_CODE_TABLE
+
+IMAGE_HELP = """\
+The article's serving image: docker/Dockerfile on vLLM's image of the pinned commit (VLLM_IMAGE in
+overlay/pins.env), with the J0-patched speculator.py checked in by sha256.
+"""
+
+BUILD_HELP = """\
+Build docker/Dockerfile (context: the repository root) with docker-py, printing the build's
+progress. The base image is pulled first if it is not present; the build itself then runs with
+--network none. The build checks the base image's speculator.py against BASE_SHA256 and refuses
+another file (unless --allow-base-drift), patches it the way `j0 overlay build` does, checks the
+result against PATCHED_SHA256 and writes /opt/j0/manifest.json. Labels record the base image, its
+digest and this repository's git revision.
+"""
+
+SMOKE_HELP = """\
+Run checks in containers of IMAGE with --network none and no GPU:
+  file        the installed speculator.py, found by the image's python3, is the article's file
+  manifest    /opt/j0/manifest.json and the image's labels agree with overlay/pins.env
+  entrypoint  the entrypoint logs the identity line, then runs `vllm serve ARGS` (a stand-in
+              `vllm` that only echoes is put first on PATH for this check)
+  import      the patched module imports on the CPU (CUDA_VISIBLE_DEVICES="", TRITON_INTERPRET=1)
+  selfcheck   `j0 selfcheck --device cpu` inside the image (skipped where the image's j0 has none)
+Exit 0 when every check passes (or is skipped); 1 otherwise, naming the failed checks.
+"""
+
+IDENTITY_HELP = """\
+Print the path, sha256 and identity (article / base / other) of the speculator.py that this
+Python's vLLM would run, found without importing vLLM. The image's entrypoint runs this at every
+start. Exit 0 whatever the identity (it reports, it does not judge); 2 when no vLLM is found.
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("image", help="(not built yet)")
-    parser.set_defaults(func=_not_yet)
+    group = subparsers.add_parser(
+        "image",
+        help="build, smoke-test and inspect the article's Docker image",
+        description=IMAGE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = group.add_subparsers(dest="image_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    build = commands.add_parser(
+        "build",
+        help="build docker/Dockerfile on the pinned vLLM image",
+        description=BUILD_HELP,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    build.add_argument(
+        "--base",
+        metavar="IMAGE",
+        help="base image (default: VLLM_IMAGE from overlay/pins.env; a repo:tag@sha256:... "
+        "digest form pins it exactly)",
+    )
+    build.add_argument(
+        "--tag", metavar="TAG", help="tag of the result (default: j0/vllm-openai:<commit[:8]>-j0)"
+    )
+    build.add_argument(
+        "--allow-base-drift",
+        action="store_true",
+        help="build arg ALLOW_BASE_DRIFT=1: patch a base whose speculator.py is not the pinned "
+        "one (the patch must still apply cleanly; the image then does not hold the article's file)",
+    )
+    build.add_argument(
+        "--no-pull", action="store_true", help="never pull the base image; it must be present"
+    )
+    build.set_defaults(func=run_build)
+
+    smoke = commands.add_parser(
+        "smoke",
+        help="check an image in containers without network or GPU",
+        description=SMOKE_HELP,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    smoke.add_argument("image", metavar="IMAGE")
+    smoke.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="seconds each check's container may run (default 600)",
+    )
+    smoke.set_defaults(func=run_smoke)
+
+    identity = commands.add_parser(
+        "identity",
+        help="say which speculator.py this Python's vLLM runs (the entrypoint's log line)",
+        description=IDENTITY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    identity.add_argument("--json", action="store_true", help="print one JSON object instead")
+    identity.add_argument("--prefix", default="j0", help="word that starts the line (default j0)")
+    identity.set_defaults(func=run_identity)
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    raise J0Error("j0 image is not built yet")
+def run_build(args: argparse.Namespace) -> int:
+    from j0 import image
+
+    image.build(
+        base=args.base,
+        tag=args.tag,
+        allow_base_drift=args.allow_base_drift,
+        pull=not args.no_pull,
+    )
+    return 0
+
+
+def run_smoke(args: argparse.Namespace) -> int:
+    from j0 import image
+
+    return image.smoke(args.image, timeout=args.timeout)
+
+
+def run_identity(args: argparse.Namespace) -> int:
+    from j0.image_identity import identity_json, identity_line, installed_identity
+    from j0.pins import load_pins
+
+    path, identity = installed_identity(load_pins())
+    if args.json:
+        print(identity_json(path, identity))
+    else:
+        print(f"{args.prefix}: {identity_line(path, identity)}", flush=True)
+    return 0

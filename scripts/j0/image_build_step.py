@@ -1,0 +1,211 @@
+"""The image's build step: put the article's speculator.py into the base image's vLLM.
+
+docker/Dockerfile runs this once, as `python3 -m j0.image_build_step ...`, on the base image's own
+python3 (the one that has vLLM), with no network. Standard library only: it imports nothing that
+a base image may lack, and it never imports vLLM. What it does:
+
+1. finds vLLM's package directory with importlib.util.find_spec (no literal site-packages path);
+2. checks the base speculator.py's sha256 against BASE_SHA256 (overlay/pins.env) and refuses a
+   different file, naming the file, both hashes and `--build-arg ALLOW_BASE_DRIFT=1`;
+3. patches it with j0.overlay.patch_base, the code path of `j0 overlay build`, which checks the
+   result against PATCHED_SHA256;
+4. replaces the file atomically (same mode), drops its stale __pycache__ entries and compiles a
+   fresh, hash-checked one;
+5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import py_compile
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from j0 import __version__
+from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
+from j0.base_sources import installed_vllm_dir
+from j0.errors import J0Error
+from j0.identity import ARTICLE, identify
+from j0.overlay import patch_base
+from j0.patching import available_tool
+from j0.pins import Pins, load_pins
+
+MANIFEST_PATH = Path("/opt/j0/manifest.json")
+PROG = "j0 image build step"
+
+
+def _flag(value: str) -> bool:
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("", "0", "false", "no"):
+        return False
+    raise J0Error(f"ALLOW_BASE_DRIFT={value!r}: expected 0 or 1", exit_code=64)
+
+
+def check_build_args(pins: Pins, vllm_commit: str | None, speculator_sha256: str | None) -> None:
+    """The Dockerfile's label ARGs repeat two pins; refuse a build whose labels would disagree."""
+    for arg, given, pinned, key in (
+        ("VLLM_COMMIT", vllm_commit, pins.vllm_commit, "VLLM_COMMIT"),
+        ("SPECULATOR_SHA256", speculator_sha256, pins.patched_sha256, "PATCHED_SHA256"),
+    ):
+        if given is not None and given != pinned:
+            raise J0Error(
+                f"docker/Dockerfile: build arg {arg}={given} (used in the image's labels) is not "
+                f"{key}={pinned} from {pins.pins_path}; update the ARG default in "
+                "docker/Dockerfile (or pass the pinned value)",
+                exit_code=2,
+            )
+
+
+def check_base(path: Path, data: bytes, pins: Pins, base_image: str, allow_drift: bool) -> None:
+    """Refuse a base file that is not the pinned one, unless drift is allowed."""
+    actual = sha256_bytes(data)
+    if actual == pins.base_sha256 or allow_drift:
+        return
+    raise J0Error(
+        f"{path}: sha256 {actual}, expected {pins.base_sha256} (BASE_SHA256 in {pins.pins_path}: "
+        f"vLLM commit {pins.vllm_commit}, release {pins.vllm_release}).\n"
+        f"The base image {base_image or '(unknown)'} does not hold the pinned vLLM speculator.py: "
+        "a moved nightly tag or another vLLM version. Build on the pinned image (better: pin it "
+        f"by digest, VLLM_IMAGE=repo:tag@sha256:...) or on the fallback {pins.vllm_image_fallback}"
+        ", whose file is byte-identical; or pass --build-arg ALLOW_BASE_DRIFT=1 to try anyway "
+        "(the patch must then still apply cleanly, and the image will not hold the article's "
+        "file)."
+    )
+
+
+def drop_stale_pycache(source: Path) -> list[str]:
+    """Remove __pycache__/<stem>.*.pyc beside `source`; return the removed paths."""
+    cache = source.parent / "__pycache__"
+    removed = []
+    if cache.is_dir():
+        for entry in sorted(cache.glob(f"{source.stem}.*.pyc")):
+            entry.unlink()
+            removed.append(str(entry))
+    return removed
+
+
+def install(
+    pins: Pins,
+    base_image: str,
+    base_image_digest: str,
+    allow_drift: bool,
+    revision: str,
+    manifest_path: Path,
+) -> dict[str, object]:
+    vllm_dir = installed_vllm_dir()
+    target = vllm_dir / pins.speculator_relpath
+    if not target.is_file():
+        raise J0Error(
+            f"{target}: no such file; the vllm package of {sys.executable} ({vllm_dir}/vllm) has "
+            f"no {pins.speculator_relpath} (expected vLLM {pins.vllm_release} / "
+            f"{pins.vllm_commit[:8]})",
+            exit_code=2,
+        )
+    base = target.read_bytes()
+    check_base(target, base, pins, base_image, allow_drift)
+    tool = available_tool()
+    patched = patch_base(base, str(target), pins, allow_base_drift=allow_drift, tool=tool)
+
+    mode = stat.S_IMODE(target.stat().st_mode)
+    write_bytes_atomic(target, patched, mode=mode)
+    removed = drop_stale_pycache(target)
+    compiled = py_compile.compile(
+        str(target), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
+    )
+    # A copy where `j0 overlay verify` looks for the article's file (its diff reference).
+    write_bytes_atomic(pins.default_overlay_path, patched)
+
+    installed = target.read_bytes()
+    if installed != patched:
+        raise J0Error(f"{target}: re-read after writing differs from the patched file")
+    identity = identify(installed, pins)
+    manifest: dict[str, object] = {
+        "schema": 1,
+        "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "base_image": base_image,
+        "base_image_digest": base_image_digest,
+        "vllm_image_pinned": pins.vllm_image,
+        "vllm_image_fallback": pins.vllm_image_fallback,
+        "vllm_commit": pins.vllm_commit,
+        "vllm_release": pins.vllm_release,
+        "python": sys.executable,
+        "python_version": platform.python_version(),
+        "vllm_dir": str(vllm_dir),
+        "speculator_path": str(target),
+        "base_sha256": sha256_bytes(base),
+        "base_sha256_pinned": pins.base_sha256,
+        "speculator_sha256": identity.sha256,
+        "speculator_sha256_pinned": pins.patched_sha256,
+        "identity": identity.kind,
+        "allow_base_drift": allow_drift,
+        "patch_file": str(pins.patch_file),
+        "patch_sha256": pins.patch_sha256,
+        "patch_tool": tool,
+        "removed_pycache": removed,
+        "compiled_pycache": compiled,
+        "drafter_repo": pins.drafter_repo,
+        "drafter_revision": pins.drafter_revision,
+        "drafter_commit": pins.drafter_commit,
+        "target_model": pins.target_model,
+        "j0_seed": pins.j0_seed,
+        "j0_version": __version__,
+        "j0_revision": revision,
+    }
+    write_text_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-image", default="", help="the VLLM_IMAGE build arg")
+    parser.add_argument("--base-image-digest", default="", help="its repo digest, if known")
+    parser.add_argument("--allow-base-drift", default="0", metavar="0|1")
+    parser.add_argument("--revision", default="", help="the j0 git revision being built")
+    parser.add_argument("--expect-vllm-commit", help="the VLLM_COMMIT label arg, checked")
+    parser.add_argument("--expect-speculator-sha256", help="the SPECULATOR_SHA256 label arg")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST_PATH)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        pins = load_pins()
+        allow_drift = _flag(args.allow_base_drift)
+        check_build_args(pins, args.expect_vllm_commit, args.expect_speculator_sha256)
+        manifest = install(
+            pins,
+            args.base_image,
+            args.base_image_digest,
+            allow_drift,
+            args.revision,
+            args.manifest,
+        )
+    except J0Error as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"{PROG}: installed {manifest['speculator_path']}")
+    print(
+        f"{PROG}: speculator.py sha256={manifest['speculator_sha256']} "
+        f"identity={manifest['identity']}"
+    )
+    print(f"{PROG}: manifest {args.manifest}")
+    if manifest["identity"] != ARTICLE:
+        print(
+            f"{PROG}: warning: ALLOW_BASE_DRIFT=1: this image does NOT hold the article's file; "
+            "its labels name the pinned hash, the manifest the real one",
+            file=sys.stderr,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    os.umask(0o022)
+    sys.exit(main())

