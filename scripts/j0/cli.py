@@ -11,7 +11,13 @@ from j0 import __version__, errors
 from j0.errors import J0Error
 
 # One module per command group; each has register(subparsers) and sets `func` on its parsers.
-COMMAND_MODULES = ("j0.cli_overlay", "j0.cli_selfcheck", "j0.cli_image", "j0.cli_drafter")
+COMMAND_MODULES = (
+    "j0.cli_overlay",
+    "j0.cli_selfcheck",
+    "j0.cli_image",
+    "j0.cli_drafter",
+    "j0.cli_serve",
+)
 
 DESCRIPTION = """\
 Build, check and run vLLM's DFlash speculator with JetSpec++'s J0 first-pass context

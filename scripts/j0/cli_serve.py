@@ -1,0 +1,77 @@
+"""`j0 serve -- ARGS`: check the server's command line and switches, then start the server."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from j0 import serve_command
+
+DESCRIPTION = """\
+The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments. Before anything
+starts it checks them against the article's setup and says what will run:
+
+  refuses  a --speculative-config other than exactly (compact JSON, keys in this order)
+             {"method":"dflash","model":"DIR","num_speculative_tokens":N,"kv_cache_dtype":"auto"}
+           (DIR the drafter, N a positive integer), a drafter whose config.json would leave a draft
+           layer non-causal in vLLM 0.33 (run `j0 drafter patch-config DIR`),
+           VLLM_DFLASH_CTX_NOISE other than 1 or 0, VLLM_DFLASH_DUMP_STEPS not a number;
+  warns    for num_speculative_tokens other than 15 or 7 (the article's values), --max-num-seqs
+           other than 4, a dump folder without steps and steps without a folder;
+  applies  the API key in --api-key-file (if not empty) as VLLM_API_KEY, the equivalent of
+           vLLM's --api-key that stays out of `ps`; an overlay bind-mounted at --overlay-mount
+           (compose: J0_OVERLAY), by linking the installed speculator.py to it when the mount did
+           not land on it already;
+
+then execs --then ARGS (the image's entrypoint: it logs the running speculator.py's sha256 and
+identity, then execs `vllm serve ARGS`).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "serve",
+        help="check the server's arguments and J0 switches, then start vLLM (compose entrypoint)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--then",
+        metavar="PROGRAM",
+        default=serve_command.DEFAULT_THEN,
+        help=f"what to exec with ARGS after the checks (default: {serve_command.DEFAULT_THEN})",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check and say what would run, then exit 0"
+    )
+    parser.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        type=Path,
+        default=serve_command.DEFAULT_API_KEY_FILE,
+        help=f"API key for vLLM, if the file exists and is not empty "
+        f"(default: {serve_command.DEFAULT_API_KEY_FILE}, compose's api_key secret)",
+    )
+    parser.add_argument(
+        "--overlay-mount",
+        metavar="FILE",
+        type=Path,
+        default=serve_command.DEFAULT_OVERLAY_MOUNT,
+        help="where compose bind-mounts J0_OVERLAY "
+        f"(default: {serve_command.DEFAULT_OVERLAY_MOUNT})",
+    )
+    parser.add_argument("serve_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
+    parser.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    serve_args = list(args.serve_args)
+    if serve_args and serve_args[0] == "--":
+        serve_args = serve_args[1:]
+    return serve_command.run(
+        serve_args,
+        then=args.then,
+        dry_run=args.dry_run,
+        api_key_file=args.api_key_file,
+        overlay_mount=args.overlay_mount,
+    )

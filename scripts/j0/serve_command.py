@@ -1,0 +1,336 @@
+"""The server's command line, checked before vLLM starts: what compose.yaml's server service runs.
+
+`j0 serve -- ARGS` (the server's entrypoint in compose.yaml) reads the `vllm serve` arguments and
+the J0 switches, refuses what would silently run something other than the article's setup, warns
+about what the article did not test, applies the optional API key and overlay swap, says in one
+block what will run, then execs the image's entrypoint (which logs the speculator.py identity and
+execs `vllm serve ARGS`).
+
+Standard library only: this runs inside the image, on the base image's python3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
+
+# The article's speculative config, key for key and in this order (the seed's serving flags).
+SPEC_KEYS = ("method", "model", "num_speculative_tokens", "kv_cache_dtype")
+SPEC_METHOD = "dflash"
+SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
+TESTED_NUM_SPEC_TOKENS = (15, 7)
+ARTICLE_MAX_NUM_SEQS = 4
+
+# Where compose.yaml puts things inside the server container.
+DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
+DEFAULT_API_KEY_FILE = Path("/run/secrets/api_key")
+DEFAULT_OVERLAY_MOUNT = Path("/opt/j0/speculator.py")
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    method: str
+    model: str
+    num_speculative_tokens: int
+    kv_cache_dtype: str
+
+    def render(self) -> str:
+        return render_speculative_config(self.model, self.num_speculative_tokens)
+
+
+def render_speculative_config(drafter_dir: str, num_speculative_tokens: int) -> str:
+    """The `--speculative-config` value exactly as the article passed it (compact JSON)."""
+    value = {
+        "method": SPEC_METHOD,
+        "model": drafter_dir,
+        "num_speculative_tokens": num_speculative_tokens,
+        "kv_cache_dtype": SPEC_DRAFT_KV_CACHE_DTYPE,
+    }
+    return json.dumps(value, separators=(",", ":"))
+
+
+def parse_speculative_config(raw: str) -> SpecConfig:
+    """Parse and check a `--speculative-config` value against the article's form."""
+    where = f"--speculative-config {raw!r}"
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if '"num_speculative_tokens":,' in raw or '"num_speculative_tokens":}' in raw:
+            hint = " (is NUM_SPEC_TOKENS empty?)"
+        raise J0Error(f"{where}: not valid JSON: {exc}{hint}", USAGE) from exc
+    if not isinstance(value, dict):
+        raise J0Error(f"{where}: expected a JSON object", USAGE)
+    if tuple(value) != SPEC_KEYS:
+        raise J0Error(
+            f"{where}: expected exactly the keys {', '.join(SPEC_KEYS)} in this order, "
+            f"got {', '.join(value) or 'none'}",
+            USAGE,
+        )
+    n = value["num_speculative_tokens"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise J0Error(
+            f"{where}: num_speculative_tokens is {n!r}, expected a positive integer "
+            f"(the article ran {TESTED_NUM_SPEC_TOKENS[0]}, and {TESTED_NUM_SPEC_TOKENS[1]})",
+            USAGE,
+        )
+    if value["method"] != SPEC_METHOD:
+        raise J0Error(f"{where}: method is {value['method']!r}, expected {SPEC_METHOD!r}", USAGE)
+    if value["kv_cache_dtype"] != SPEC_DRAFT_KV_CACHE_DTYPE:
+        raise J0Error(
+            f"{where}: kv_cache_dtype is {value['kv_cache_dtype']!r}, expected "
+            f"{SPEC_DRAFT_KV_CACHE_DTYPE!r} (it keeps the draft's KV cache BF16 under an FP8 "
+            "target)",
+            USAGE,
+        )
+    if not isinstance(value["model"], str) or not value["model"]:
+        raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
+    spec = SpecConfig(**value)
+    if spec.render() != raw:
+        raise J0Error(
+            f"{where}: not in the article's compact form; expected {spec.render()!r}", USAGE
+        )
+    return spec
+
+
+def option_value(args: Sequence[str], name: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` (the last one wins, as in argparse)."""
+    found: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name:
+            if i + 1 >= len(args):
+                raise J0Error(f"{name} is given without a value", USAGE)
+            found = args[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1 :]
+    return found
+
+
+def target_model(args: Sequence[str]) -> str | None:
+    """`vllm serve`'s model: the first argument when it is not an option, else `--model`."""
+    if args and not args[0].startswith("-"):
+        return args[0]
+    return option_value(args, "--model")
+
+
+@dataclass
+class Plan:
+    """What will run: facts to log, warnings, and the environment for vLLM."""
+
+    args: list[str]
+    env: dict[str, str]
+    facts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
+    from j0 import drafter_causality
+
+    config_path = Path(spec.model) / "config.json"
+    if not config_path.is_file():
+        raise J0Error(
+            f"{config_path}: no such file; the drafter is fetched by compose's drafter service "
+            "(`j0 drafter fetch --dir DIR`)",
+            INPUT_LACKS,
+        )
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise J0Error(f"{config_path}: cannot read it as JSON: {exc}", INPUT_LACKS) from exc
+    if not isinstance(config, dict) or not isinstance(config.get("dflash_config"), dict):
+        raise J0Error(f"{config_path}: no dflash_config object", INPUT_LACKS)
+    try:
+        causality = drafter_causality.resolve(config)
+    except ValueError as exc:
+        raise J0Error(f"{config_path}: {exc}", INPUT_LACKS) from exc
+    if not causality.all_causal:
+        raise J0Error(
+            f"{config_path}: {causality.summary()}; expected dflash_config.causal true "
+            f"(run `j0 drafter patch-config {spec.model}`)",
+            CHECK_FAILED,
+        )
+    plan.facts.append(f"drafter {spec.model}: {causality.summary()}")
+
+
+def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
+    noise = env.get("VLLM_DFLASH_CTX_NOISE", "0")
+    if noise not in ("0", "1"):
+        raise J0Error(
+            f"VLLM_DFLASH_CTX_NOISE={noise!r}: expected 1 (J0 on) or 0 (the baseline); the patched "
+            "speculator.py treats anything but '1' as off",
+            USAGE,
+        )
+    plan.facts.append(
+        f"VLLM_DFLASH_CTX_NOISE={noise}: " + ("J0 on" if noise == "1" else "J0 off (baseline)")
+    )
+    steps_raw = env.get("VLLM_DFLASH_DUMP_STEPS", "") or "0"
+    try:
+        steps = int(steps_raw)
+    except ValueError:
+        steps = -1
+    if steps < 0:
+        raise J0Error(
+            f"VLLM_DFLASH_DUMP_STEPS={steps_raw!r}: expected a number of steps, 0 or more", USAGE
+        )
+    dump_dir = env.get("VLLM_DFLASH_DUMP", "")
+    if dump_dir and steps > 0:
+        plan.facts.append(
+            f"dumps: the first {steps} single-request draft steps to {dump_dir}/stepNNNN.pt "
+            "(copies to the CPU and synchronises: not for timing)"
+        )
+        try:
+            Path(dump_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise J0Error(f"VLLM_DFLASH_DUMP={dump_dir}: cannot create it: {exc}", USAGE) from exc
+        if not os.access(dump_dir, os.W_OK):
+            raise J0Error(f"VLLM_DFLASH_DUMP={dump_dir}: not writable", USAGE)
+    elif dump_dir:
+        plan.warnings.append(
+            f"VLLM_DFLASH_DUMP={dump_dir} but VLLM_DFLASH_DUMP_STEPS={steps}: nothing is dumped"
+        )
+    elif steps > 0:
+        plan.warnings.append(
+            f"VLLM_DFLASH_DUMP_STEPS={steps} but VLLM_DFLASH_DUMP is empty: nothing is dumped"
+        )
+    else:
+        plan.facts.append("dumps: off")
+
+
+def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
+    if option_value(plan.args, "--api-key") is not None:
+        plan.facts.append("API key: from --api-key")
+        return
+    if api_key_file is None or not api_key_file.is_file():
+        plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
+        return
+    key = api_key_file.read_text(encoding="utf-8").strip()
+    if not key:
+        plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
+        return
+    # vLLM reads VLLM_API_KEY like --api-key; an environment variable stays out of `ps`.
+    plan.env["VLLM_API_KEY"] = key
+    plan.facts.append(f"API key: required on /v1 (read from {api_key_file})")
+
+
+def _apply_hf_token(plan: Plan) -> None:
+    token_path = plan.env.get("HF_TOKEN_PATH")
+    if "HF_TOKEN" in plan.env:
+        plan.warnings.append(
+            "HF_TOKEN is set in the environment; compose passes the token as a secret file "
+            "(HF_TOKEN_FILE) instead"
+        )
+    if not token_path:
+        return
+    path = Path(token_path)
+    if path.is_file() and path.stat().st_size > 0:
+        plan.facts.append(f"Hugging Face token: from {token_path}")
+        return
+    # An empty secret (HF_TOKEN_FILE unset): let huggingface_hub look in HF_HOME as usual.
+    del plan.env["HF_TOKEN_PATH"]
+    plan.facts.append("Hugging Face token: none given (HF_TOKEN_FILE unset)")
+
+
+def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
+    """Make vLLM import the bind-mounted file at `mount`, if one is mounted there.
+
+    Where the image links `mount` to the installed file, the bind mount already lands on it and
+    nothing is left to do. Otherwise the installed file (in this container's own layer) becomes a
+    link to the mounted one, and its stale bytecode goes.
+    """
+    if not mount.is_file() or mount.stat().st_size == 0:
+        return
+    if installed.resolve() == mount.resolve():
+        plan.facts.append(f"overlay swap: {mount} is mounted over {installed}")
+        return
+    if os.path.samefile(installed, mount):
+        plan.facts.append(f"overlay swap: {installed} is the mounted {mount}")
+        return
+    cache = installed.parent / "__pycache__"
+    for stale in cache.glob(f"{installed.stem}.*.pyc"):
+        stale.unlink(missing_ok=True)
+    link = installed.with_name(f".{installed.name}.j0-swap")
+    link.unlink(missing_ok=True)
+    link.symlink_to(mount)
+    os.replace(link, installed)
+    plan.facts.append(f"overlay swap: {installed} -> {mount} (read-only bind mount)")
+
+
+def plan_serve(
+    args: Sequence[str],
+    env: Mapping[str, str],
+    api_key_file: Path | None = DEFAULT_API_KEY_FILE,
+) -> Plan:
+    """Check the `vllm serve` arguments and switches; return what will run."""
+    plan = Plan(args=list(args), env=dict(env))
+    model = target_model(plan.args)
+    if not model:
+        raise J0Error("no target model: the first argument must be the model (TARGET_MODEL)", USAGE)
+    raw = option_value(plan.args, "--speculative-config")
+    if raw is None:
+        raise J0Error(
+            "no --speculative-config: the article's run drafts with the JetSpec++ drafter", USAGE
+        )
+    spec = parse_speculative_config(raw)
+    n = spec.num_speculative_tokens
+    plan.facts.append(f"target {model}")
+    plan.facts.append(f"--speculative-config {raw}")
+    if n not in TESTED_NUM_SPEC_TOKENS:
+        tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
+        plan.warnings.append(
+            f"num_speculative_tokens={n}: the article tested {tested} only (NUM_SPEC_TOKENS)"
+        )
+    seqs = option_value(plan.args, "--max-num-seqs")
+    if seqs is None:
+        plan.warnings.append(
+            f"no --max-num-seqs: the article ran {ARTICLE_MAX_NUM_SEQS} (vLLM's default differs)"
+        )
+    elif seqs != str(ARTICLE_MAX_NUM_SEQS):
+        plan.warnings.append(f"--max-num-seqs {seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}")
+    else:
+        plan.facts.append(f"--max-num-seqs {seqs}")
+    _check_drafter(spec, plan)
+    _check_switches(plan.env, plan)
+    _apply_api_key(api_key_file, plan)
+    _apply_hf_token(plan)
+    return plan
+
+
+def installed_speculator_path() -> Path:
+    """The speculator.py of this Python's vLLM (found without importing vLLM)."""
+    from j0.base_sources import installed_vllm_dir
+    from j0.pins import load_pins
+
+    return installed_vllm_dir() / load_pins().speculator_relpath
+
+
+def run(
+    args: Sequence[str],
+    then: str,
+    dry_run: bool,
+    api_key_file: Path | None,
+    overlay_mount: Path,
+) -> int:
+    """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
+    plan = plan_serve(args, os.environ, api_key_file)
+    if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
+        apply_overlay_swap(overlay_mount, installed_speculator_path(), plan)
+    for fact in plan.facts:
+        print(f"j0 serve: {fact}", file=sys.stderr)
+    for warning in plan.warnings:
+        print(f"j0 serve: warning: {warning}", file=sys.stderr)
+    if dry_run:
+        print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
+        return 0
+    sys.stderr.flush()
+    sys.stdout.flush()
+    try:
+        os.execvpe(then, [then, *plan.args], plan.env)
+    except OSError as exc:
+        raise J0Error(f"cannot run {then}: {exc}", INPUT_LACKS) from exc
+    return 0  # not reached

@@ -1,0 +1,318 @@
+"""`j0 serve`: the server's command line and switches, checked before vLLM starts.
+
+Real files and real processes: a drafter folder with a config.json, a secret file, and `j0 serve`
+run in a subprocess that execs a small program of ours in place of the image's entrypoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from j0 import serve_command
+from j0.errors import J0Error
+
+ROOT = Path(__file__).resolve().parents[1]
+# Typed from the seed's serving flags, not produced by the code under test.
+ARTICLE_15 = (
+    '{"method":"dflash","model":"/drafter","num_speculative_tokens":15,"kv_cache_dtype":"auto"}'
+)
+
+CAUSAL_CONFIG = {
+    "architectures": ["DFlashDraftModel"],
+    "num_hidden_layers": 5,
+    "dflash_config": {"causal_head": True, "causal": True, "mask_token_id": 151669},
+}
+
+
+def drafter(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
+    folder = tmp_path / "drafter"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config or CAUSAL_CONFIG, indent=2) + "\n")
+    return folder
+
+
+def serve_args(folder: Path, n: int = 15, *extra: str) -> list[str]:
+    spec = serve_command.render_speculative_config(str(folder), n)
+    return ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4", *extra]
+
+
+def test_render_is_the_seeds_form() -> None:
+    assert serve_command.render_speculative_config("/drafter", 15) == ARTICLE_15
+    assert serve_command.render_speculative_config("/drafter", 7) == ARTICLE_15.replace("15", "7")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("{", "not valid JSON"),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":,"kv_cache_dtype":"auto"}',
+            "NUM_SPEC_TOKENS empty",
+        ),
+        ("[]", "expected a JSON object"),
+        (
+            '{"model":"/d","method":"dflash","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
+            "in this order",
+        ),
+        ('{"method":"dflash","model":"/d","num_speculative_tokens":7}', "exactly the keys"),
+        (
+            '{"method":"eagle3","model":"/d","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
+            "method is 'eagle3'",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":7,"kv_cache_dtype":"fp8"}',
+            "keeps the draft's KV cache BF16",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":0,"kv_cache_dtype":"auto"}',
+            "positive integer",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":"7","kv_cache_dtype":"auto"}',
+            "positive integer",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":true,"kv_cache_dtype":"auto"}',
+            "positive integer",
+        ),
+        (
+            '{"method":"dflash","model":"","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
+            "drafter's directory",
+        ),
+        (
+            '{"method": "dflash", "model": "/d", '
+            '"num_speculative_tokens": 7, "kv_cache_dtype": "auto"}',
+            "compact form",
+        ),
+    ],
+)
+def test_speculative_config_other_than_the_articles_is_refused(raw: str, message: str) -> None:
+    with pytest.raises(J0Error, match=message) as info:
+        serve_command.parse_speculative_config(raw)
+    assert info.value.exit_code == 64
+
+
+def test_tested_token_counts_pass_quietly_and_others_warn(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    env = {"VLLM_DFLASH_CTX_NOISE": "1"}
+    for n in (15, 7):
+        plan = serve_command.plan_serve(serve_args(folder, n), env, api_key_file=None)
+        assert plan.warnings == []
+        assert f'"num_speculative_tokens":{n},' in " ".join(plan.facts)
+    plan = serve_command.plan_serve(serve_args(folder, 3), env, api_key_file=None)
+    assert plan.warnings == [
+        "num_speculative_tokens=3: the article tested 15 and 7 only (NUM_SPEC_TOKENS)"
+    ]
+
+
+def test_max_num_seqs_other_than_four_warns(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    args = [*serve_args(folder)[:3], "--max-num-seqs=8"]
+    plan = serve_command.plan_serve(args, {}, api_key_file=None)
+    assert plan.warnings == ["--max-num-seqs 8: the article ran 4"]
+    plan = serve_command.plan_serve(serve_args(folder)[:3], {}, api_key_file=None)
+    assert "no --max-num-seqs" in plan.warnings[0]
+
+
+def test_facts_name_target_drafter_causality_and_switches(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    plan = serve_command.plan_serve(
+        serve_args(folder), {"VLLM_DFLASH_CTX_NOISE": "1"}, api_key_file=None
+    )
+    text = "\n".join(plan.facts)
+    assert "target Qwen/Test" in text
+    assert f"drafter {folder}: all 5 draft layers causal (decided by dflash_config.causal" in text
+    assert "VLLM_DFLASH_CTX_NOISE=1: J0 on" in text
+    assert "--max-num-seqs 4" in text
+    assert "dumps: off" in text
+    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=None)
+    assert "VLLM_DFLASH_CTX_NOISE=0: J0 off (baseline)" in plan.facts
+
+
+@pytest.mark.parametrize(
+    ("config", "message", "code"),
+    [
+        # The released config: causal_head only, so vLLM 0.33 runs full (non-causal) attention.
+        ({"num_hidden_layers": 5, "dflash_config": {"causal_head": True}}, "NOT causal", 1),
+        (
+            {"is_causal": False, "num_hidden_layers": 5, "dflash_config": {"causal": True}},
+            "top-level is_causal",
+            1,
+        ),
+        ({"num_hidden_layers": 5}, "no dflash_config", 2),
+    ],
+)
+def test_a_drafter_that_vllm_would_not_run_causally_is_refused(
+    tmp_path: Path, config: dict[str, object], message: str, code: int
+) -> None:
+    folder = drafter(tmp_path, config)
+    with pytest.raises(J0Error, match=message) as info:
+        serve_command.plan_serve(serve_args(folder), {}, api_key_file=None)
+    assert info.value.exit_code == code
+    assert str(folder / "config.json") in str(info.value)
+
+
+def test_missing_drafter_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(J0Error, match=r"config\.json: no such file") as info:
+        serve_command.plan_serve(serve_args(tmp_path / "none"), {}, api_key_file=None)
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("value", ["true", "on", "", "2"])
+def test_ctx_noise_must_be_one_or_zero(tmp_path: Path, value: str) -> None:
+    folder = drafter(tmp_path)
+    with pytest.raises(J0Error, match="VLLM_DFLASH_CTX_NOISE"):
+        serve_command.plan_serve(
+            serve_args(folder), {"VLLM_DFLASH_CTX_NOISE": value}, api_key_file=None
+        )
+
+
+def test_dump_switches(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    dumps = tmp_path / "dumps" / "run1"
+    on = {"VLLM_DFLASH_DUMP": str(dumps), "VLLM_DFLASH_DUMP_STEPS": "16"}
+    plan = serve_command.plan_serve(serve_args(folder), on, api_key_file=None)
+    assert dumps.is_dir() and plan.warnings == []
+    assert any(
+        f.startswith(f"dumps: the first 16 single-request draft steps to {dumps}")
+        for f in plan.facts
+    )
+    plan = serve_command.plan_serve(
+        serve_args(folder),
+        {"VLLM_DFLASH_DUMP": str(dumps), "VLLM_DFLASH_DUMP_STEPS": "0"},
+        api_key_file=None,
+    )
+    assert plan.warnings == [
+        f"VLLM_DFLASH_DUMP={dumps} but VLLM_DFLASH_DUMP_STEPS=0: nothing is dumped"
+    ]
+    plan = serve_command.plan_serve(
+        serve_args(folder),
+        {"VLLM_DFLASH_DUMP": "", "VLLM_DFLASH_DUMP_STEPS": "4"},
+        api_key_file=None,
+    )
+    assert "VLLM_DFLASH_DUMP is empty" in plan.warnings[0]
+    with pytest.raises(J0Error, match="VLLM_DFLASH_DUMP_STEPS='many'"):
+        serve_command.plan_serve(
+            serve_args(folder), {"VLLM_DFLASH_DUMP_STEPS": "many"}, api_key_file=None
+        )
+
+
+def test_api_key_comes_from_the_secret_file_into_the_environment_only(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    key_file = tmp_path / "api_key"
+    key_file.write_text("s3cret-key\n")
+    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=key_file)
+    assert plan.env["VLLM_API_KEY"] == "s3cret-key"
+    assert "s3cret-key" not in " ".join(plan.args + plan.facts + plan.warnings)
+    key_file.write_text("")
+    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=key_file)
+    assert "VLLM_API_KEY" not in plan.env
+
+
+def test_empty_hf_token_secret_is_dropped_and_a_plain_token_warns(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    token = tmp_path / "hf_token"
+    token.write_text("")
+    plan = serve_command.plan_serve(
+        serve_args(folder), {"HF_TOKEN_PATH": str(token)}, api_key_file=None
+    )
+    assert "HF_TOKEN_PATH" not in plan.env
+    token.write_text("hf_abc\n")
+    plan = serve_command.plan_serve(
+        serve_args(folder), {"HF_TOKEN_PATH": str(token), "HF_TOKEN": "hf_abc"}, api_key_file=None
+    )
+    assert plan.env["HF_TOKEN_PATH"] == str(token)
+    assert "hf_abc" not in " ".join(plan.facts + plan.warnings)
+    assert "HF_TOKEN is set in the environment" in plan.warnings[0]
+
+
+def test_overlay_swap_links_the_installed_file_to_the_mounted_one(tmp_path: Path) -> None:
+    dflash = tmp_path / "site" / "vllm" / "dflash"
+    (dflash / "__pycache__").mkdir(parents=True)
+    installed = dflash / "speculator.py"
+    installed.write_text("installed\n")
+    stale = dflash / "__pycache__" / "speculator.cpython-311.pyc"
+    stale.write_bytes(b"stale")
+    other = dflash / "__pycache__" / "utils.cpython-311.pyc"
+    other.write_bytes(b"keep")
+    mount = tmp_path / "opt" / "speculator.py"
+    mount.parent.mkdir()
+    mount.write_text("swapped\n")
+    plan = serve_command.Plan(args=[], env={})
+    serve_command.apply_overlay_swap(mount, installed, plan)
+    assert installed.is_symlink() and installed.read_text() == "swapped\n"
+    assert not stale.exists() and other.exists()
+    assert plan.facts == [f"overlay swap: {installed} -> {mount} (read-only bind mount)"]
+    # A second start of the same container: the link is already there.
+    plan = serve_command.Plan(args=[], env={})
+    serve_command.apply_overlay_swap(mount, installed, plan)
+    assert plan.facts == [f"overlay swap: {mount} is mounted over {installed}"]
+
+
+def run_j0_serve(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full_env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT / "scripts"), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "j0", "serve", *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_j0_serve_execs_the_entrypoint_with_the_same_arguments(tmp_path: Path) -> None:
+    """`j0 serve` replaces itself by --then, with ARGS unchanged and the API key in its env."""
+    folder = drafter(tmp_path)
+    then = tmp_path / "entrypoint"
+    then.write_text(
+        "#!/bin/sh\n"
+        'echo "entrypoint got: $*"\n'
+        'echo "api key: ${VLLM_API_KEY:-none} noise: $VLLM_DFLASH_CTX_NOISE"\n'
+    )
+    then.chmod(0o755)
+    key_file = tmp_path / "api_key"
+    key_file.write_text("k-123\n")
+    args = serve_args(folder, 7)
+    result = run_j0_serve(
+        "--then",
+        str(then),
+        "--api-key-file",
+        str(key_file),
+        "--overlay-mount",
+        str(tmp_path / "no-overlay"),
+        "--",
+        *args,
+        env={"VLLM_DFLASH_CTX_NOISE": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "entrypoint got: " + " ".join(args),
+        "api key: k-123 noise: 1",
+    ]
+    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in result.stderr
+    assert "k-123" not in result.stderr
+
+
+def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:
+    folder = drafter(tmp_path)
+    common = ["--api-key-file", str(tmp_path / "none"), "--overlay-mount", str(tmp_path / "none")]
+    result = run_j0_serve(*common, "--dry-run", "--", *serve_args(folder, 9), env={})
+    assert result.returncode == 0, result.stderr
+    assert (
+        "j0 serve: warning: num_speculative_tokens=9: the article tested 15 and 7" in result.stderr
+    )
+    assert "checks passed" in result.stderr
+    result = run_j0_serve(*common, "--", *serve_args(folder), env={"VLLM_DFLASH_CTX_NOISE": "yes"})
+    assert result.returncode == 64
+    assert "j0: error: VLLM_DFLASH_CTX_NOISE='yes'" in result.stderr
+    result = run_j0_serve(
+        *common, "--then", str(tmp_path / "missing"), "--", *serve_args(folder), env={}
+    )
+    assert result.returncode == 2 and "cannot run" in result.stderr
