@@ -302,7 +302,7 @@ class PatchResult:
                 head += f" (original bytes kept in {self.orig})"
         else:
             head = f'{self.config}: unchanged (dflash_config already has "causal": true)'
-        return [head, self.causality.summary()]
+        return [head, *(f"note: {n}" for n in self.causality.notes), self.causality.summary()]
 
 
 def _warn(message: str) -> None:
