@@ -1,0 +1,372 @@
+"""`j0 drafter fetch` with the real huggingface_hub client against our Hub-like server.
+
+No mocks: tests/servers/hub_server.py is a small HTTP server of ours on 127.0.0.1 that answers the
+Hub endpoints huggingface_hub 2.4 uses; `j0` runs as a subprocess with HF_ENDPOINT pointing at it,
+as a user (or the compose drafter service) runs it. The pins file is a copy in a temporary
+J0_HOME, so the checkout's overlay/pins.env is never written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from j0 import drafter_fetch
+from j0.pins import load_pins
+from servers.hub_server import DEFAULT_REPO_ID, FakeRepo, HubServer, article_repo
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = "model-00001-of-00002.safetensors"
+NEEDED = {
+    "config.json",
+    "config.json.orig",
+    BIG,
+    "model-00002-of-00002.safetensors",
+    "model.safetensors.index.json",
+}
+TOKEN = "hf_SENTINEL_do_not_print_0123456789"
+
+
+@pytest.fixture(scope="module")
+def repo() -> FakeRepo:
+    return article_repo(weight_mb=12)
+
+
+@pytest.fixture(scope="module")
+def article_sha(repo: FakeRepo) -> str:
+    (sha,) = [c for c in repo.commits if c.startswith("3147a351")]
+    return sha
+
+
+@pytest.fixture
+def hub(repo: FakeRepo) -> Iterator[HubServer]:
+    server = HubServer([repo]).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Env:
+    home: Path  # J0_HOME: a copy of the pins and drafter-config
+    work: Path  # the working directory (./drafter/... lands here)
+    vars: dict[str, str]
+
+    @property
+    def pins(self) -> Path:
+        return self.home / "overlay" / "pins.env"
+
+    def run(
+        self, *args: str, timeout: float = 120, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "j0", "drafter", "fetch", *args],
+            cwd=self.work,
+            env={**self.vars, **extra},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@pytest.fixture
+def env(tmp_path: Path, hub: HubServer) -> Env:
+    home = tmp_path / "j0home"
+    (home / "overlay").mkdir(parents=True)
+    shutil.copy(ROOT / "overlay" / "pins.env", home / "overlay" / "pins.env")
+    shutil.copytree(ROOT / "drafter-config", home / "drafter-config")
+    work = tmp_path / "work"
+    work.mkdir()
+    variables = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HF_", "HUGGING")) and k not in ("J0_HOME",)
+    }
+    variables.update(
+        J0_HOME=str(home),
+        HOME=str(tmp_path / "userhome"),
+        HF_HOME=str(tmp_path / "hfhome"),
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_TELEMETRY="1",
+        PYTHONPATH=str(ROOT / "scripts"),
+    )
+    return Env(home, work, variables)
+
+
+def default_dir(env: Env) -> Path:
+    return env.work / "drafter" / "jetspecpp-qwen3p8-27b-3147a351"
+
+
+def pinned_commit(env: Env) -> str:
+    return load_pins(env.home).drafter_commit
+
+
+def test_fetch_resolves_the_short_revision_and_patches(
+    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
+) -> None:
+    hub.page_size = 2  # the file and commit lists come in pages (Link: rel="next")
+    assert pinned_commit(env) == ""
+    result = env.run()
+    assert result.returncode == 0, result.stderr
+    assert f"3147a351 -> {article_sha}" in result.stdout
+    assert pinned_commit(env) == article_sha
+    folder = default_dir(env)
+    assert {p.name for p in folder.iterdir()} == NEEDED | {".cache"}
+    files = repo.commits[article_sha].files
+    for name in NEEDED - {"config.json", "config.json.orig"}:
+        assert (folder / name).read_bytes() == files[name]
+    assert (folder / "config.json.orig").read_bytes() == files["config.json"]
+    expected = json.loads(files["config.json"])
+    expected["dflash_config"]["causal"] = True
+    assert json.loads((folder / "config.json").read_text()) == expected
+    assert "all 5 draft layers causal" in result.stdout
+    # Only what vLLM reads was downloaded, always at the full commit.
+    downloaded = {e["path"].rsplit("/", 1)[-1] for e in hub.requests("GET", "/resolve/")}
+    assert downloaded == NEEDED - {"config.json.orig"}
+    assert all(f"/resolve/{article_sha}/" in e["path"] for e in hub.requests(contains="/resolve/"))
+    assert any("cursor=" in e["query"] for e in hub.requests("GET", "/tree/"))
+    assert "skipped: .gitattributes, README.md, runs/events.txt, tokenizer.json" in result.stdout
+
+
+def test_second_run_downloads_nothing_and_changes_nothing(env: Env, hub: HubServer) -> None:
+    assert env.run().returncode == 0
+    folder = default_dir(env)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    count = len(hub.requests("GET", "/resolve/"))
+    result = env.run()
+    assert result.returncode == 0, result.stderr
+    assert "unchanged" in result.stdout
+    assert len(hub.requests("GET", "/resolve/")) == count
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_dropped_connection_is_resumed_with_a_range_request(
+    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
+) -> None:
+    # huggingface_hub writes 10 MiB chunks: drop after 10.5 MiB so that one chunk is on disk.
+    hub.drop_once[BIG] = 10 * (1 << 20) + (1 << 19)
+    result = env.run()
+    assert result.returncode == 0, result.stderr
+    ranges = [e["range"] for e in hub.requests("GET", BIG)]
+    assert ranges == [None, f"bytes={10 * (1 << 20)}-"]
+    data = (default_dir(env) / BIG).read_bytes()
+    assert (
+        hashlib.sha256(data).digest()
+        == hashlib.sha256(repo.commits[article_sha].files[BIG]).digest()
+    )
+
+
+def test_interrupted_run_is_completed_by_the_next(env: Env, hub: HubServer) -> None:
+    """Kill the first run while the big shard is half sent; the second run fetches only what is
+    missing."""
+    hub.stall.add(BIG)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "j0", "drafter", "fetch"],
+        cwd=env.work,
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert hub.stalled.wait(60), "the big shard's download never started"
+        small = default_dir(env) / "model-00002-of-00002.safetensors"
+        deadline = time.monotonic() + 30
+        while not small.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert not (default_dir(env) / BIG).exists()
+    hub.stall.clear()
+    hub.release.set()
+    result = env.run()
+    assert result.returncode == 0, result.stderr
+    assert len(hub.requests("GET", "model-00002-of-00002.safetensors")) == 1
+    assert len(hub.requests("GET", BIG)) == 2
+    assert "all 5 draft layers causal" in result.stdout
+
+
+def test_token_from_env_or_file_never_printed(env: Env, hub: HubServer, tmp_path: Path) -> None:
+    hub.token = TOKEN
+    without = env.run()
+    assert without.returncode == 1
+    assert "401" in without.stderr and "HF_TOKEN" in without.stderr
+
+    wrong = env.run(HF_TOKEN="hf_wrong_token_value")
+    assert wrong.returncode == 1
+    assert "refused the token" in wrong.stderr
+    assert "hf_wrong_token_value" not in wrong.stdout + wrong.stderr
+
+    with_env = env.run(HF_TOKEN=TOKEN)
+    assert with_env.returncode == 0, with_env.stderr
+    shutil.rmtree(default_dir(env))
+    token_file = tmp_path / "secret" / "hf_token"
+    token_file.parent.mkdir()
+    token_file.write_text(TOKEN + "\n")
+    with_file = env.run(HF_TOKEN_PATH=str(token_file))
+    assert with_file.returncode == 0, with_file.stderr
+    assert "HF_TOKEN_PATH" in with_file.stdout
+    for result in (without, wrong, with_env, with_file):
+        assert TOKEN not in result.stdout + result.stderr
+    assert env.run(HF_TOKEN_PATH=str(tmp_path / "missing")).returncode == 2
+
+
+def test_unknown_revision_is_refused(env: Env, hub: HubServer) -> None:
+    result = env.run("--revision", "deadbeef")
+    assert result.returncode == 2
+    assert "no commit starts with 'deadbeef'" in result.stderr
+    result = env.run("--revision", "no-such-branch")
+    assert result.returncode == 2
+    assert "no-such-branch" in result.stderr
+    assert not (env.work / "drafter").exists()
+    assert pinned_commit(env) == ""
+
+
+@pytest.mark.parametrize("policy", ["404", "first"])
+def test_ambiguous_prefix_is_refused_with_candidates(
+    policy: str, env: Env, hub: HubServer, repo: FakeRepo
+) -> None:
+    """Whether the Hub answers an ambiguous prefix with an error or with one of the commits."""
+    hub.ambiguous = policy
+    result = env.run("--revision", "5eed1234")
+    assert result.returncode == 1
+    assert "ambiguous" in result.stderr
+    for sha in (c for c in repo.commits if c.startswith("5eed1234")):
+        assert sha in result.stderr
+    assert not hub.requests(contains="/resolve/")
+    assert pinned_commit(env) == ""
+
+
+def test_branch_and_full_commit(env: Env, hub: HubServer, repo: FakeRepo) -> None:
+    main_sha = repo.branches["main"]
+    result = env.run("--revision", "main", "--dir", str(env.work / "m"))
+    assert result.returncode == 0, result.stderr
+    assert f"main -> {main_sha}" in result.stdout
+    assert "pins: not touched" in result.stdout
+    assert pinned_commit(env) == ""
+    result = env.run("--revision", main_sha, "--dir", str(env.work / "m"))
+    assert result.returncode == 0, result.stderr
+    assert "unchanged" in result.stdout
+
+
+def test_commit_without_weights_is_refused(env: Env, repo: FakeRepo) -> None:
+    first = next(c for c in repo.commits.values() if c.parent is None)
+    result = env.run("--revision", first.id)
+    assert result.returncode == 2
+    assert "no config.json and *.safetensors" in result.stderr
+
+
+def test_offline_rerun_uses_the_existing_dir(env: Env, hub: HubServer) -> None:
+    assert env.run().returncode == 0
+    hub.stop()
+    seen = len(hub.log)
+    result = env.run(HF_HUB_OFFLINE="1")
+    assert result.returncode == 0, result.stderr
+    assert "unchanged" in result.stdout and "all 5 draft layers causal" in result.stdout
+    assert len(hub.log) == seen
+    # Offline with a --dir that holds nothing: a clear refusal.
+    empty = env.run("--dir", str(env.work / "empty"), HF_HUB_OFFLINE="1")
+    assert empty.returncode == 2
+    assert "HF_HUB_OFFLINE=1" in empty.stderr
+
+
+def test_offline_without_a_download_is_refused(env: Env, hub: HubServer) -> None:
+    result = env.run(HF_HUB_OFFLINE="1")
+    assert result.returncode == 2
+    assert "HF_HUB_OFFLINE=1" in result.stderr
+    assert not hub.log
+
+
+@pytest.mark.parametrize("name", ["eagle-drafter", "my_MTP_head", "Medusa", "dspark"])
+def test_dir_named_like_another_method_is_refused(name: str, env: Env, hub: HubServer) -> None:
+    result = env.run("--dir", str(env.work / name / "x"))
+    assert result.returncode == 64
+    assert "47486" in result.stderr
+    assert not hub.log
+
+
+def test_default_dir_name_is_safe(article_sha: str) -> None:
+    path = drafter_fetch.default_dir(DEFAULT_REPO_ID, article_sha)
+    assert path == Path("drafter") / "jetspecpp-qwen3p8-27b-3147a351"
+    drafter_fetch.check_dir_name(path)
+
+
+def test_pins_not_writable_is_a_warning(env: Env) -> None:
+    """As in an image, the pins file cannot be written; the fetch still works. Root may write
+    anywhere, so the second run gets a file-size limit (RLIMIT_FSIZE) below the pins file's size:
+    its write fails with EFBIG, while the rest of that run writes nothing."""
+    import resource
+
+    original = env.pins.read_text()
+    assert env.run().returncode == 0
+    env.pins.write_text(original)  # DRAFTER_COMMIT= empty again
+    limit = len(original) // 2
+
+    def preexec() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "j0", "drafter", "fetch"],
+        cwd=env.work,
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "warning: cannot record DRAFTER_COMMIT=" in result.stderr
+    assert env.pins.read_text() == original
+    assert "all 5 draft layers causal" in result.stdout
+
+
+def test_a_different_pin_is_a_conflict(env: Env) -> None:
+    text = env.pins.read_text().replace(
+        "DRAFTER_COMMIT=", "DRAFTER_COMMIT=" + "3147a351" + "0" * 32
+    )
+    env.pins.write_text(text)
+    result = env.run()
+    assert result.returncode == 1
+    assert "DRAFTER_COMMIT" in result.stderr and "moved" in result.stderr
+
+
+def test_standalone_server_from_a_repo_dir(tmp_path: Path, env: Env, article_sha: str) -> None:
+    """The server as the compose test runs it: a process of its own, on a free port."""
+    script = ROOT / "tests" / "servers" / "hub_server.py"
+    repo_dir = tmp_path / "repo"
+    subprocess.run(
+        [sys.executable, str(script), "--write-repo", str(repo_dir), "--weight-mb", "1"],
+        check=True,
+        capture_output=True,
+    )
+    server = subprocess.Popen(
+        [sys.executable, str(script), "--port", "0", "--repo-dir", str(repo_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        url = line.split(" at ")[1].split()[0]
+        result = env.run(HF_ENDPOINT=url)
+        assert result.returncode == 0, result.stderr
+        assert pinned_commit(env) == article_sha
+    finally:
+        server.terminate()
+        server.wait(10)
