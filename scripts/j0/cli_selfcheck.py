@@ -1,16 +1,165 @@
-"""`j0 selfcheck ...`: placeholder until its issue lands."""
+"""`j0 selfcheck`: is J0 doing what the article says, here? Runs a speculator.py's real kernels
+against j0's independent reference (standard library here; the work happens in a child process).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
-from j0.errors import J0Error
+from j0 import selfcheck
+from j0.errors import EXIT_CODE_TABLE, J0Error
+from j0.pins import load_pins
+
+DEFAULT_CASES = 24  # about 40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
+
+HELP = f"""\
+Check that a speculator.py does what the article says J0 does. FILE is imported as vLLM's
+`vllm.v1.worker.gpu.spec_decode.dflash.speculator` (the rest of vLLM comes from the installed
+package) and its real `prepare_dflash_inputs` runs on a battery of batches: 1..max_num_seqs
+requests in random request slots, 7 and 15 draft tokens, prefill chunks (the next prompt token
+as anchor), decode steps with 0..N rejected tokens, contexts from one token to max_model_len,
+several steps per request so the history carries over. Each step runs with J0 off and on, and
+every output (query ids, positions, slots, sample indices, the history) is compared with an
+independent reference written from the seed's text (j0/reference.py, j0/philox.py).
+
+Exit 0: J0 matches. Exit 1: J0 is there but deviates; the first mismatch is printed (case, step,
+request, slot, expected and actual token) with a command that replays that case alone; a file
+that does not import is also 1. Exit 2: the file has no J0 (e.g. vLLM's unpatched file).
+
+Without a GPU (--device cpu, or auto on a machine without one) the kernels run in Triton's
+interpreter: the check sets TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES= itself, in a child
+process. The default {DEFAULT_CASES} cases take about 40 s on a 2-core CPU (half of it vLLM's
+import). --device cuda runs the compiled kernels and compares them with the same CPU reference,
+bit for bit. --bench then times the input preparation, J0 off and on (GPU time by CUDA graph
+replay and events, host time per call), for 1, 4 and 8 requests and 7/15 draft tokens.
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser("selfcheck", help="(not built yet)")
-    parser.set_defaults(func=_not_yet)
+    parser = subparsers.add_parser(
+        "selfcheck",
+        help="check J0 in a speculator.py against an independent reference (CPU or GPU)",
+        description=HELP,
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--speculator",
+        type=Path,
+        metavar="FILE",
+        help="the speculator.py to check (default: the installed vLLM's, found without importing "
+        "it; the article's file is made by `j0 overlay build`)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="cpu: Triton's interpreter; cuda: the compiled kernels; auto (default): cuda when "
+        "an NVIDIA driver and a GPU are found, else cpu",
+    )
+    parser.add_argument(
+        "--cases",
+        type=int,
+        default=DEFAULT_CASES,
+        metavar="N",
+        help=f"how many cases of the battery to run (default {DEFAULT_CASES})",
+    )
+    parser.add_argument(
+        "--case", type=int, metavar="N", help="run case N alone (replay a reported mismatch)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the battery's seed (default 0)"
+    )
+    parser.add_argument(
+        "--bench",
+        action="store_true",
+        help="after a passing check, time prepare_dflash_inputs with J0 off and on",
+    )
+    parser.add_argument(
+        "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
+    )
+    parser.set_defaults(func=run)
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    raise J0Error("j0 selfcheck is not built yet")
+def _gpu_present() -> bool:
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return False
+    return Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi") is not None
+
+
+def _child_env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    if device == "cpu":
+        env.update(selfcheck.INTERPRETER_ENV)
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
+    cmd = [
+        sys.executable,
+        "-m",
+        "j0.selfcheck",
+        "--speculator",
+        str(path),
+        "--device",
+        device,
+        "--seed",
+        str(args.seed),
+        "--cases",
+        str(args.cases),
+    ]
+    if args.case is not None:
+        cmd += ["--case", str(args.case)]
+    if args.bench:
+        cmd.append("--bench")
+    if args.json is not None:
+        cmd += ["--json", str(args.json)]
+    return subprocess.run(cmd, env=_child_env(device), check=False).returncode
+
+
+def run(args: argparse.Namespace) -> int:
+    pins = load_pins()
+    if args.cases < 1:
+        raise J0Error(f"--cases {args.cases}: expected a positive number", exit_code=64)
+    if args.speculator is not None:
+        path = args.speculator
+    else:
+        from j0.base_sources import installed_vllm_dir
+
+        path = installed_vllm_dir() / pins.speculator_relpath
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file (expected a DFlash speculator.py)", exit_code=2)
+    code, why = selfcheck.static_check(path)
+    if code != selfcheck.OK:
+        print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)
+        return code
+    device = args.device
+    if device == "auto":
+        device = "cuda" if _gpu_present() else "cpu"
+    what = f"case {args.case}" if args.case is not None else f"{args.cases} cases"
+    print(f"j0 selfcheck: {path} on {device}, seed {args.seed}, {what}", flush=True)
+    rc = _run_worker(args, path, device)
+    if rc == selfcheck.NO_CUDA and args.device == "auto":
+        print("j0 selfcheck: no usable CUDA device; running on the CPU instead", flush=True)
+        rc = _run_worker(args, path, "cpu")
+    if rc == selfcheck.NO_CUDA:
+        raise J0Error("--device cuda: torch sees no CUDA device here", exit_code=1)
+    if rc < 0:
+        raise J0Error(
+            f"{path}: the check's process died of signal {-rc} while running the kernels "
+            "(an out-of-bounds access?): J0 deviates or the file is broken",
+            exit_code=1,
+        )
+    if rc not in (selfcheck.OK, selfcheck.DEVIATES, selfcheck.NO_J0):
+        raise J0Error(f"{path}: the check's process exited with {rc}", exit_code=1)
+    return rc
