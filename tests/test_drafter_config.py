@@ -298,6 +298,10 @@ def test_the_merge_patch_is_data() -> None:
         (ROOT / "drafter-config" / "causal.merge-patch.json").read_bytes().decode("utf-8")
     )
     assert patch == {"dflash_config": {"causal": True}}
+    assert patch == drafter_config.BUILTIN_PATCH  # the fallback for a j0 without its checkout
+    assert (
+        drafter_config.default_patch_path() == ROOT / "drafter-config" / "causal.merge-patch.json"
+    )
     assert (ROOT / "drafter-config" / "README.md").is_file()
 
 
@@ -384,3 +388,27 @@ def test_causality_summary() -> None:
         {"num_hidden_layers": 2, "is_causal": False, "dflash_config": {"causal": True}}
     )
     assert not result.all_causal and "is_causal" in result.summary()
+
+
+def test_works_without_the_checkouts_drafter_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """j0 installed elsewhere (no drafter-config/ beside the pins): the built-in copy applies."""
+    home = tmp_path / "home"
+    (home / "overlay").mkdir(parents=True)
+    (home / "overlay" / "pins.env").write_bytes((ROOT / "overlay" / "pins.env").read_bytes())
+    monkeypatch.setenv("J0_HOME", str(home))
+    assert drafter_config.default_patch_path() is None
+    config = write_config(tmp_path / "d", LAYOUTS["indent2"])
+    assert main(["drafter", "patch-config", str(config.parent)]) == 0
+    assert json.loads(config.read_bytes()) == expected_after(BASE_CONFIG)
+
+
+def test_patch_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    patch = tmp_path / "p.json"
+    patch.write_text('{"dflash_config": {"causal": true, "note": "x"}}')
+    config = write_config(tmp_path / "d", LAYOUTS["one_line"])
+    assert main(["drafter", "patch-config", str(config.parent), "--patch", str(patch)]) == 0
+    assert json.loads(config.read_bytes())["dflash_config"]["note"] == "x"
+    assert main(["drafter", "patch-config", str(tmp_path / "d"), "--patch", str(tmp_path)]) == 2
+    assert "cannot read the merge patch" in capsys.readouterr().err

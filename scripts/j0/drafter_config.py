@@ -38,11 +38,21 @@ ORIG_SUFFIX = ".orig"
 PATCH_RELPATH = Path("drafter-config") / "causal.merge-patch.json"
 
 
-def default_patch_path() -> Path:
-    """drafter-config/causal.merge-patch.json of the j0 checkout (found like the pins file)."""
+# The same patch as drafter-config/causal.merge-patch.json (a test keeps them equal), for a j0
+# installed without its checkout, where that file cannot be found.
+BUILTIN_PATCH: dict[str, Any] = {"dflash_config": {"causal": True}}
+
+
+def default_patch_path() -> Path | None:
+    """drafter-config/causal.merge-patch.json of the j0 checkout (found like the pins file), or
+    None when j0 runs without its checkout."""
     from j0.pins import project_root
 
-    return project_root() / PATCH_RELPATH
+    try:
+        path = project_root() / PATCH_RELPATH
+    except J0Error:
+        return None
+    return path if path.is_file() else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,11 +319,15 @@ def _warn(message: str) -> None:
     print(f"j0: warning: {message}", file=sys.stderr)
 
 
-def load_patch(path: Path) -> dict[str, Any]:
+def load_patch(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return json.loads(json.dumps(BUILTIN_PATCH))
     try:
         patch = parse_json_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise J0Error(f"{path}: no such file (the merge patch to apply)", INPUT_LACKS) from None
+    except OSError as exc:
+        raise J0Error(f"{path}: cannot read the merge patch: {exc}", INPUT_LACKS) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise J0Error(f"{path}: not valid JSON: {exc}", INPUT_LACKS) from None
     if not isinstance(patch, dict):
@@ -419,7 +433,7 @@ def patch_config(
     config = directory / CONFIG_NAME
     data, parsed = read_config(config)
     check_config(config, parsed, warn)
-    patch = load_patch(patch_path or default_patch_path())
+    patch = load_patch(patch_path if patch_path is not None else default_patch_path())
     text = data.decode("utf-8")
     try:
         new_text = apply_merge_patch_text(text, patch)
@@ -450,7 +464,7 @@ def patch_config(
             _write_orig(orig, data, mode)
         # os.replace swaps the directory entry: a symlink is replaced, its target is not touched.
         write_bytes_atomic(config, new_data, mode=mode)
-    except PermissionError as exc:
+    except OSError as exc:
         raise J0Error(f"{config}: cannot write: {exc}", CHECK_FAILED) from None
     return PatchResult(config, True, orig, causality)
 

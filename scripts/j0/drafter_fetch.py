@@ -219,8 +219,12 @@ def _commits_by_prefix(api: Any, repo_id: str, prefix: str, token: Token) -> dic
     """Commits of every branch and tag whose id starts with `prefix`: {sha: title}."""
     refs = api.list_repo_refs(repo_id, token=token.value)
     found: dict[str, str] = {}
+    seen: set[str] = set()
     for ref in [*refs.branches, *refs.tags]:
+        if ref.target_commit in seen:
+            continue  # that history has been read already
         for commit in api.list_repo_commits(repo_id, revision=ref.ref, token=token.value):
+            seen.add(commit.commit_id)
             if commit.commit_id.startswith(prefix):
                 found[commit.commit_id] = commit.title
     return found

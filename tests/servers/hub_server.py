@@ -321,6 +321,7 @@ _RESOLVE = re.compile(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
 class _Handler(BaseHTTPRequestHandler):
     server: HubServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # requests are in server.log; keep test output clean
