@@ -199,6 +199,7 @@ def test_interrupted_run_is_completed_by_the_next(env: Env, hub: HubServer) -> N
     assert len(hub.requests("GET", "model-00002-of-00002.safetensors")) == 1
     assert len(hub.requests("GET", BIG)) == 2
     assert "all 5 draft layers causal" in result.stdout
+    assert "partial file(s) of interrupted runs" in result.stderr  # the killed run's, named
 
 
 def test_token_from_env_or_file_never_printed(env: Env, hub: HubServer, tmp_path: Path) -> None:

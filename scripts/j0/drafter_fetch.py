@@ -381,6 +381,19 @@ def _check_index(directory: Path, names: set[str]) -> None:
             )
 
 
+def _report_leftovers(directory: Path) -> None:
+    """Name the partial files that killed runs left behind (huggingface_hub removes its own
+    partial files only when it can); they are not deleted here: another fetch may be writing."""
+    download = directory / ".cache" / "huggingface" / "download"
+    leftovers = sorted(download.rglob("*.incomplete")) if download.is_dir() else []
+    if leftovers:
+        size = sum(p.stat().st_size for p in leftovers)
+        _warn(
+            f"{len(leftovers)} partial file(s) of interrupted runs in {download} "
+            f"({size / 1e6:.1f} MB); delete them when no other fetch is running"
+        )
+
+
 def _local_commit(directory: Path) -> str | None:
     """The commit huggingface_hub recorded for DIR/config.json when it downloaded it."""
     metadata = directory / ".cache" / "huggingface" / "download" / "config.json.metadata"
@@ -602,6 +615,7 @@ def _fetch_online(
     if problems:
         raise J0Error("downloaded files differ from the Hub's: " + "; ".join(problems))
     _check_index(directory, names)
+    _report_leftovers(directory)
     log(f"{repo_id}@{sha} is in {directory}")
     return directory
 
