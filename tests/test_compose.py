@@ -10,11 +10,14 @@ engine these tests skip, except with J0_REQUIRE_DOCKER=1 (CI), where they fail.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,9 @@ KNOBS = (
     "J0_OVERLAY",
     "DRAFTER_DIR",
     "HF_HOME",
+    "HF_HUB_CACHE",
     "HF_TOKEN",
+    "HF_TOKEN_PATH",
     "HF_TOKEN_FILE",
     "API_KEY_FILE",
     "HF_ENDPOINT",
@@ -57,6 +62,10 @@ SPEC_15 = (
     '{"method":"dflash","model":"/drafter","num_speculative_tokens":15,"kv_cache_dtype":"auto"}'
 )
 SPEC_7 = '{"method":"dflash","model":"/drafter","num_speculative_tokens":7,"kv_cache_dtype":"auto"}'
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def require_compose() -> None:
@@ -238,8 +247,8 @@ def test_mounts_drafter_and_hf_cache(render, pins: Pins) -> None:  # type: ignor
     assert volume(server, "/drafter")["read_only"] is True
     assert volume(drafter, "/drafter")["source"] == str(ROOT / "drafter")
     assert not volume(drafter, "/drafter").get("read_only")
-    hf = volume(server, "/root/.cache/huggingface")
-    assert hf["source"] == str(render.home / ".cache" / "huggingface")
+    hf = volume(server, "/root/.cache/huggingface/hub")
+    assert hf["source"] == str(render.home / ".cache" / "huggingface" / "hub")
     assert server["environment"]["HF_HOME"] == "/root/.cache/huggingface"
     assert drafter["command"] == [
         "drafter",
@@ -254,8 +263,10 @@ def test_mounts_drafter_and_hf_cache(render, pins: Pins) -> None:  # type: ignor
     assert drafter["entrypoint"] == ["j0"]
     assert drafter["image"] == server["image"]
     server = render(HF_HOME="/data/hf", DRAFTER_DIR="/data/drafter")["services"]["server"]
-    assert volume(server, "/root/.cache/huggingface")["source"] == "/data/hf"
+    assert volume(server, "/root/.cache/huggingface/hub")["source"] == "/data/hf/hub"
     assert volume(server, "/drafter")["source"] == "/data/drafter"
+    server = render(HF_HOME="/data/hf", HF_HUB_CACHE="/fast/hub")["services"]["server"]
+    assert volume(server, "/root/.cache/huggingface/hub")["source"] == "/fast/hub"
 
 
 def test_tokens_are_secrets_never_plain_environment(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -271,9 +282,12 @@ def test_tokens_are_secrets_never_plain_environment(render, tmp_path: Path) -> N
     assert project["secrets"]["api_key"]["file"] == str(key)
     for name, service in project["services"].items():
         env = service.get("environment") or {}
-        assert "HF_TOKEN" not in env and "VLLM_API_KEY" not in env, name
-        assert env["HF_TOKEN_PATH"] == "/run/secrets/hf_token", name
-        assert "hf_token" in [s["source"] for s in service["secrets"]], name
+        assert not {"HF_TOKEN", "HF_TOKEN_PATH", "VLLM_API_KEY"} & set(env), name
+        assert env["HF_HOME"] == "/root/.cache/huggingface", name
+        # huggingface_hub's default token file, $HF_HOME/token, is the secret.
+        assert {"source": "hf_token", "target": "/root/.cache/huggingface/token"} in service[
+            "secrets"
+        ], name
     assert "api_key" in [s["source"] for s in project["services"]["server"]["secrets"]]
     # Unset: empty files, so no token and no API key.
     assert {s["file"] for s in render()["secrets"].values()} == {"/dev/null"}
@@ -368,3 +382,216 @@ def test_compose_yaml_includes_the_services_with_the_pins() -> None:
         text,
         re.MULTILINE,
     )
+
+
+# --- `docker compose up` of the whole wiring, without a GPU --------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LOG_LINE = re.compile(r"^(drafter|server)-1\s+\| ?(.*)$")
+ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
+BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
+
+
+class Hub:
+    """tests/servers/hub_server.py as its own process on 127.0.0.1 (the real huggingface_hub
+    client in the drafter container talks to it through HF_ENDPOINT and host networking)."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "servers" / "hub_server.py"),
+                "--port",
+                "0",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        found = re.search(r" at (http://127\.0\.0\.1:\d+) ", first)
+        if found is None:
+            self.stop()
+            pytest.fail(f"hub_server did not start: {first!r}")
+        self.url = found.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@dataclass
+class Up:
+    """One `docker compose up`: exit codes of the services and their log lines."""
+
+    exit_codes: dict[str, int]
+    logs: dict[str, list[str]]
+    output: str
+
+    def seen(self) -> dict[str, Any]:
+        """What tests/compose/bin/vllm (in the place of `vllm serve`) printed."""
+        lines = [x for x in self.logs["server"] if x.startswith("j0-ci-vllm: {")]
+        assert len(lines) == 1, self.output
+        return json.loads(lines[0].removeprefix("j0-ci-vllm: "))
+
+    def line(self, service: str, prefix: str) -> str:
+        found = [x for x in self.logs[service] if x.startswith(prefix)]
+        assert len(found) == 1, (prefix, self.logs[service])
+        return found[0]
+
+
+@pytest.fixture(scope="module")
+def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """up(**knobs) runs compose.yaml + compose.ci.yaml on stand-in B (python3, the vllm wheel and
+    huggingface_hub; no GPU); the project and the image it builds are removed at the end."""
+    from conftest import require_docker
+
+    require_docker()
+    require_compose()
+    from standin import build as standin
+
+    base = standin.image_b(pins)
+    project = f"j0-compose-test-{os.getpid()}"
+    tag = f"j0-test/compose:{os.getpid()}"
+    home = tmp_path_factory.mktemp("home")
+    files = ("compose.yaml", "compose.ci.yaml")
+
+    def up(**knobs: str) -> Up:
+        env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag, HF_HOME=str(home / "hf"), **knobs)
+        result = compose(
+            ["--ansi", "never", "-p", project, "up", "--build", "--no-color"],
+            env,
+            files,
+            timeout=1200,
+        )
+        output = ANSI.sub("", result.stdout + result.stderr)
+        assert result.returncode == 0, output
+        ps = compose(["-p", project, "ps", "--all", "--format", "json"], env, files)
+        assert ps.returncode == 0, ps.stderr
+        rows = [json.loads(x) for x in ps.stdout.splitlines() if x.strip()]
+        logs: dict[str, list[str]] = {"drafter": [], "server": []}
+        for raw in output.splitlines():
+            match = LOG_LINE.match(raw.strip())
+            if match:
+                logs[match.group(1)].append(match.group(2))
+        return Up({row["Service"]: row["ExitCode"] for row in rows}, logs, output)
+
+    try:
+        yield up
+    finally:
+        env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag)
+        compose(["-p", project, "down", "--remove-orphans"], env, files)
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_up_serves_the_articles_run(ci_stack, pins: Pins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Default switches: the drafter is fetched from our Hub and patched, the server sees it."""
+    hub = Hub()
+    drafter_dir = tmp_path / "drafter"
+    try:
+        run = ci_stack(HF_ENDPOINT=hub.url, DRAFTER_DIR=str(drafter_dir))
+    finally:
+        hub.stop()
+    assert run.exit_codes == {"drafter": 0, "server": 0}, run.output
+    assert run.line("drafter", "all ").startswith("all 5 draft layers causal")
+    config = json.loads((drafter_dir / "config.json").read_text())
+    assert config["dflash_config"]["causal"] is True
+    assert (drafter_dir / "config.json.orig").is_file()
+
+    entry = run.line("server", "j0-entrypoint: ")
+    assert entry.endswith(
+        f"speculator.py sha256={ARTICLE_SHA} identity=article (the article's J0 file)"
+    )
+    seen = run.seen()
+    assert seen["args"][0] == pins.target_model
+    assert seen["speculative_config"] == SPEC_15
+    assert after(seen["args"], "--max-num-seqs") == "4"
+    assert seen["dflash_config"]["causal"] is True
+    assert seen["env"]["VLLM_DFLASH_CTX_NOISE"] == "1"
+    assert seen["env"]["VLLM_DFLASH_DUMP"] == "" and seen["dump_probe"] is None
+    assert seen["env"]["HF_ENDPOINT"] == hub.url
+    assert seen["speculator"]["sha256"] == ARTICLE_SHA and not seen["speculator"]["is_link"]
+    assert not seen["api_key_set"] and not seen["hf_token_in_env"]
+    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in run.logs["server"]
+    assert not [x for x in run.logs["server"] if "warning" in x]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_up_with_seven_tokens_j0_off_dumps_swap_and_secrets(  # type: ignore[no-untyped-def]
+    ci_stack, base_file: Path, tmp_path: Path
+) -> None:
+    """The switches, a swapped overlay (the unpatched base, bind-mounted, no rebuild), an API key
+    and a Hub that requires a token: the token reaches huggingface_hub only as a secret file."""
+    token, key = "hf_TestTokenFromSecret42", "api-key-from-secret-17"
+    (tmp_path / "hf_token").write_text(token + "\n")
+    (tmp_path / "api_key").write_text(key + "\n")
+    hub = Hub("--token-file", str(tmp_path / "hf_token"))
+    dumps = tmp_path / "dumps"
+    try:
+        run = ci_stack(
+            HF_ENDPOINT=hub.url,
+            DRAFTER_DIR=str(tmp_path / "drafter"),
+            HF_TOKEN_FILE=str(tmp_path / "hf_token"),
+            API_KEY_FILE=str(tmp_path / "api_key"),
+            NUM_SPEC_TOKENS="7",
+            VLLM_DFLASH_CTX_NOISE="0",
+            VLLM_DFLASH_DUMP=str(dumps),
+            VLLM_DFLASH_DUMP_STEPS="4",
+            J0_OVERLAY=str(base_file),
+        )
+    finally:
+        hub.stop()
+    assert run.exit_codes == {"drafter": 0, "server": 0}, run.output
+    assert token not in run.output and key not in run.output
+
+    entry = run.line("server", "j0-entrypoint: ")
+    assert entry.endswith(
+        f"speculator.py sha256={BASE_SHA} identity=base (the unpatched vLLM base)"
+    )
+    assert run.line("server", "j0 serve: overlay swap: ").endswith(
+        "-> /opt/j0/speculator.py (read-only bind mount)"
+    )
+    seen = run.seen()
+    assert seen["speculative_config"] == SPEC_7
+    assert seen["env"]["VLLM_DFLASH_CTX_NOISE"] == "0"
+    assert seen["env"]["VLLM_DFLASH_DUMP"] == "/dumps"
+    assert seen["env"]["VLLM_DFLASH_DUMP_STEPS"] == "4"
+    assert (dumps / "j0-ci-probe").is_file()
+    assert seen["speculator"]["sha256"] == BASE_SHA and seen["speculator"]["is_link"]
+    assert seen["speculator"]["resolved"] == "/opt/j0/speculator.py"
+    assert seen["api_key_set"] and not seen["hf_token_in_env"]
+    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=0: J0 off (baseline)" in run.logs["server"]
+    assert (
+        "j0 serve: API key: required on /v1 (read from /run/secrets/api_key)" in run.logs["server"]
+    )
+    assert "j0 serve: Hugging Face token: from /root/.cache/huggingface/token" in run.logs["server"]
+    assert base_file.read_bytes() and sha256_of(base_file) == BASE_SHA  # the host file untouched
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_up_offline_rerun_and_an_untested_token_count(ci_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A second `up` with HF_HUB_OFFLINE=1 (no Hub at all) works from the drafter folder; N=9
+    runs, with the warning in the server's log."""
+    hub = Hub()
+    drafter_dir = tmp_path / "drafter"
+    try:
+        first = ci_stack(HF_ENDPOINT=hub.url, DRAFTER_DIR=str(drafter_dir))
+    finally:
+        hub.stop()
+    assert first.exit_codes == {"drafter": 0, "server": 0}, first.output
+    run = ci_stack(
+        HF_ENDPOINT=hub.url, HF_HUB_OFFLINE="1", DRAFTER_DIR=str(drafter_dir), NUM_SPEC_TOKENS="9"
+    )
+    assert run.exit_codes == {"drafter": 0, "server": 0}, run.output
+    assert any("unchanged" in x for x in run.logs["drafter"]), run.logs["drafter"]
+    assert (
+        "j0 serve: warning: num_speculative_tokens=9: the article tested 15 and 7 only "
+        "(NUM_SPEC_TOKENS)" in run.logs["server"]
+    )
+    assert '"num_speculative_tokens":9,' in run.seen()["speculative_config"]

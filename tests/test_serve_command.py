@@ -215,21 +215,26 @@ def test_api_key_comes_from_the_secret_file_into_the_environment_only(tmp_path: 
     assert "VLLM_API_KEY" not in plan.env
 
 
-def test_empty_hf_token_secret_is_dropped_and_a_plain_token_warns(tmp_path: Path) -> None:
+def test_hf_token_is_reported_never_shown_and_an_empty_path_is_dropped(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
-    token = tmp_path / "hf_token"
-    token.write_text("")
+    home = tmp_path / "hf-home"
+    home.mkdir()
+    plan = serve_command.plan_serve(serve_args(folder), {"HF_HOME": str(home)}, api_key_file=None)
+    assert "Hugging Face token: none (HF_TOKEN_FILE unset)" in plan.facts
+    (home / "token").write_text("hf_abc\n")  # where compose mounts the secret
     plan = serve_command.plan_serve(
-        serve_args(folder), {"HF_TOKEN_PATH": str(token)}, api_key_file=None
+        serve_args(folder), {"HF_HOME": str(home), "HF_TOKEN": "hf_abc"}, api_key_file=None
     )
-    assert "HF_TOKEN_PATH" not in plan.env
-    token.write_text("hf_abc\n")
-    plan = serve_command.plan_serve(
-        serve_args(folder), {"HF_TOKEN_PATH": str(token), "HF_TOKEN": "hf_abc"}, api_key_file=None
-    )
-    assert plan.env["HF_TOKEN_PATH"] == str(token)
+    assert f"Hugging Face token: from {home / 'token'}" in plan.facts
     assert "hf_abc" not in " ".join(plan.facts + plan.warnings)
     assert "HF_TOKEN is set in the environment" in plan.warnings[0]
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    for value in (str(empty), ""):
+        plan = serve_command.plan_serve(
+            serve_args(folder), {"HF_TOKEN_PATH": value}, api_key_file=None
+        )
+        assert "HF_TOKEN_PATH" not in plan.env
 
 
 def test_overlay_swap_links_the_installed_file_to_the_mounted_one(tmp_path: Path) -> None:

@@ -206,10 +206,7 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
     if option_value(plan.args, "--api-key") is not None:
         plan.facts.append("API key: from --api-key")
         return
-    if api_key_file is None or not api_key_file.is_file():
-        plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
-        return
-    key = api_key_file.read_text(encoding="utf-8").strip()
+    key = _read_secret(api_key_file) if api_key_file is not None else ""
     if not key:
         plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
         return
@@ -218,22 +215,36 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
     plan.facts.append(f"API key: required on /v1 (read from {api_key_file})")
 
 
+def _read_secret(path: Path) -> str:
+    """A secret file's text, stripped; "" for an empty or missing one (or /dev/null)."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def _apply_hf_token(plan: Plan) -> None:
-    token_path = plan.env.get("HF_TOKEN_PATH")
+    """Say whether a Hugging Face token is given, never what it is.
+
+    compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default.
+    An HF_TOKEN_PATH naming an empty or missing file is dropped: huggingface_hub fails on an empty
+    HF_TOKEN_PATH value, and an empty secret means "no token".
+    """
     if "HF_TOKEN" in plan.env:
         plan.warnings.append(
             "HF_TOKEN is set in the environment; compose passes the token as a secret file "
             "(HF_TOKEN_FILE) instead"
         )
-    if not token_path:
-        return
-    path = Path(token_path)
-    if path.is_file() and path.stat().st_size > 0:
-        plan.facts.append(f"Hugging Face token: from {token_path}")
-        return
-    # An empty secret (HF_TOKEN_FILE unset): let huggingface_hub look in HF_HOME as usual.
-    del plan.env["HF_TOKEN_PATH"]
-    plan.facts.append("Hugging Face token: none given (HF_TOKEN_FILE unset)")
+    token_path = plan.env.get("HF_TOKEN_PATH")
+    if token_path is not None and not _read_secret(Path(token_path)):
+        del plan.env["HF_TOKEN_PATH"]
+        token_path = None
+    home = plan.env.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+    path = Path(token_path) if token_path else Path(home) / "token"
+    if _read_secret(path):
+        plan.facts.append(f"Hugging Face token: from {path}")
+    else:
+        plan.facts.append("Hugging Face token: none (HF_TOKEN_FILE unset)")
 
 
 def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
