@@ -514,6 +514,7 @@ def test_up_serves_the_articles_run(ci_stack, pins: Pins, tmp_path: Path) -> Non
     assert seen["env"]["VLLM_DFLASH_CTX_NOISE"] == "1"
     assert seen["env"]["VLLM_DFLASH_DUMP"] == "" and seen["dump_probe"] is None
     assert seen["env"]["HF_ENDPOINT"] == hub.url
+    assert seen["env"]["PYTHONPATH"] is None  # j0's launcher path is not handed on to vLLM
     assert seen["speculator"]["sha256"] == ARTICLE_SHA and not seen["speculator"]["is_link"]
     assert not seen["api_key_set"] and not seen["hf_token_in_env"]
     assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in run.logs["server"]

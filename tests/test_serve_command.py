@@ -280,6 +280,7 @@ def test_j0_serve_execs_the_entrypoint_with_the_same_arguments(tmp_path: Path) -
         "#!/bin/sh\n"
         'echo "entrypoint got: $*"\n'
         'echo "api key: ${VLLM_API_KEY:-none} noise: $VLLM_DFLASH_CTX_NOISE"\n'
+        'echo "pythonpath: ${PYTHONPATH:-unset}"\n'
     )
     then.chmod(0o755)
     key_file = tmp_path / "api_key"
@@ -300,9 +301,20 @@ def test_j0_serve_execs_the_entrypoint_with_the_same_arguments(tmp_path: Path) -
     assert result.stdout.splitlines() == [
         "entrypoint got: " + " ".join(args),
         "api key: k-123 noise: 1",
+        "pythonpath: unset",  # j0's own folder is not handed on to vLLM
     ]
     assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in result.stderr
     assert "k-123" not in result.stderr
+
+
+def test_drop_own_pythonpath_keeps_the_rest(tmp_path: Path) -> None:
+    own = str(ROOT / "scripts")
+    env = {"PYTHONPATH": f"{own}:/other/lib"}
+    serve_command.drop_own_pythonpath(env)
+    assert env == {"PYTHONPATH": "/other/lib"}
+    env = {"PYTHONPATH": "/other/lib"}
+    serve_command.drop_own_pythonpath(env)
+    assert env == {"PYTHONPATH": "/other/lib"}
 
 
 def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:

@@ -312,6 +312,20 @@ def plan_serve(
     return plan
 
 
+def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
+    """Remove the folder holding this `j0` package from PYTHONPATH (the image's `j0` launcher puts
+    it there for itself), so that vLLM runs with the environment the image gave it."""
+    own = str(Path(__file__).resolve().parent.parent)
+    entries = [x for x in env.get("PYTHONPATH", "").split(os.pathsep) if x]
+    kept = [x for x in entries if os.path.abspath(x) != own]
+    if kept == entries:
+        return
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        del env["PYTHONPATH"]
+
+
 def installed_speculator_path() -> Path:
     """The speculator.py of this Python's vLLM (found without importing vLLM)."""
     from j0.base_sources import installed_vllm_dir
@@ -338,6 +352,7 @@ def run(
     if dry_run:
         print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
         return 0
+    drop_own_pythonpath(plan.env)
     sys.stderr.flush()
     sys.stdout.flush()
     try:
