@@ -3,8 +3,10 @@
 Steps:
 1. Resolve the revision (default DRAFTER_REVISION from the pins, a short commit such as 3147a351)
    to its full 40-hex commit with the Hub API (`/api/models/{repo}/revision/{rev}`, which the
-   Hub answers for commit prefixes too), and cross-check a hex prefix against the commits of
-   the repo's branches and tags: an unknown prefix is refused (exit 2), an ambiguous one is
+   Hub has answered for commit prefixes since 2023, huggingface_hub issue #197; huggingface_hub
+   itself treats anything but 40 hex as a branch or tag), and cross-check a hex prefix against
+   the commits of the repo's branches and tags, since what the Hub does with a prefix that two
+   commits share is not documented: an unknown prefix is refused (exit 2), an ambiguous one is
    refused with the candidates listed (exit 1), and so is a branch or tag whose name looks like
    a commit prefix but points elsewhere.
 2. Record the full sha as DRAFTER_COMMIT in overlay/pins.env (only for the pinned repo and
@@ -176,7 +178,9 @@ class Resolution:
     how: str
 
 
-def _hub_error(exc: Exception, repo_id: str, revision: str, token: Token, endpoint: str | None):
+def _hub_error(
+    exc: Exception, repo_id: str, revision: str, token: Token, endpoint: str | None
+) -> J0Error:
     """A J0Error that says what went wrong with the Hub, without the token."""
     from huggingface_hub.errors import (
         GatedRepoError,
