@@ -84,7 +84,9 @@ def resolve(config: Mapping[str, Any]) -> LayerCausality:
     is_causal = config.get("is_causal")
     if is_causal is not None:
         return LayerCausality(
-            (bool(is_causal),) * num_layers, f"top-level is_causal = {json.dumps(is_causal)}", tuple(notes)
+            (bool(is_causal),) * num_layers,
+            f"top-level is_causal = {json.dumps(is_causal)}",
+            tuple(notes),
         )
     dflash = config.get("dflash_config") or {}
     override = dflash.get("causal") if isinstance(dflash, Mapping) else None
