@@ -648,6 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     token = args.token_file.read_text().strip() if args.token_file else None
     server = HubServer([repo], args.host, args.port, token=token, ambiguous=args.ambiguous)
+    # The first line, "... at http://HOST:PORT ...", is what callers (tests/test_compose.py) read.
     print(
         f"hub_server: serving {repo.repo_id} at {server.url} "
         f"(token {'required' if token else 'not required'})",
