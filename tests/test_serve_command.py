@@ -197,6 +197,10 @@ def test_dump_switches(tmp_path: Path) -> None:
         api_key_file=None,
     )
     assert "VLLM_DFLASH_DUMP is empty" in plan.warnings[0]
+    plan = serve_command.plan_serve(
+        serve_args(folder), {"VLLM_DFLASH_DUMP_STEPS": ""}, api_key_file=None
+    )
+    assert plan.env["VLLM_DFLASH_DUMP_STEPS"] == "0" and "dumps: off" in plan.facts
     with pytest.raises(J0Error, match="VLLM_DFLASH_DUMP_STEPS='many'"):
         serve_command.plan_serve(
             serve_args(folder), {"VLLM_DFLASH_DUMP_STEPS": "many"}, api_key_file=None

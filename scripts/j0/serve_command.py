@@ -170,6 +170,8 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
         f"VLLM_DFLASH_CTX_NOISE={noise}: " + ("J0 on" if noise == "1" else "J0 off (baseline)")
     )
     steps_raw = env.get("VLLM_DFLASH_DUMP_STEPS", "") or "0"
+    if "VLLM_DFLASH_DUMP_STEPS" in env:
+        env["VLLM_DFLASH_DUMP_STEPS"] = steps_raw  # the patched file's int("") would fail
     try:
         steps = int(steps_raw)
     except ValueError:
