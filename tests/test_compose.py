@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,24 +114,28 @@ def compose(
     )
 
 
-@pytest.fixture
-def render(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """render(**knobs) -> the project as `docker compose config --format json` prints it."""
-    require_compose()
-    home = tmp_path / "home"
-    home.mkdir()
+@dataclass
+class Renderer:
+    """render(**knobs) -> the project as `docker compose config --format json` prints it, with
+    only the given knobs set (HOME is a fresh folder, the shell's knobs and .env are left out)."""
 
-    def _render(
-        files: tuple[str, ...] = ("compose.yaml",), env_file: Path | None = None, **knobs: str
+    home: Path
+
+    def __call__(
+        self, files: tuple[str, ...] = ("compose.yaml",), env_file: Path | None = None, **knobs: str
     ) -> dict[str, Any]:
-        result = compose(
-            ["config", "--format", "json"], compose_env(home, **knobs), files, env_file
-        )
+        env = compose_env(self.home, **knobs)
+        result = compose(["config", "--format", "json"], env, files, env_file)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    _render.home = home  # type: ignore[attr-defined]
-    return _render
+
+@pytest.fixture
+def render(tmp_path: Path) -> Renderer:
+    require_compose()
+    home = tmp_path / "home"
+    home.mkdir()
+    return Renderer(home)
 
 
 def after(command: list[str], flag: str) -> str:
@@ -148,7 +153,7 @@ def volume(service: dict[str, Any], target: str) -> dict[str, Any]:
 # --- rendered configurations ------------------------------------------------------------------
 
 
-def test_default_is_the_articles_run(render, pins: Pins) -> None:  # type: ignore[no-untyped-def]
+def test_default_is_the_articles_run(render: Renderer, pins: Pins) -> None:
     project = render()
     server = project["services"]["server"]
     command = server["command"]
@@ -169,12 +174,12 @@ def test_default_is_the_articles_run(render, pins: Pins) -> None:  # type: ignor
     assert server["depends_on"]["drafter"]["condition"] == "service_completed_successfully"
 
 
-def test_gpu_reservation(render) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_reservation(render: Renderer) -> None:
     devices = render()["services"]["server"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
 
 
-def test_ports_are_published_on_loopback_only(render) -> None:  # type: ignore[no-untyped-def]
+def test_ports_are_published_on_loopback_only(render: Renderer) -> None:
     ports = render()["services"]["server"]["ports"]
     assert [(p["host_ip"], p["published"], p["target"]) for p in ports] == [
         ("127.0.0.1", "8000", 8000)
@@ -186,20 +191,20 @@ def test_ports_are_published_on_loopback_only(render) -> None:  # type: ignore[n
     assert "ports" not in render()["services"]["drafter"]
 
 
-def test_healthcheck_waits_long_enough_for_a_27b_load(render) -> None:  # type: ignore[no-untyped-def]
+def test_healthcheck_waits_long_enough_for_a_27b_load(render: Renderer) -> None:
     check = render()["services"]["server"]["healthcheck"]
     assert "http://127.0.0.1:8000/health" in " ".join(check["test"])
     minutes = re.fullmatch(r"(\d+)m0s", check["start_period"])
     assert minutes and int(minutes.group(1)) >= 20, check["start_period"]
 
 
-def test_seven_draft_tokens(render) -> None:  # type: ignore[no-untyped-def]
+def test_seven_draft_tokens(render: Renderer) -> None:
     command = render(NUM_SPEC_TOKENS="7")["services"]["server"]["command"]
     assert after(command, "--speculative-config") == SPEC_7
     assert after(command, "--max-num-seqs") == "4"
 
 
-def test_every_rendered_speculative_config_passes_j0_serve(render) -> None:  # type: ignore[no-untyped-def]
+def test_every_rendered_speculative_config_passes_j0_serve(render: Renderer) -> None:
     for n in ("15", "7", "3"):
         raw = after(
             render(NUM_SPEC_TOKENS=n)["services"]["server"]["command"], "--speculative-config"
@@ -208,13 +213,13 @@ def test_every_rendered_speculative_config_passes_j0_serve(render) -> None:  # t
         assert spec.num_speculative_tokens == int(n) and spec.model == "/drafter"
 
 
-def test_j0_off(render) -> None:  # type: ignore[no-untyped-def]
+def test_j0_off(render: Renderer) -> None:
     server = render(VLLM_DFLASH_CTX_NOISE="0")["services"]["server"]
     assert server["environment"]["VLLM_DFLASH_CTX_NOISE"] == "0"
     assert after(server["command"], "--speculative-config") == SPEC_15
 
 
-def test_dumps_on(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_dumps_on(render: Renderer, tmp_path: Path) -> None:
     dumps = tmp_path / "my-dumps"
     server = render(VLLM_DFLASH_DUMP=str(dumps), VLLM_DFLASH_DUMP_STEPS="32")["services"]["server"]
     assert server["environment"]["VLLM_DFLASH_DUMP"] == "/dumps"
@@ -225,7 +230,7 @@ def test_dumps_on(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-de
     assert volume(server, "/dumps")["source"] == str(ROOT / "dumps")
 
 
-def test_overlay_swap(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_overlay_swap(render: Renderer, tmp_path: Path) -> None:
     swap = tmp_path / "speculator.py"
     swap.write_text("# another speculator.py\n")
     server = render(J0_OVERLAY=str(swap))["services"]["server"]
@@ -240,7 +245,7 @@ def test_overlay_swap(render, tmp_path: Path) -> None:  # type: ignore[no-untype
     assert not [v for v in server["volumes"] if v["target"].endswith(".py")]
 
 
-def test_mounts_drafter_and_hf_cache(render, pins: Pins) -> None:  # type: ignore[no-untyped-def]
+def test_mounts_drafter_and_hf_cache(render: Renderer, pins: Pins) -> None:
     project = render()
     server, drafter = project["services"]["server"], project["services"]["drafter"]
     assert volume(server, "/drafter")["source"] == str(ROOT / "drafter")
@@ -261,6 +266,8 @@ def test_mounts_drafter_and_hf_cache(render, pins: Pins) -> None:  # type: ignor
         "/drafter",
     ]
     assert drafter["entrypoint"] == ["j0"]
+    patch_data = volume(drafter, "/opt/j0/drafter-config")
+    assert patch_data["source"] == str(ROOT / "drafter-config") and patch_data["read_only"]
     assert drafter["image"] == server["image"]
     server = render(HF_HOME="/data/hf", DRAFTER_DIR="/data/drafter")["services"]["server"]
     assert volume(server, "/root/.cache/huggingface/hub")["source"] == "/data/hf/hub"
@@ -269,7 +276,7 @@ def test_mounts_drafter_and_hf_cache(render, pins: Pins) -> None:  # type: ignor
     assert volume(server, "/root/.cache/huggingface/hub")["source"] == "/fast/hub"
 
 
-def test_tokens_are_secrets_never_plain_environment(render, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tokens_are_secrets_never_plain_environment(render: Renderer, tmp_path: Path) -> None:
     token = tmp_path / "hf_token"
     token.write_text("hf_SeCrEtToKeN123\n")
     key = tmp_path / "api_key"
@@ -293,7 +300,7 @@ def test_tokens_are_secrets_never_plain_environment(render, tmp_path: Path) -> N
     assert {s["file"] for s in render()["secrets"].values()} == {"/dev/null"}
 
 
-def test_knobs_reach_the_command(render) -> None:  # type: ignore[no-untyped-def]
+def test_knobs_reach_the_command(render: Renderer) -> None:
     project = render(
         TARGET_MODEL="org/other-model",
         MAX_MODEL_LEN="65536",
@@ -314,8 +321,8 @@ def test_knobs_reach_the_command(render) -> None:  # type: ignore[no-untyped-def
 
 
 def test_dot_env_beats_the_pins_and_the_shell_beats_dot_env(
-    render, tmp_path: Path, pins: Pins
-) -> None:  # type: ignore[no-untyped-def]
+    render: Renderer, tmp_path: Path, pins: Pins
+) -> None:
     dot_env = tmp_path / "dot.env"
     dot_env.write_text("TARGET_MODEL=from/dot-env\nNUM_SPEC_TOKENS=7\n")
     command = render(env_file=dot_env)["services"]["server"]["command"]
@@ -325,7 +332,7 @@ def test_dot_env_beats_the_pins_and_the_shell_beats_dot_env(
     assert render()["services"]["server"]["command"][0] == pins.target_model
 
 
-def test_ci_override_drops_gpu_ports_and_healthcheck(render) -> None:  # type: ignore[no-untyped-def]
+def test_ci_override_drops_gpu_ports_and_healthcheck(render: Renderer) -> None:
     project = render(files=("compose.yaml", "compose.ci.yaml"))
     server = project["services"]["server"]
     assert "deploy" not in server and "ports" not in server and "healthcheck" not in server
@@ -443,7 +450,7 @@ class Up:
 
 
 @pytest.fixture(scope="module")
-def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Up]]:
     """up(**knobs) runs compose.yaml + compose.ci.yaml on stand-in B (python3, the vllm wheel and
     huggingface_hub; no GPU); the project and the image it builds are removed at the end."""
     from conftest import require_docker
@@ -488,7 +495,9 @@ def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory):  # type: ign
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_up_serves_the_articles_run(ci_stack, pins: Pins, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_up_serves_the_articles_run(
+    ci_stack: Callable[..., Up], pins: Pins, tmp_path: Path
+) -> None:
     """Default switches: the drafter is fetched from our Hub and patched, the server sees it."""
     hub = Hub()
     drafter_dir = tmp_path / "drafter"
@@ -523,8 +532,8 @@ def test_up_serves_the_articles_run(ci_stack, pins: Pins, tmp_path: Path) -> Non
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_up_with_seven_tokens_j0_off_dumps_swap_and_secrets(  # type: ignore[no-untyped-def]
-    ci_stack, base_file: Path, tmp_path: Path
+def test_up_with_seven_tokens_j0_off_dumps_swap_and_secrets(
+    ci_stack: Callable[..., Up], base_file: Path, tmp_path: Path
 ) -> None:
     """The switches, a swapped overlay (the unpatched base, bind-mounted, no rebuild), an API key
     and a Hub that requires a token: the token reaches huggingface_hub only as a secret file."""
@@ -576,7 +585,9 @@ def test_up_with_seven_tokens_j0_off_dumps_swap_and_secrets(  # type: ignore[no-
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_up_offline_rerun_and_an_untested_token_count(ci_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_up_offline_rerun_and_an_untested_token_count(
+    ci_stack: Callable[..., Up], tmp_path: Path
+) -> None:
     """A second `up` with HF_HUB_OFFLINE=1 (no Hub at all) works from the drafter folder; N=9
     runs, with the warning in the server's log."""
     hub = Hub()
