@@ -75,6 +75,20 @@ def _run(cmd: list[str], **kwargs: object) -> None:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {result.returncode}")
 
 
+def drop_older(tag: str) -> None:
+    """Remove this stand-in's images of other keys (older builds); the cache keeps one each."""
+    repo = tag.rsplit(":", 1)[0]
+    listed = subprocess.run(
+        ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repo],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    for other in listed:
+        if other != tag:
+            subprocess.run(["docker", "rmi", other], capture_output=True, check=False)
+
+
 def image_exists(tag: str) -> bool:
     result = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
     return result.returncode == 0
@@ -88,6 +102,7 @@ def docker_build(tag: str, context: Path) -> None:
         env=env,
         stdout=subprocess.DEVNULL,
     )
+    drop_older(tag)
 
 
 def rootfs_image() -> str:
@@ -129,6 +144,7 @@ def rootfs_image() -> str:
             partial.rename(tarball)
         log(f"rootfs tarball {tarball} in {time.monotonic() - started:.0f} s")
     _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
+    drop_older(tag)
     log(f"imported {tag}")
     return tag
 
@@ -157,7 +173,11 @@ def image_a(pins: Pins) -> str:
 
 
 def b_requirements(root: Path = ROOT) -> list[str]:
-    lines = []
+    """requirements/test.txt minus test tools, plus setuptools (torch.utils.cpp_extension, which
+    vLLM imports, needs it; vLLM's image has it), at the version of the test environment."""
+    from importlib.metadata import version
+
+    lines = [f"setuptools=={version('setuptools')}"]
     for raw in (root / "requirements" / "test.txt").read_text().splitlines():
         line = raw.split("#", 1)[0].strip()
         if line and line.split("==", 1)[0] not in NOT_IN_B:
@@ -174,7 +194,8 @@ def deps_dir(requirements: list[str]) -> Path:
         raise RuntimeError(f"B's packages must be for Python 3.11, not {sys.version}")
     started = time.monotonic()
     log(f"pip install --target {target} ({len(requirements)} pinned packages, no deps)")
-    shutil.rmtree(target, ignore_errors=True)
+    for stale in state_dir().glob("deps-*"):  # packages of other requirement sets
+        shutil.rmtree(stale, ignore_errors=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as req:
         req.write("\n".join(requirements) + "\n")
         req.flush()
