@@ -161,13 +161,28 @@ def _time_one(module: Any, case: Case, step: Step, device: str, j0: bool) -> dic
     return row
 
 
+def config() -> dict[str, Any]:
+    """The sizes every bench row was measured at."""
+    return {
+        "max_num_seqs": MAX_NUM_SEQS,
+        "max_model_len": MAX_MODEL_LEN,
+        "max_num_tokens": MAX_NUM_TOKENS,
+        "block_size": BLOCK_SIZE,
+        "calls_per_graph": CALLS_PER_GRAPH,
+        "graph_replays_per_sample": 10,
+        "host_calls_per_sample": HOST_CALLS,
+        "samples": REPEATS,
+        "statistic": "median",
+    }
+
+
 def run(module: Any, device: str) -> list[dict[str, Any]]:
     rows = []
     for num_spec in NUM_SPEC:
         for num_reqs in NUM_REQS:
             case, step = decode_case(num_reqs, num_spec)
             for j0 in (False, True):
-                rows.append(_time_one(module, case, step, device, j0))
+                rows.append({**_time_one(module, case, step, device, j0), **config()})
     return rows
 
 
