@@ -224,6 +224,31 @@ def _variants(seed: int) -> list[tuple[str, str, str]]:
             "input_id = tl.where(is_bonus, bonus_token, parallel_drafting_token_id + 1)",
         ),
         (
+            "switch renamed",
+            'os.environ.get("VLLM_DFLASH_CTX_NOISE", "0") == "1"',
+            'os.environ.get("VLLM_DFLASH_CTX_NOISY", "0") == "1"',
+        ),
+        (
+            "switch on by default",
+            'os.environ.get("VLLM_DFLASH_CTX_NOISE", "0") == "1"',
+            'os.environ.get("VLLM_DFLASH_CTX_NOISE", "1") == "1"',
+        ),
+        (
+            "history one column short",
+            "(self.max_num_reqs, self.max_model_len) if self.ctx_noise",
+            "(self.max_num_reqs, self.max_model_len - 1) if self.ctx_noise",
+        ),
+        (
+            "history never passed",
+            "ctx_pool=self.ctx_pool if self.ctx_noise else None,",
+            "ctx_pool=None,",
+        ),
+        (
+            "history passed with J0 off",
+            "ctx_pool=self.ctx_pool if self.ctx_noise else None,",
+            "ctx_pool=self.ctx_pool,",
+        ),
+        (
             "does not import",
             "import os\n",
             "import os\nimport j0_no_such_module\n",

@@ -484,6 +484,12 @@ def check_file(
     if "ctx_pool" not in inspect.signature(module.prepare_dflash_inputs).parameters:
         result.code, result.message = NO_J0, f"{path}: prepare_dflash_inputs takes no ctx_pool"
         return result
+    from j0 import wiring
+
+    problem = wiring.check(module)
+    if problem is not None:
+        result.code, result.message = DEVIATES, f"J0 deviates: the switch's wiring: {problem}"
+        return result
     indices = [only_case] if only_case is not None else list(range(cases))
     started = time.perf_counter()
     for index in indices:
