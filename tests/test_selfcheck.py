@@ -316,6 +316,21 @@ def test_mismatch_report_and_replay(broken_copies: dict[str, Path]) -> None:
     assert first and second and first.group(1) == second.group(1)
 
 
+@pytest.mark.slow
+def test_a_crash_while_checking_is_exit_1(tmp_path: Path) -> None:
+    """A file that kills its process (as an out-of-bounds kernel access can) fails, not crashes."""
+    path = tmp_path / "speculator.py"
+    path.write_text(
+        "import os, signal\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "def prepare_dflash_inputs(ctx_pool=None):\n"
+        "    pass\n"
+    )
+    code, out, _ = _cli("--speculator", str(path), "--device", "cpu", "--cases", "1")
+    assert code == 1, out[-3000:]
+    assert "died of signal" in out
+
+
 @pytest.mark.gpu
 def test_article_passes_on_cuda(article_file: Path) -> None:
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
