@@ -61,7 +61,7 @@ def _revision(root: Path) -> str:
     return head
 
 
-def _ensure_base(client: Any, base: str, pull: bool) -> Any:
+def _ensure_base(client: Any, base: str, pull: bool, fallback: str) -> Any:
     from docker.errors import APIError, ImageNotFound
 
     try:
@@ -71,20 +71,20 @@ def _ensure_base(client: Any, base: str, pull: bool) -> Any:
             raise J0Error(f"base image {base} is not present and --no-pull was given") from None
     print(f"==> pulling {base}", flush=True)
     try:
-        last = ""
+        seen: dict[str, str] = {}  # layer id -> its last status: one line per change, not per chunk
         for event in client.api.pull(base, stream=True, decode=True):
-            line = " ".join(str(event.get(k, "")) for k in ("id", "status") if event.get(k))
-            if line and line != last:
-                print(f"    {line}", flush=True)
-                last = line
+            layer, status = str(event.get("id", "")), str(event.get("status", ""))
+            if status and seen.get(layer) != status:
+                seen[layer] = status
+                print(f"    {layer + ': ' if layer else ''}{status}", flush=True)
             if "error" in event:
                 raise J0Error(f"pulling {base}: {event['error']}")
         return client.images.get(base)
     except (APIError, ImageNotFound) as exc:
         raise J0Error(
             f"cannot pull the base image {base}: {exc}. Per-commit nightly tags are deleted after "
-            "a while: try --base with the fallback (VLLM_IMAGE_FALLBACK in overlay/pins.env) or a "
-            "digest you have"
+            f"a while: try --base {fallback} (VLLM_IMAGE_FALLBACK in overlay/pins.env, "
+            "byte-identical speculator.py) or a repo:tag@sha256:... digest you have"
         ) from exc
 
 
@@ -141,7 +141,7 @@ def build(
     tag = tag or default_tag(pins)
     write = echo or (lambda text: print(text, end="", flush=True))
     client = _client()
-    base_image = _ensure_base(client, base, pull)
+    base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
     args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift)
     write(f"==> building {DOCKERFILE} on {base} as {tag} (network: none)\n")
     started = time.monotonic()
