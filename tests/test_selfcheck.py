@@ -145,7 +145,9 @@ def test_syntax_error_is_exit_1(tmp_path: Path, article_file: Path) -> None:
 def _cli(*args: str) -> tuple[int, str, float]:
     """Run the installed-style command `python -m j0 selfcheck ...` as a user would."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET",)}
-    env["PYTHONPATH"] = str(ROOT / "scripts")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
+    )
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "j0", "selfcheck", *args],
@@ -282,7 +284,10 @@ def broken_copies(article_file: Path, pins: Pins, tmp_path_factory: pytest.TempP
 @pytest.mark.slow
 def test_broken_copies_fail(broken_copies: dict[str, Path]) -> None:
     """All copies in one worker process (one vLLM import); each must report exit 1."""
-    env = {**os.environ, **selfcheck.INTERPRETER_ENV, "PYTHONPATH": str(ROOT / "scripts")}
+    env = {**os.environ, **selfcheck.INTERPRETER_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
+    )
     env["VLLM_LOGGING_LEVEL"] = "ERROR"
     cmd = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu"]
     for path in broken_copies.values():
@@ -332,9 +337,17 @@ def test_a_crash_while_checking_is_exit_1(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
-def test_article_passes_on_cuda(article_file: Path) -> None:
+def test_article_passes_on_cuda(pins: Pins, tmp_path: Path) -> None:
+    """The compiled kernels against the CPU reference. The article's file is made from the
+    installed vLLM (a GPU machine may have no copy of the wheel)."""
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
     if subprocess.run([sys.executable, "-c", probe], check=False).returncode != 0:
         pytest.skip("no CUDA GPU")
-    code, out, _ = _cli("--speculator", str(article_file), "--device", "cuda", "--cases", "48")
+    from j0 import base_sources, overlay
+
+    base = base_sources.from_installed(pins)
+    article = tmp_path / "speculator.py"
+    article.write_bytes(overlay.patch_base(base.data, base.origin, pins))
+    code, out, _ = _cli("--speculator", str(article), "--device", "cuda", "--cases", "48")
     assert code == 0, out[-4000:]
+    assert "J0 matches the reference: 48 cases" in out
