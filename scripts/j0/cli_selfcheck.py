@@ -15,7 +15,7 @@ from j0 import selfcheck
 from j0.errors import EXIT_CODE_TABLE, J0Error
 from j0.pins import load_pins
 
-DEFAULT_CASES = 24  # about 40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
+DEFAULT_CASES = 24  # 25-40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
 
 HELP = f"""\
 Check that a speculator.py does what the article says J0 does. FILE is imported as vLLM's
@@ -33,7 +33,7 @@ that does not import is also 1. Exit 2: the file has no J0 (e.g. vLLM's unpatche
 
 Without a GPU (--device cpu, or auto on a machine without one) the kernels run in Triton's
 interpreter: the check sets TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES= itself, in a child
-process. The default {DEFAULT_CASES} cases take about 40 s on a 2-core CPU (half of it vLLM's
+process. The default {DEFAULT_CASES} cases take 25-40 s on a 2-core CPU (8-14 s of it vLLM's
 import). --device cuda runs the compiled kernels and compares them with the same CPU reference,
 bit for bit. --bench then times the input preparation, J0 off and on (GPU time by CUDA graph
 replay and events, host time per call), for 1, 4 and 8 requests and 7/15 draft tokens.
