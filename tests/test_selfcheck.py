@@ -132,6 +132,13 @@ def test_base_has_no_j0(base_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "no J0" in capsys.readouterr().err
 
 
+def test_default_is_the_installed_vllm(capsys: pytest.CaptureFixture[str]) -> None:
+    # The test environment installs vLLM 0.33.0 as released: its file has no J0.
+    assert main(["selfcheck", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "site-packages" in err and "speculator.py" in err
+
+
 def test_missing_file_is_exit_2(tmp_path: Path) -> None:
     assert main(["selfcheck", "--speculator", str(tmp_path / "nope.py")]) == 2
 
