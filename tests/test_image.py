@@ -324,7 +324,10 @@ def test_build_with_buildkit_too(standins: dict[str, str], built_tags: list[str]
 @pytest.mark.docker
 @pytest.mark.slow
 def test_drifted_base_is_refused_naming_the_hash(
-    standins: dict[str, str], built_tags: list[str], base_bytes: bytes, pins: Pins
+    standins: dict[str, str],
+    base_bytes: bytes,
+    pins: Pins,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Stand-in C: vLLM's speculator.py with one byte changed; the build must stop."""
     from standin.build import drifted
@@ -335,6 +338,10 @@ def test_drifted_base_is_refused_naming_the_hash(
     assert sha(drifted(base_bytes)) in output and BASE_SHA in output
     assert f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}" in output
     assert "--build-arg ALLOW_BASE_DRIFT=1" in output
+    # j0 image build repeats the build step's message in its own error.
+    assert main(["image", "build", "--base", standins["c"], "--tag", "j0-test/on-c:x"]) == 1
+    err = capsys.readouterr().err
+    assert sha(drifted(base_bytes)) in err and BASE_SHA in err and "ALLOW_BASE_DRIFT=1" in err
 
 
 @pytest.mark.docker

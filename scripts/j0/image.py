@@ -7,6 +7,7 @@ The build uses Docker's legacy builder through docker-py, which docker/Dockerfil
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from j0.pins import Pins, load_pins
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
 ENTRYPOINT = "/usr/local/bin/j0-entrypoint"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the legacy builder colours a step's stderr
 # Environment of every smoke container: no GPU is visible, and Triton runs its interpreter.
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
 
@@ -114,15 +116,25 @@ def build_args(pins: Pins, base: str, digest: str, allow_base_drift: bool) -> di
 def _stream_build(events: Iterable[dict[str, Any]], echo: Callable[[str], None]) -> str | None:
     """Print the build's output as it comes; return the image id, raise on a build error."""
     image_id = None
+    step_errors: list[str] = []  # the build step's own error message, repeated in the J0Error
     for event in events:
         if "stream" in event:
             echo(str(event["stream"]))
+            text = _ANSI.sub("", str(event["stream"]))
+            if text.startswith("Removing intermediate container"):
+                continue
+            if step_errors or "j0 image build step: error:" in text:
+                step_errors.append(text)
         elif "status" in event:
             echo(f"{event['status']}\n")
         if "aux" in event and "ID" in event["aux"]:
             image_id = str(event["aux"]["ID"])
         if "error" in event:
-            raise J0Error(f"docker build of {DOCKERFILE} failed: {event['error'].strip()}")
+            because = "".join(step_errors).strip()
+            raise J0Error(
+                f"docker build of {DOCKERFILE} failed: {event['error'].strip()}"
+                + (f"\n{because}" if because else "")
+            )
     return image_id
 
 
