@@ -44,11 +44,21 @@ def arg_defaults(text: str) -> dict[str, str]:
 
 def test_dockerfile_arg_defaults_equal_the_pins(pins: Pins) -> None:
     """An ARG default cannot read overlay/pins.env, so this test keeps the two in step."""
-    defaults = arg_defaults(DOCKERFILE.read_text())
+    from j0.image_build_step import PIN_LABELS
+    from j0.pins import parse_pins
+
+    text = DOCKERFILE.read_text()
+    defaults = arg_defaults(text)
+    values = parse_pins(pins.pins_path.read_text(), "pins.env")
     assert defaults["VLLM_IMAGE"] == pins.vllm_image
-    assert defaults["VLLM_COMMIT"] == pins.vllm_commit
-    assert defaults["SPECULATOR_SHA256"] == pins.patched_sha256
     assert defaults["ALLOW_BASE_DRIFT"] == "0"
+    repeated = {key for key in defaults if key in values}
+    assert repeated == {"VLLM_IMAGE", *PIN_LABELS}
+    for key in repeated:
+        assert defaults[key] == values[key], key
+    for key, label in PIN_LABELS.items():
+        assert f'{label}="${{{key}}}"' in text
+        assert f'--expect-pin "{key}=${{{key}}}"' in text
 
 
 def test_dockerfile_base_is_an_arg_before_from_and_legacy_builder_syntax() -> None:
@@ -142,7 +152,7 @@ def run_step(tree: dict[str, Path], *args: str) -> subprocess.CompletedProcess[s
 def test_build_step_installs_the_article_file_with_stdlib_only(
     step_tree: dict[str, Path], pins: Pins
 ) -> None:
-    result = run_step(step_tree, "--expect-speculator-sha256", ARTICLE_SHA)
+    result = run_step(step_tree, "--expect-pin", f"PATCHED_SHA256={ARTICLE_SHA}")
     assert result.returncode == 0, result.stderr
     assert "MODULES []" in result.stdout  # nothing outside the standard library, vLLM included
     target = step_tree["target"]
@@ -198,9 +208,9 @@ def test_build_step_with_drift_allowed_patches_and_says_so(
 def test_build_step_refuses_label_args_that_disagree_with_the_pins(
     step_tree: dict[str, Path],
 ) -> None:
-    result = run_step(step_tree, "--expect-speculator-sha256", "0" * 64)
+    result = run_step(step_tree, "--expect-pin", "PATCHED_SHA256=" + "0" * 64)
     assert result.returncode == 2
-    assert "SPECULATOR_SHA256" in result.stderr and ARTICLE_SHA in result.stderr
+    assert "build arg PATCHED_SHA256=000" in result.stderr and ARTICLE_SHA in result.stderr
 
 
 def test_image_identity_of_this_python(capsys: pytest.CaptureFixture[str]) -> None:
@@ -306,7 +316,8 @@ def test_build_on_hidden_check_like_standin_installs_the_article_file(
         ).stdout
     )
     assert labels["org.opencontainers.image.base.name"] == standins["a"]
-    assert labels["j0.pin.speculator-sha256"] == pins.patched_sha256
+    assert labels["j0.pin.patched-sha256"] == pins.patched_sha256
+    assert labels["j0.pin.base-sha256"] == pins.base_sha256
 
 
 @pytest.mark.docker

@@ -6,6 +6,7 @@ The build uses Docker's legacy builder through docker-py, which docker/Dockerfil
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import subprocess
@@ -18,7 +19,8 @@ from typing import Any
 
 from j0.errors import J0Error
 from j0.identity import ARTICLE
-from j0.pins import Pins, load_pins
+from j0.image_build_step import PIN_LABELS
+from j0.pins import Pins, load_pins, parse_pins
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
@@ -102,14 +104,15 @@ def _repo_digest(image: Any, base: str) -> str:
 
 
 def build_args(pins: Pins, base: str, digest: str, allow_base_drift: bool) -> dict[str, str]:
+    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
     return {
         "VLLM_IMAGE": base,
         "VLLM_IMAGE_DIGEST": digest,
         "ALLOW_BASE_DRIFT": "1" if allow_base_drift else "0",
-        "VLLM_COMMIT": pins.vllm_commit,
-        "SPECULATOR_SHA256": pins.patched_sha256,
+        **{key: values[key] for key in PIN_LABELS},
         "J0_REVISION": _revision(pins.root),
         "J0_SOURCE": _git(pins.root, "remote", "get-url", "origin"),
+        "BUILD_DATE": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -311,11 +314,11 @@ def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[
         for key, value in expected.items()
         if manifest.get(key) != value
     ]
+    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
     label_expect = {
         "org.opencontainers.image.base.name": manifest.get("base_image"),
-        "j0.pin.vllm-commit": pins.vllm_commit,
-        "j0.pin.speculator-sha256": pins.patched_sha256,
         "j0.manifest": MANIFEST,
+        **{label: values[key] for key, label in PIN_LABELS.items()},
     }
     wrong += [
         f"label {key}={labels.get(key)!r} (expected {value!r})"

@@ -34,7 +34,7 @@ from j0.errors import J0Error
 from j0.identity import ARTICLE, identify
 from j0.overlay import patch_base
 from j0.patching import available_tool
-from j0.pins import Pins, load_pins
+from j0.pins import Pins, load_pins, parse_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"
@@ -48,16 +48,27 @@ def _flag(value: str) -> bool:
     raise J0Error(f"ALLOW_BASE_DRIFT={value!r}: expected 0 or 1", exit_code=64)
 
 
-def check_build_args(pins: Pins, vllm_commit: str | None, speculator_sha256: str | None) -> None:
-    """The Dockerfile's label ARGs repeat two pins; refuse a build whose labels would disagree."""
-    for arg, given, pinned, key in (
-        ("VLLM_COMMIT", vllm_commit, pins.vllm_commit, "VLLM_COMMIT"),
-        ("SPECULATOR_SHA256", speculator_sha256, pins.patched_sha256, "PATCHED_SHA256"),
-    ):
-        if given is not None and given != pinned:
+# The pins that docker/Dockerfile repeats as ARG defaults for its labels: pins.env key -> label.
+PIN_LABELS = {
+    "VLLM_COMMIT": "j0.pin.vllm-commit",
+    "BASE_SHA256": "j0.pin.base-sha256",
+    "PATCHED_SHA256": "j0.pin.patched-sha256",
+    "DRAFTER_REPO": "j0.pin.drafter-repo",
+    "DRAFTER_REVISION": "j0.pin.drafter-revision",
+}
+
+
+def check_build_args(pins: Pins, expected: Sequence[str]) -> None:
+    """The Dockerfile's label ARGs repeat pins; refuse a build whose labels would disagree."""
+    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
+    for item in expected:
+        key, sep, given = item.partition("=")
+        if not sep or key not in values:
+            raise J0Error(f"--expect-pin {item!r}: expected KEY=VALUE, KEY in {pins.pins_path}", 64)
+        if given != values[key]:
             raise J0Error(
-                f"docker/Dockerfile: build arg {arg}={given} (used in the image's labels) is not "
-                f"{key}={pinned} from {pins.pins_path}; update the ARG default in "
+                f"docker/Dockerfile: build arg {key}={given} (used in the image's labels) is not "
+                f"{key}={values[key]} from {pins.pins_path}; update the ARG default in "
                 "docker/Dockerfile (or pass the pinned value)",
                 exit_code=2,
             )
@@ -168,8 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-image-digest", default="", help="its repo digest, if known")
     parser.add_argument("--allow-base-drift", default="0", metavar="0|1")
     parser.add_argument("--revision", default="", help="the j0 git revision being built")
-    parser.add_argument("--expect-vllm-commit", help="the VLLM_COMMIT label arg, checked")
-    parser.add_argument("--expect-speculator-sha256", help="the SPECULATOR_SHA256 label arg")
+    parser.add_argument(
+        "--expect-pin",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label ARG that repeats a pin; refused unless it equals KEY in pins.env",
+    )
     parser.add_argument("--manifest", type=Path, default=MANIFEST_PATH)
     return parser
 
@@ -179,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         pins = load_pins()
         allow_drift = _flag(args.allow_base_drift)
-        check_build_args(pins, args.expect_vllm_commit, args.expect_speculator_sha256)
+        check_build_args(pins, args.expect_pin)
         manifest = install(
             pins,
             args.base_image,
