@@ -393,34 +393,19 @@ def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, 
     installed = f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}"
     from j0.image import FAKE_VLLM
 
-    result = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "-v",
-            f"{base_file}:{installed}:ro",
-            "--entrypoint",
-            "/bin/sh",
-            image_on_a,
-            "-c",
-            FAKE_VLLM,
-            "/usr/local/bin/j0-entrypoint",
-            "--model",
-            "m",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    out = docker_run(
+        image_on_a,
+        "-c",
+        FAKE_VLLM,
+        "/usr/local/bin/j0-entrypoint",
+        "--model",
+        "m",
+        entrypoint="/bin/sh",
+        volume=f"{base_file}:{installed}:ro",
     )
-    lines = (result.stdout + result.stderr).splitlines()
-    assert result.returncode == 0, lines
-    assert f"j0-entrypoint: {installed}: speculator.py sha256={BASE_SHA} identity=base" in " ".join(
-        lines
-    )
+    lines = out.splitlines()
+    want = f"j0-entrypoint: {installed}: speculator.py sha256={BASE_SHA} identity=base"
+    assert any(line.startswith(want) for line in lines), out
     assert "fake vllm: serve --model m" in lines
 
 
