@@ -233,6 +233,50 @@ def _variants(seed: int) -> list[tuple[str, str, str]]:
             "input_id = tl.where(is_bonus, bonus_token, parallel_drafting_token_id + 1)",
         ),
         (
+            "L from this step's tokens only",
+            "committed = last_valid_pos + 2",
+            "committed = num_valid_ctx + 1",
+        ),
+        (
+            "history indexed by chunk offset",
+            "tl.store(base + pos, tok, mask=m & (pos < max_model_len))",
+            "tl.store(base + j, tok, mask=m & (pos < max_model_len))",
+        ),
+        (
+            "history of the first block only",
+            "    j = block_idx * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)\n    m = j < num_valid_ctx",
+            "    j = tl.arange(0, BLOCK_SIZE)\n    m = j < num_valid_ctx",
+        ),
+        (
+            "7 Philox rounds",
+            "(req_state_idx * 64 + query_off).to(tl.uint32))",
+            "(req_state_idx * 64 + query_off).to(tl.uint32), n_rounds=7)",
+        ),
+        (
+            "history's bonus token by batch index",
+            "            bonus = tl.load(last_sampled_ptr + req_state_idx).to(tl.int32)\n"
+            "        else:\n            bonus = tl.load(next_prefill_tokens_ptr + req_state_idx)"
+            ".to(tl.int32)\n        bpos",
+            "            bonus = tl.load(last_sampled_ptr + req_idx).to(tl.int32)\n"
+            "        else:\n            bonus = tl.load(next_prefill_tokens_ptr + req_state_idx)"
+            ".to(tl.int32)\n        bpos",
+        ),
+        (
+            "history written with row stride max_model_len",
+            "base = ctx_pool_ptr + req_state_idx.to(tl.int64) * ctx_pool_stride\n",
+            "base = ctx_pool_ptr + req_state_idx.to(tl.int64) * max_model_len\n",
+        ),
+        (
+            "history written by batch index",
+            "base = ctx_pool_ptr + req_state_idx.to(tl.int64) * ctx_pool_stride\n",
+            "base = ctx_pool_ptr + req_idx.to(tl.int64) * ctx_pool_stride\n",
+        ),
+        (
+            "write kernel's stride from the shape",
+            "            ctx_pool.stride(0),\n            max_model_len,\n            BLOCK_SIZE=",
+            "            ctx_pool.shape[1],\n            max_model_len,\n            BLOCK_SIZE=",
+        ),
+        (
             "switch renamed",
             'os.environ.get("VLLM_DFLASH_CTX_NOISE", "0") == "1"',
             'os.environ.get("VLLM_DFLASH_CTX_NOISY", "0") == "1"',
