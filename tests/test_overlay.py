@@ -159,6 +159,12 @@ def test_existing_output_is_kept_as_orig(base_file: Path, tmp_path: Path) -> Non
     assert main(["overlay", "build", "--base", str(base_file), "-o", str(out)]) == 0
     assert sha(out) == ARTICLE_SHA
     assert (tmp_path / "speculator.py.orig").read_text() == "my own experiment\n"
+    # A second, different experiment does not overwrite the first one's copy.
+    out.write_text("my second experiment\n")
+    assert main(["overlay", "build", "--base", str(base_file), "-o", str(out)]) == 0
+    assert (tmp_path / "speculator.py.orig").read_text() == "my own experiment\n"
+    assert (tmp_path / "speculator.py.orig.1").read_text() == "my second experiment\n"
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_verify_exit_codes(

@@ -8,8 +8,14 @@ import tempfile
 from pathlib import Path
 
 
-def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to a temporary file beside `path`, fsync it, then rename it over `path`."""
+def write_bytes_atomic(
+    path: Path, data: bytes, mode: int = 0o644, *, replace_existing: bool = True
+) -> None:
+    """Write `data` to a temporary file beside `path`, fsync it, then move it to `path`.
+
+    With replace_existing=False the move is link(2), which refuses (FileExistsError) to replace
+    a file already at `path`: for keeping originals that must never be overwritten.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -18,10 +24,12 @@ def write_bytes_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
+        if replace_existing:
+            os.replace(tmp_name, path)
+        else:
+            os.link(tmp_name, path)
+    finally:
         Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def write_text_atomic(path: Path, text: str) -> None:

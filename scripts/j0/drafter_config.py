@@ -22,7 +22,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
@@ -408,20 +407,6 @@ def check_config(config: Path, parsed: dict[str, Any], warn: Callable[[str], Non
         )
 
 
-def _write_orig(orig: Path, data: bytes, mode: int) -> None:
-    """Write the original bytes to `orig`, never replacing an existing file (link(2) refuses)."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{orig.name}.", suffix=".tmp", dir=orig.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
-        os.link(tmp_name, orig)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-
-
 def patch_config(
     directory: Path,
     patch_path: Path | None = None,
@@ -461,7 +446,7 @@ def patch_config(
                     CHECK_FAILED,
                 )
         else:
-            _write_orig(orig, data, mode)
+            write_bytes_atomic(orig, data, mode=mode, replace_existing=False)
         # os.replace swaps the directory entry: a symlink is replaced, its target is not touched.
         write_bytes_atomic(config, new_data, mode=mode)
     except OSError as exc:

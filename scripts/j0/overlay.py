@@ -54,14 +54,27 @@ def patch_base(
     return patched
 
 
+def _keep_original(out: Path, old: bytes) -> Path:
+    """Keep `old` as OUT.orig (or OUT.orig.N when that name holds other bytes); never overwrite."""
+    for number in range(1000):
+        backup = out.with_name(out.name + ".orig" + (f".{number}" if number else ""))
+        if backup.is_file() and backup.read_bytes() == old:
+            return backup
+        try:
+            write_bytes_atomic(backup, old, replace_existing=False)
+            return backup
+        except FileExistsError:
+            continue
+    raise J0Error(f"{out}: 1000 .orig copies exist already; clean them up first")
+
+
 def write_overlay(data: bytes, out: Path) -> str:
     """Write atomically; an existing different file is kept as OUT.orig first. Returns a note."""
     if out.is_file():
         old = out.read_bytes()
         if old == data:
             return f"{out} already holds this file (unchanged)"
-        backup = out.with_name(out.name + ".orig")
-        write_bytes_atomic(backup, old)
+        backup = _keep_original(out, old)
         write_bytes_atomic(out, data)
         return f"wrote {out} (the previous file, sha256 {sha256_bytes(old)}, kept as {backup})"
     write_bytes_atomic(out, data)
