@@ -298,7 +298,6 @@ def test_the_merge_patch_is_data() -> None:
         (ROOT / "drafter-config" / "causal.merge-patch.json").read_bytes().decode("utf-8")
     )
     assert patch == {"dflash_config": {"causal": True}}
-    assert patch == drafter_config.BUILTIN_PATCH  # the fallback for a j0 without its checkout
     assert (
         drafter_config.default_patch_path() == ROOT / "drafter-config" / "causal.merge-patch.json"
     )
@@ -390,18 +389,18 @@ def test_causality_summary() -> None:
     assert not result.all_causal and "is_causal" in result.summary()
 
 
-def test_works_without_the_checkouts_drafter_config(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_missing_merge_patch_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """j0 installed elsewhere (no drafter-config/ beside the pins): the built-in copy applies."""
+    """j0 run without drafter-config/ beside its pins: refused by name, config.json untouched."""
     home = tmp_path / "home"
     (home / "overlay").mkdir(parents=True)
     (home / "overlay" / "pins.env").write_bytes((ROOT / "overlay" / "pins.env").read_bytes())
     monkeypatch.setenv("J0_HOME", str(home))
-    assert drafter_config.default_patch_path() is None
     config = write_config(tmp_path / "d", LAYOUTS["indent2"])
-    assert main(["drafter", "patch-config", str(config.parent)]) == 0
-    assert json.loads(config.read_bytes()) == expected_after(BASE_CONFIG)
+    assert main(["drafter", "patch-config", str(config.parent)]) == 2
+    assert "causal.merge-patch.json: no such file" in capsys.readouterr().err
+    assert config.read_bytes().decode("utf-8") == LAYOUTS["indent2"]
 
 
 def test_patch_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

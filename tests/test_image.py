@@ -98,6 +98,7 @@ def test_build_context_holds_only_what_the_image_needs() -> None:
         "docker/j0",
         "overlay/pins.env",
         "overlay/jetspec-j0.patch",
+        "drafter-config/causal.merge-patch.json",
         *package,
     }
 

@@ -37,21 +37,12 @@ ORIG_SUFFIX = ".orig"
 PATCH_RELPATH = Path("drafter-config") / "causal.merge-patch.json"
 
 
-# The same patch as drafter-config/causal.merge-patch.json (a test keeps them equal), for a j0
-# installed without its checkout, where that file cannot be found.
-BUILTIN_PATCH: dict[str, Any] = {"dflash_config": {"causal": True}}
-
-
-def default_patch_path() -> Path | None:
-    """drafter-config/causal.merge-patch.json of the j0 checkout (found like the pins file), or
-    None when j0 runs without its checkout."""
+def default_patch_path() -> Path:
+    """drafter-config/causal.merge-patch.json of the j0 checkout (found like the pins file; the
+    image carries it at /opt/j0/drafter-config)."""
     from j0.pins import project_root
 
-    try:
-        path = project_root() / PATCH_RELPATH
-    except J0Error:
-        return None
-    return path if path.is_file() else None
+    return project_root() / PATCH_RELPATH
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,9 +309,7 @@ def _warn(message: str) -> None:
     print(f"j0: warning: {message}", file=sys.stderr)
 
 
-def load_patch(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return json.loads(json.dumps(BUILTIN_PATCH))
+def load_patch(path: Path) -> dict[str, Any]:
     try:
         patch = parse_json_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
