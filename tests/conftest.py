@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,13 @@ def require_docker() -> None:
         if os.environ.get("J0_REQUIRE_DOCKER") == "1":
             pytest.fail(f"J0_REQUIRE_DOCKER=1 but no Docker engine answers: {exc}")
         pytest.skip(f"no Docker engine: {exc}")
+
+
+def prune_dangling_j0_images() -> None:
+    """Remove untagged images built from docker/Dockerfile (its j0.manifest label), which
+    rebuilds and refused builds leave behind; tagged images and the stand-ins stay."""
+    subprocess.run(
+        ["docker", "image", "prune", "-f", "--filter", "label=j0.manifest"],
+        capture_output=True,
+        check=False,
+    )

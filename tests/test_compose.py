@@ -491,6 +491,9 @@ def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
         env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag)
         compose(["-p", project, "down", "--remove-orphans"], env, files)
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+        from conftest import prune_dangling_j0_images
+
+        prune_dangling_j0_images()
 
 
 @pytest.mark.docker

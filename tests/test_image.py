@@ -250,6 +250,9 @@ def built_tags() -> Iterator[list[str]]:
     yield tags
     for tag in tags:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+    from conftest import prune_dangling_j0_images
+
+    prune_dangling_j0_images()
 
 
 def docker_build(
@@ -258,6 +261,8 @@ def docker_build(
     """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set."""
     env = dict(os.environ, DOCKER_BUILDKIT="1" if buildkit else "0")
     cmd = ["docker", "build", "--network", "none", "--build-arg", f"VLLM_IMAGE={base}"]
+    if not buildkit:
+        cmd.append("--force-rm")  # the legacy builder keeps a failed step's container otherwise
     cmd += [*extra, "-f", "docker/Dockerfile", "-t", tag, "."]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
 
