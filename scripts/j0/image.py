@@ -20,7 +20,7 @@ from typing import Any
 from j0.errors import J0Error
 from j0.identity import ARTICLE
 from j0.image_build_step import PIN_LABELS
-from j0.pins import Pins, load_pins, parse_pins
+from j0.pins import Pins, load_pins
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
@@ -104,12 +104,11 @@ def _repo_digest(image: Any, base: str) -> str:
 
 
 def build_args(pins: Pins, base: str, digest: str, allow_base_drift: bool) -> dict[str, str]:
-    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
     return {
         "VLLM_IMAGE": base,
         "VLLM_IMAGE_DIGEST": digest,
         "ALLOW_BASE_DRIFT": "1" if allow_base_drift else "0",
-        **{key: values[key] for key in PIN_LABELS},
+        **{key: pins.values[key] for key in PIN_LABELS},
         "J0_REVISION": _revision(pins.root),
         "J0_SOURCE": _git(pins.root, "remote", "get-url", "origin"),
         "BUILD_DATE": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -314,11 +313,10 @@ def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[
         for key, value in expected.items()
         if manifest.get(key) != value
     ]
-    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
     label_expect = {
         "org.opencontainers.image.base.name": manifest.get("base_image"),
         "j0.manifest": MANIFEST,
-        **{label: values[key] for key, label in PIN_LABELS.items()},
+        **{label: pins.values[key] for key, label in PIN_LABELS.items()},
     }
     wrong += [
         f"label {key}={labels.get(key)!r} (expected {value!r})"

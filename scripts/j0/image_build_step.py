@@ -34,7 +34,7 @@ from j0.errors import J0Error
 from j0.identity import ARTICLE, identify
 from j0.overlay import patch_base
 from j0.patching import available_tool
-from j0.pins import Pins, load_pins, parse_pins
+from j0.pins import Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"
@@ -60,7 +60,7 @@ PIN_LABELS = {
 
 def check_build_args(pins: Pins, expected: Sequence[str]) -> None:
     """The Dockerfile's label ARGs repeat pins; refuse a build whose labels would disagree."""
-    values = parse_pins(pins.pins_path.read_text(encoding="utf-8"), str(pins.pins_path))
+    values = pins.values
     for item in expected:
         key, sep, given = item.partition("=")
         if not sep or key not in values:

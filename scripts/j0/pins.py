@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from j0.atomic import write_text_atomic
@@ -70,6 +71,8 @@ class Pins:
     drafter_revision: str
     drafter_commit: str
     target_model: str
+    # Every KEY=VALUE of the file as written, for code that needs a pin by its key.
+    values: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def pins_path(self) -> Path:
@@ -114,6 +117,7 @@ def load_pins(root: Path | None = None) -> Pins:
         root=root,
         patch_file=root / values["PATCH_FILE"],
         j0_seed=int(values["J0_SEED"]),
+        values=values,
         **fields,
     )
 
