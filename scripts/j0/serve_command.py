@@ -328,14 +328,6 @@ def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
         del env["PYTHONPATH"]
 
 
-def installed_speculator_path() -> Path:
-    """The speculator.py of this Python's vLLM (found without importing vLLM)."""
-    from j0.base_sources import installed_vllm_dir
-    from j0.pins import load_pins
-
-    return installed_vllm_dir() / load_pins().speculator_relpath
-
-
 def run(
     args: Sequence[str],
     then: str,
@@ -346,7 +338,10 @@ def run(
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
     if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
-        apply_overlay_swap(overlay_mount, installed_speculator_path(), plan)
+        from j0.image_identity import installed_speculator
+        from j0.pins import load_pins
+
+        apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
     for fact in plan.facts:
         print(f"j0 serve: {fact}", file=sys.stderr)
     for warning in plan.warnings:
