@@ -49,6 +49,14 @@ def installed_vllm_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).parent
 
 
+def installed_speculator(pins: Pins) -> Path:
+    """The speculator.py of this Python's vLLM (found without importing vLLM)."""
+    path = installed_vllm_dir() / pins.speculator_relpath
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file (the installed vLLM lacks its speculator.py)", 2)
+    return path
+
+
 def from_installed(pins: Pins) -> BaseFile:
     return from_site_packages(installed_vllm_dir(), pins)
 

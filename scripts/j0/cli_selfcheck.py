@@ -134,9 +134,9 @@ def run(args: argparse.Namespace) -> int:
     if args.speculator is not None:
         path = args.speculator
     else:
-        from j0.base_sources import installed_vllm_dir
+        from j0.base_sources import installed_speculator
 
-        path = installed_vllm_dir() / pins.speculator_relpath
+        path = installed_speculator(pins)
     if not path.is_file():
         raise J0Error(f"{path}: no such file (expected a DFlash speculator.py)", exit_code=2)
     code, why = selfcheck.static_check(path)

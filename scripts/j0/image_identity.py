@@ -9,17 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from j0.base_sources import installed_vllm_dir
-from j0.errors import J0Error
+from j0.base_sources import installed_speculator
 from j0.identity import Identity, identify
 from j0.pins import Pins
-
-
-def installed_speculator(pins: Pins) -> Path:
-    path = installed_vllm_dir() / pins.speculator_relpath
-    if not path.is_file():
-        raise J0Error(f"{path}: no such file (the installed vLLM lacks its speculator.py)", 2)
-    return path
 
 
 def installed_identity(pins: Pins) -> tuple[Path, Identity]:

@@ -338,7 +338,7 @@ def run(
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
     if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
-        from j0.image_identity import installed_speculator
+        from j0.base_sources import installed_speculator
         from j0.pins import load_pins
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
