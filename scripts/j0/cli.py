@@ -12,11 +12,11 @@ from j0.errors import J0Error
 
 # One module per command group; each has register(subparsers) and sets `func` on its parsers.
 COMMAND_MODULES = (
-    "j0.cli_overlay",
-    "j0.cli_selfcheck",
-    "j0.cli_image",
-    "j0.cli_drafter",
-    "j0.cli_serve",
+    "j0.overlay.cli",
+    "j0.selfcheck.cli",
+    "j0.image.cli",
+    "j0.drafter.cli",
+    "j0.serve.cli",
 )
 
 DESCRIPTION = """\

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0 import base_sources, overlay
+from j0 import base_sources
 from j0.errors import EXIT_CODE_TABLE, J0Error
 from j0.identity import ARTICLE, identify
+from j0.overlay import build as overlay
 from j0.pins import Pins, load_pins
 
 BUILD_HELP = """\

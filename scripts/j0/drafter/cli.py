@@ -109,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from j0 import drafter_fetch
+    from j0.drafter import fetch as drafter_fetch
 
     result = drafter_fetch.fetch(args.repo_id, args.revision, args.dir)
     for line in result.lines():
@@ -118,7 +118,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_patch_config(args: argparse.Namespace) -> int:
-    from j0 import drafter_config
+    from j0.drafter import config as drafter_config
 
     result = drafter_config.patch_config(args.dir, args.patch)
     for line in result.lines():
@@ -127,7 +127,7 @@ def run_patch_config(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from j0 import drafter_config
+    from j0.drafter import config as drafter_config
 
     causality = drafter_config.check_causality(args.dir)
     for note in causality.notes:

@@ -104,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from j0 import image
+    from j0.image import build as image
 
     image.build(
         base=args.base,
@@ -116,13 +116,13 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_smoke(args: argparse.Namespace) -> int:
-    from j0 import image
+    from j0.image import smoke
 
-    return image.smoke(args.image, timeout=args.timeout)
+    return smoke.smoke(args.image, timeout=args.timeout)
 
 
 def run_identity(args: argparse.Namespace) -> int:
-    from j0.image_identity import identity_json, identity_line, installed_identity
+    from j0.image.identity import identity_json, identity_line, installed_identity
     from j0.pins import load_pins
 
     path, identity = installed_identity(load_pins())

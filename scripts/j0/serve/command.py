@@ -130,7 +130,7 @@ class Plan:
 
 
 def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
-    from j0 import drafter_causality
+    from j0.drafter import causality as drafter_causality
 
     config_path = Path(spec.model) / "config.json"
     if not config_path.is_file():
@@ -317,7 +317,7 @@ def plan_serve(
 def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
     """Remove the folder holding this `j0` package from PYTHONPATH (the image's `j0` launcher puts
     it there for itself), so that vLLM runs with the environment the image gave it."""
-    own = str(Path(__file__).resolve().parent.parent)
+    own = str(Path(__file__).resolve().parents[2])
     entries = [x for x in env.get("PYTHONPATH", "").split(os.pathsep) if x]
     kept = [x for x in entries if os.path.abspath(x) != own]
     if kept == entries:

@@ -18,7 +18,7 @@ Steps:
    request in the same run; an interrupted run leaves the finished files in DIR and a re-run
    fetches only what is missing (huggingface_hub 2.x keeps no partial file across runs).
 4. Check every file against the Hub's listing (sha256 for LFS files, the git blob id otherwise).
-5. Run patch-config (j0.drafter_config) and report the draft layers' causality.
+5. Run patch-config (j0.drafter.config) and report the draft layers' causality.
 
 Authentication: HF_TOKEN, else the file named by HF_TOKEN_PATH, else huggingface_hub's stored
 login. The token is passed to huggingface_hub and never printed or logged. HF_ENDPOINT selects
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from j0 import drafter_config
+from j0.drafter import config as drafter_config
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 from j0.pins import Pins, load_pins, set_pin
 

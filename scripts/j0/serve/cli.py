@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0 import serve_command
+from j0.serve import command as serve_command
 
 DESCRIPTION = """\
 The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments. Before anything

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from j0 import drafter_causality, drafter_config
 from j0.cli import main
+from j0.drafter import causality as drafter_causality
+from j0.drafter import config as drafter_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BASE_CONFIG: dict[str, Any] = {
     "architectures": ["DFlashDraftModel"],

@@ -1,6 +1,6 @@
 """The image's build step: put the article's speculator.py into the base image's vLLM.
 
-docker/Dockerfile runs this once, as `python3 -m j0.image_build_step ...`, on the base image's own
+docker/Dockerfile runs this once, as `python3 -m j0.image.build_step ...`, on the base image's own
 python3 (the one that has vLLM), with no network. Standard library only: it imports nothing that
 a base image may lack, and it never imports vLLM. What it does:
 
@@ -32,7 +32,7 @@ from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.base_sources import installed_vllm_dir
 from j0.errors import J0Error
 from j0.identity import ARTICLE, identify
-from j0.overlay import patch_base
+from j0.overlay.build import patch_base
 from j0.patching import available_tool
 from j0.pins import Pins, load_pins
 

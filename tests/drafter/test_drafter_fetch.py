@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from j0 import drafter_fetch
+from j0.drafter import fetch as drafter_fetch
 from j0.pins import load_pins
 from servers.hub_server import DEFAULT_REPO_ID, FakeRepo, HubServer, article_repo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIG = "model-00001-of-00002.safetensors"
 NEEDED = {
     "config.json",

@@ -25,7 +25,7 @@ import pytest
 from j0.cli import main
 from j0.pins import Pins
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
 BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
@@ -44,7 +44,7 @@ def arg_defaults(text: str) -> dict[str, str]:
 
 def test_dockerfile_arg_defaults_equal_the_pins(pins: Pins) -> None:
     """An ARG default cannot read overlay/pins.env, so this test keeps the two in step."""
-    from j0.image_build_step import PIN_LABELS
+    from j0.image.build_step import PIN_LABELS
     from j0.pins import parse_pins
 
     text = DOCKERFILE.read_text()
@@ -87,9 +87,9 @@ def test_build_context_holds_only_what_the_image_needs() -> None:
         p for p in exclude_paths(str(ROOT), patterns, "docker/Dockerfile") if (ROOT / p).is_file()
     }
     package = {
-        f"scripts/j0/{p.name}"
-        for p in (ROOT / "scripts" / "j0").iterdir()
-        if p.is_file() and p.suffix == ".py"
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "scripts" / "j0").rglob("*.py")
+        if "__pycache__" not in p.parts
     }
     assert files == {
         ".dockerignore",  # always sent, like the Dockerfile
@@ -113,7 +113,7 @@ def test_entrypoint_and_launcher_are_executable() -> None:
 STEP_RUNNER = """\
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
-from j0.image_build_step import main
+from j0.image.build_step import main
 code = main(sys.argv[3:])
 top = {name.split(".")[0] for name in sys.modules}
 foreign = sorted(t for t in top if t not in sys.stdlib_module_names and t not in ("j0", "__main__"))
@@ -397,7 +397,7 @@ def test_smoke_on_the_dependency_free_standin_fails_only_the_import(
 def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, pins: Pins) -> None:
     """What compose's J0_OVERLAY does: a file mounted over the installed one, no rebuild."""
     installed = f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}"
-    from j0.image import FAKE_VLLM
+    from j0.image.build import FAKE_VLLM
 
     out = docker_run(
         image_on_a,

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from j0 import batches, philox, reference, selfcheck
 from j0.cli import main
 from j0.pins import Pins
+from j0.selfcheck import batches, philox, reference
+from j0.selfcheck import kernels as selfcheck
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- The battery and the reference, without any kernel ----------------------------------------
@@ -394,7 +395,8 @@ def test_article_passes_on_cuda(pins: Pins, tmp_path: Path) -> None:
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
     if subprocess.run([sys.executable, "-c", probe], check=False).returncode != 0:
         pytest.skip("no CUDA GPU")
-    from j0 import base_sources, overlay
+    from j0 import base_sources
+    from j0.overlay import build as overlay
 
     base = base_sources.from_installed(pins)
     article = tmp_path / "speculator.py"

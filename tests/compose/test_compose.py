@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from j0 import serve_command
 from j0.pins import Pins
+from j0.serve import command as serve_command
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("compose.yaml", "compose.serve.yaml", "compose.ci.yaml")
 # Every variable the compose files read; the shell's values must not leak into the tests.
 KNOBS = (

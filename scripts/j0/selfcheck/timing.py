@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from j0.batches import Case, Step
+    from j0.selfcheck.batches import Case, Step
 
 MAX_NUM_SEQS = 8
 MAX_MODEL_LEN = 32_768
@@ -38,7 +38,7 @@ def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step
     """A decode step of num_reqs requests in shuffled slots, contexts of 1k..30k tokens."""
     import numpy as np
 
-    from j0 import batches
+    from j0.selfcheck import batches
 
     rng = np.random.default_rng([seed, num_reqs, num_spec])
     slots = rng.permutation(MAX_NUM_SEQS)[:num_reqs]
@@ -92,7 +92,8 @@ def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step
 def _time_one(module: Any, case: Case, step: Step, device: str, j0: bool) -> dict[str, Any]:
     import torch
 
-    from j0 import batches, selfcheck
+    from j0.selfcheck import batches
+    from j0.selfcheck import kernels as selfcheck
 
     inputs = selfcheck.make_inputs(module, case, step, device)
     before = batches.initial_outputs(case, 0)

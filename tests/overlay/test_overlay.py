@@ -17,7 +17,7 @@ from j0 import base_sources
 from j0.cli import main
 from j0.pins import Pins
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
 BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
 
@@ -143,8 +143,8 @@ def test_changed_patch_file_is_refused(pins: Pins, tmp_path: Path) -> None:
     """The patch's own sha256 is pinned: an edited patch is refused before use."""
     import dataclasses
 
-    from j0 import overlay
     from j0.errors import J0Error
+    from j0.overlay import build as overlay
 
     edited = tmp_path / "edited.patch"
     edited.write_text(pins.patch_file.read_text().replace("20261031", "20261030"))

@@ -7,7 +7,7 @@ J0 (the seed, "VLLM_DFLASH_CTX_NOISE=1"):
   (num_sampled > 0), else the next prefill token (chunked prefill);
 * slot k > 0 takes the committed token at index r mod L, where L is the number of committed
   tokens including the anchor and r = tl.randint(J0_SEED, req_state_idx * 64 + k) as uint32
-  (Philox, j0.philox);
+  (Philox, j0.selfcheck.philox);
 * a [max_num_seqs, max_model_len] int32 history holds the committed tokens: each step writes its
   accepted (not rejected) target tokens at their positions and the anchor after them, before the
   draw; nothing else is written, and the history persists across steps.
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from j0 import philox
-from j0.batches import Case, Step
+from j0.selfcheck import philox
+from j0.selfcheck.batches import Case, Step
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from j0 import serve_command
 from j0.errors import J0Error
+from j0.serve import command as serve_command
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Typed from the seed's serving flags, not produced by the code under test.
 ARTICLE_15 = (
     '{"method":"dflash","model":"/drafter","num_speculative_tokens":15,"kv_cache_dtype":"auto"}'

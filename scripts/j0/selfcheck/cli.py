@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from j0 import selfcheck
 from j0.errors import EXIT_CODE_TABLE, J0Error
 from j0.pins import load_pins
+from j0.selfcheck import kernels as selfcheck
 
 DEFAULT_CASES = 24  # 25-40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
 
@@ -94,7 +94,7 @@ def _gpu_present() -> bool:
 
 def _child_env(device: str) -> dict[str, str]:
     env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     if device == "cpu":

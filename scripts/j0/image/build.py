@@ -1,0 +1,179 @@
+"""`j0 image build`: the article's image, built with docker-py.
+
+docker-py is imported inside the functions (it is optional, and absent inside the image).
+The build uses Docker's legacy builder through docker-py, which docker/Dockerfile is written for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from j0.errors import J0Error
+from j0.image.build_step import PIN_LABELS
+from j0.pins import Pins, load_pins
+
+DOCKERFILE = "docker/Dockerfile"
+MANIFEST = "/opt/j0/manifest.json"
+ENTRYPOINT = "/usr/local/bin/j0-entrypoint"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the legacy builder colours a step's stderr
+# Environment of every smoke container: no GPU is visible, and Triton runs its interpreter.
+CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
+
+
+def default_tag(pins: Pins) -> str:
+    return f"j0/vllm-openai:{pins.vllm_commit[:8]}-j0"
+
+
+def docker_client(timeout: int = 3600) -> Any:
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except DockerException as exc:
+        raise J0Error(
+            f"no Docker engine answers ({exc}); start dockerd or set DOCKER_HOST"
+        ) from exc
+    return client
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return ""
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def _revision(root: Path) -> str:
+    head = _git(root, "rev-parse", "HEAD")
+    if head and _git(root, "status", "--porcelain", "--untracked-files=no"):
+        head += "-dirty"
+    return head
+
+
+def _ensure_base(client: Any, base: str, pull: bool, fallback: str) -> Any:
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        return client.images.get(base)
+    except ImageNotFound:
+        if not pull:
+            raise J0Error(f"base image {base} is not present and --no-pull was given") from None
+    print(f"==> pulling {base}", flush=True)
+    try:
+        seen: dict[str, str] = {}  # layer id -> its last status: one line per change, not per chunk
+        for event in client.api.pull(base, stream=True, decode=True):
+            layer, status = str(event.get("id", "")), str(event.get("status", ""))
+            if status and seen.get(layer) != status:
+                seen[layer] = status
+                print(f"    {layer + ': ' if layer else ''}{status}", flush=True)
+            if "error" in event:
+                raise J0Error(f"pulling {base}: {event['error']}")
+        return client.images.get(base)
+    except (APIError, ImageNotFound) as exc:
+        raise J0Error(
+            f"cannot pull the base image {base}: {exc}. Per-commit nightly tags are deleted after "
+            f"a while: try --base {fallback} (VLLM_IMAGE_FALLBACK in overlay/pins.env, "
+            "byte-identical speculator.py) or a repo:tag@sha256:... digest you have"
+        ) from exc
+
+
+def _repo_digest(image: Any, base: str) -> str:
+    digests = image.attrs.get("RepoDigests") or []
+    if "@sha256:" in base:
+        return base.split("@", 1)[1]
+    repo = base.rsplit(":", 1)[0] if ":" in base.rsplit("/", 1)[-1] else base
+    for digest in digests:
+        if digest.split("@", 1)[0] == repo:
+            return str(digest.split("@", 1)[1])
+    return ""
+
+
+def build_args(pins: Pins, base: str, digest: str, allow_base_drift: bool) -> dict[str, str]:
+    return {
+        "VLLM_IMAGE": base,
+        "VLLM_IMAGE_DIGEST": digest,
+        "ALLOW_BASE_DRIFT": "1" if allow_base_drift else "0",
+        **{key: pins.values[key] for key in PIN_LABELS},
+        "J0_REVISION": _revision(pins.root),
+        "J0_SOURCE": _git(pins.root, "remote", "get-url", "origin"),
+        "BUILD_DATE": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _stream_build(events: Iterable[dict[str, Any]], echo: Callable[[str], None]) -> str | None:
+    """Print the build's output as it comes; return the image id, raise on a build error."""
+    image_id = None
+    step_errors: list[str] = []  # the build step's own error message, repeated in the J0Error
+    for event in events:
+        if "stream" in event:
+            echo(str(event["stream"]))
+            text = _ANSI.sub("", str(event["stream"]))
+            if text.startswith("Removing intermediate container"):
+                continue
+            if step_errors or "j0 image build step: error:" in text:
+                step_errors.append(text)
+        elif "status" in event:
+            echo(f"{event['status']}\n")
+        if "aux" in event and "ID" in event["aux"]:
+            image_id = str(event["aux"]["ID"])
+        if "error" in event:
+            because = "".join(step_errors).strip()
+            raise J0Error(
+                f"docker build of {DOCKERFILE} failed: {event['error'].strip()}"
+                + (f"\n{because}" if because else "")
+            )
+    return image_id
+
+
+def build(
+    base: str | None = None,
+    tag: str | None = None,
+    allow_base_drift: bool = False,
+    pull: bool = True,
+    echo: Callable[[str], None] | None = None,
+) -> str:
+    """Build docker/Dockerfile on `base`; return the image id. Progress goes to `echo`."""
+    from docker.errors import APIError
+
+    pins = load_pins()
+    base = base or pins.vllm_image
+    tag = tag or default_tag(pins)
+    write = echo or (lambda text: print(text, end="", flush=True))
+    client = docker_client()
+    base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
+    args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift)
+    write(f"==> building {DOCKERFILE} on {base} as {tag} (network: none)\n")
+    started = time.monotonic()
+    try:
+        events = client.api.build(
+            path=str(pins.root),
+            dockerfile=DOCKERFILE,
+            tag=tag,
+            buildargs=args,
+            network_mode="none",
+            pull=False,
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        image_id = _stream_build(events, write)
+    except APIError as exc:
+        raise J0Error(f"docker build of {DOCKERFILE} on {base}: {exc}") from exc
+    image = client.images.get(tag)
+    size_mb = image.attrs.get("Size", 0) / 1e6
+    write(
+        f"==> built {tag} ({image_id or image.id}, {size_mb:.0f} MB) in "
+        f"{time.monotonic() - started:.0f} s\n"
+    )
+    return str(image.id)

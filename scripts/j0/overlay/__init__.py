@@ -1,0 +1,2 @@
+"""`j0 overlay`: the article's speculator.py, made from vLLM's base file and the pinned patch,
+and checked against the pinned sha256s (`build`, `verify`)."""

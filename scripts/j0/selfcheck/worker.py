@@ -1,0 +1,223 @@
+"""`j0 selfcheck`'s worker: run a speculator.py's real `prepare_dflash_inputs` over the battery
+(batches.py), J0 off and on, and compare every output with the reference (reference.py).
+
+Run as `python -m j0.selfcheck ...` in a process of its own (cli.py starts it): on a
+machine without a GPU, Triton's interpreter needs `TRITON_INTERPRET=1` and `CUDA_VISIBLE_DEVICES=`
+before Triton is first imported, and a kernel that reads out of bounds can take its process
+down. Module-level imports are the standard library only; numpy and torch come in later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+from j0.selfcheck.compare import run_case
+from j0.selfcheck.kernels import (
+    DEVIATES,
+    NO_CUDA,
+    NO_J0,
+    OK,
+    SPECULATOR_MODULE,
+    load_speculator,
+    static_check,
+)
+
+# --- The whole check ---------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    code: int
+    file: str
+    device: str
+    seed: int
+    cases_run: int = 0
+    steps_run: int = 0
+    requests_run: int = 0
+    seconds: float = 0.0
+    import_seconds: float = 0.0
+    message: str = ""
+    replay: str = ""
+    mismatch: dict[str, Any] | None = None
+    bench: list[dict[str, Any]] | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def replay_command(path: Path, seed: int, case: int, device: str) -> str:
+    return f"j0 selfcheck --speculator {path} --seed {seed} --case {case} --device {device}"
+
+
+def check_file(
+    path: Path,
+    device: str,
+    seed: int,
+    cases: int,
+    only_case: int | None,
+    j0_seed: int,
+    quiet: bool = False,
+) -> Result:
+    """Check one file; never raises for a fault of the file (that is a Result with code 1)."""
+    from j0.selfcheck import batches
+
+    result = Result(code=OK, file=str(path), device=device, seed=seed)
+    code, why = static_check(path)
+    if code != OK:
+        result.code, result.message = code, why
+        return result
+    started = time.perf_counter()
+    try:
+        module = load_speculator(path)
+    except BaseException as exc:  # the file is broken: report, do not crash
+        result.code = DEVIATES
+        result.message = f"{path}: cannot import as {SPECULATOR_MODULE}: {exc!r}\n" + "".join(
+            traceback.format_exception(exc)[-6:]
+        )
+        return result
+    result.import_seconds = time.perf_counter() - started
+    import inspect
+
+    if "ctx_pool" not in inspect.signature(module.prepare_dflash_inputs).parameters:
+        result.code, result.message = NO_J0, f"{path}: prepare_dflash_inputs takes no ctx_pool"
+        return result
+    from j0.selfcheck import wiring
+
+    problem = wiring.check(module)
+    if problem is not None:
+        result.code, result.message = DEVIATES, f"J0 deviates: the switch's wiring: {problem}"
+        return result
+    indices = [only_case] if only_case is not None else list(range(cases))
+    started = time.perf_counter()
+    for index in indices:
+        case = batches.make_case(seed, index)
+        try:
+            mismatch = run_case(module, case, device, j0_seed)
+        except Exception as exc:
+            result.code = DEVIATES
+            result.message = f"case {index}: prepare_dflash_inputs failed: {exc!r}\n" + "".join(
+                traceback.format_exception(exc)[-4:]
+            )
+            result.replay = replay_command(path, seed, index, device)
+            break
+        result.cases_run += 1
+        result.steps_run += len(case.steps)
+        result.requests_run += sum(s.num_reqs for s in case.steps)
+        if mismatch is not None:
+            result.code = DEVIATES
+            result.message = "J0 deviates: " + mismatch.text() + "\n  " + case.describe()
+            result.replay = replay_command(path, seed, index, device)
+            result.mismatch = {
+                "case": mismatch.case,
+                "step": mismatch.step,
+                "mode": mismatch.mode,
+                **mismatch.facts,
+            }
+            break
+        if not quiet and only_case is not None:
+            print(f"  ok  {case.describe()}", flush=True)
+    result.seconds = time.perf_counter() - started
+    if result.code == OK:
+        result.message = (
+            f"J0 matches the reference: {result.cases_run} cases, {result.steps_run} steps, "
+            f"{result.requests_run} request-steps, J0 off and on, on {device}"
+        )
+    return result
+
+
+def _environment(device: str) -> dict[str, str]:
+    import platform
+
+    import torch
+    import triton
+
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "device": device,
+        "triton_interpret": os.environ.get("TRITON_INTERPRET", ""),
+    }
+    try:
+        import vllm
+
+        env["vllm"] = getattr(vllm, "__version__", "?")
+    except Exception as exc:  # pragma: no cover - reported, not fatal
+        env["vllm"] = f"import failed: {exc!r}"
+    if device == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m j0.selfcheck")
+    parser.add_argument("--speculator", type=Path, action="append", required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cases", type=int, default=60)
+    parser.add_argument("--case", type=int, default=None)
+    parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        print(
+            "j0 selfcheck: --device cpu needs TRITON_INTERPRET=1 set before Triton is imported",
+            file=sys.stderr,
+        )
+        return DEVIATES
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("j0 selfcheck: --device cuda but torch sees no CUDA device", file=sys.stderr)
+            return NO_CUDA
+    from j0.pins import load_pins
+
+    j0_seed = load_pins().j0_seed
+    results = []
+    for path in args.speculator:
+        result = check_file(path, args.device, args.seed, args.cases, args.case, j0_seed)
+        result.environment = _environment(args.device)
+        if result.code == OK and args.bench:
+            from j0.selfcheck import timing as bench
+
+            result.bench = bench.run(load_speculator(path), args.device)
+            print(bench.table(result.bench), flush=True)
+        _report(result)
+        results.append(result)
+    if args.json is not None:
+        from j0.atomic import write_text_atomic
+
+        payload = [r.__dict__ for r in results]
+        write_text_atomic(
+            args.json, json.dumps(payload if len(payload) > 1 else payload[0], indent=2) + "\n"
+        )
+    return max(r.code for r in results)
+
+
+def _report(result: Result) -> None:
+    stream = sys.stdout if result.code == OK else sys.stderr
+    head = {OK: "PASS", DEVIATES: "FAIL", NO_J0: "NO J0"}.get(result.code, "ERROR")
+    print(f"{head}: {result.file}", file=stream)
+    print(f"  {result.message}", file=stream)
+    if result.replay:
+        print(f"  replay: {result.replay}", file=stream)
+    if result.code == OK:
+        print(
+            f"  import {result.import_seconds:.1f} s, check {result.seconds:.1f} s",
+            file=stream,
+        )
+    print(f"RESULT {result.code} {result.file}", file=stream, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
