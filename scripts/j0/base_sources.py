@@ -119,7 +119,9 @@ FIND_VLLM_DIR = (
 
 def from_image(image: str, pins: Pins) -> BaseFile:
     """Read speculator.py out of a local Docker image (docker-py); its Python finds vLLM."""
-    import docker  # heavy and optional: only this source needs it
+    from j0.optional import require
+
+    docker = require("docker", "j0 overlay build --from-image")  # heavy and optional
     from docker.errors import DockerException
 
     try:

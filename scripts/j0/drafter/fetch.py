@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 from j0.drafter import config as drafter_config
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
+from j0.optional import require
 from j0.pins import Pins, load_pins, set_pin
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -631,6 +632,7 @@ def fetch(
     log: Log = _log,
 ) -> drafter_config.PatchResult:
     """Fetch the drafter and patch its config.json (see the module's docstring)."""
+    require("huggingface_hub", "j0 drafter fetch")
     pins = load_pins()
     repo_id = repo_id or pins.drafter_repo
     revision = revision or pins.drafter_revision

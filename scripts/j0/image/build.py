@@ -16,6 +16,7 @@ from typing import Any
 
 from j0.errors import J0Error
 from j0.image.build_step import PIN_LABELS
+from j0.optional import require
 from j0.pins import Pins, load_pins
 
 DOCKERFILE = "docker/Dockerfile"
@@ -30,8 +31,8 @@ def default_tag(pins: Pins) -> str:
     return f"j0/vllm-openai:{pins.vllm_commit[:8]}-j0"
 
 
-def docker_client(timeout: int = 3600) -> Any:
-    import docker
+def docker_client(timeout: int = 3600, purpose: str = "j0 image") -> Any:
+    docker = require("docker", purpose)
     from docker.errors import DockerException
 
     try:
@@ -144,13 +145,14 @@ def build(
     echo: Callable[[str], None] | None = None,
 ) -> str:
     """Build docker/Dockerfile on `base`; return the image id. Progress goes to `echo`."""
+    require("docker", "j0 image build")
     from docker.errors import APIError
 
     pins = load_pins()
     base = base or pins.vllm_image
     tag = tag or default_tag(pins)
     write = echo or (lambda text: print(text, end="", flush=True))
-    client = docker_client()
+    client = docker_client(purpose="j0 image build")
     base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
     args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift)
     write(f"==> building {DOCKERFILE} on {base} as {tag} (network: none)\n")

@@ -16,6 +16,7 @@ from j0.errors import J0Error
 from j0.identity import ARTICLE
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
+from j0.optional import require
 from j0.pins import Pins, load_pins
 
 PASSED, FAILED, SKIPPED = "ok", "FAILED", "skipped"
@@ -236,10 +237,11 @@ def check_selfcheck(run: Runner) -> Check:
 
 def smoke(image: str, timeout: float = 600.0) -> int:
     """Run the smoke checks on `image`; print one line per check; 0 if none failed."""
+    require("docker", "j0 image smoke")
     from docker.errors import ImageNotFound
 
     pins = load_pins()
-    client = docker_client()
+    client = docker_client(purpose="j0 image smoke")
     try:
         attrs = client.images.get(image).attrs
     except ImageNotFound:

@@ -1,0 +1,89 @@
+"""A plain `pip install -e .` (no extras): commands that need docker or huggingface_hub stop with
+one line naming the extra, not a ModuleNotFoundError traceback.
+
+The commands run in `python -S` (no site-packages at all: the standard library and j0 only), which
+is what a plain install gives them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from j0.errors import J0Error
+from j0.optional import available, require
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_J0 = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from j0.cli import main; "
+    "sys.exit(main(sys.argv[2:]))"
+)
+
+
+def j0_without_site_packages(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-S", "-c", RUN_J0, str(ROOT / "scripts"), *args]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("args", "purpose", "package", "extra"),
+    [
+        (("image", "build"), "j0 image build", "docker", "docker"),
+        (("image", "smoke", "some/image:1"), "j0 image smoke", "docker", "docker"),
+        (("drafter", "fetch"), "j0 drafter fetch", "huggingface_hub", "hub"),
+        (
+            ("overlay", "build", "--from-image", "x:1", "-o", "out.py"),
+            "j0 overlay build --from-image",
+            "docker",
+            "docker",
+        ),
+    ],
+)
+def test_a_plain_install_names_the_extra(
+    tmp_path: Path, args: tuple[str, ...], purpose: str, package: str, extra: str
+) -> None:
+    result = j0_without_site_packages(tmp_path, *args)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert purpose in lines[0] and f"`{package}`" in lines[0]
+    assert f"pip install -e '.[{extra}]'" in lines[0]
+
+
+def test_the_extras_named_exist_in_pyproject() -> None:
+    import tomllib
+
+    from j0.optional import EXTRA_OF
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for module, extra in EXTRA_OF.items():
+        assert extra in extras, extra
+        names = [x.split(">")[0].split("=")[0].replace("-", "_").lower() for x in extras[extra]]
+        if module != "requests":  # docker-py brings requests
+            assert module.lower() in names, (module, extras[extra])
+
+
+def test_require_returns_the_module_or_names_the_extra() -> None:
+    assert require("json", "j0 test").dumps([1]) == "[1]"
+    with pytest.raises(J0Error) as exc:
+        require("j0_no_such_module_here", "j0 test", extra="bench")
+    assert "j0 test needs the Python package `j0_no_such_module_here`" in str(exc.value)
+    assert "pip install -e '.[bench]'" in str(exc.value)
+    assert available("json") and not available("j0_no_such_module_here")
+
+
+def test_require_keeps_a_broken_install_visible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed package that fails to import one of *its* dependencies is not "missing"."""
+    (tmp_path / "j0_broken_pkg").mkdir()
+    (tmp_path / "j0_broken_pkg" / "__init__.py").write_text("import j0_missing_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError) as exc:
+        require("j0_broken_pkg", "j0 test")
+    assert exc.value.name == "j0_missing_dependency"
