@@ -277,9 +277,7 @@ def parse_step(path: Path, data: Any, number: int, strict: bool = True) -> Step:
         for key in ("query_ids", "query_positions"):
             if key in query:
                 if n_plus_1 is not None and query[key].shape[0] != n_plus_1:
-                    raise DumpFormatError(
-                        f"{path}: query_ids and query_positions differ in length"
-                    )
+                    raise DumpFormatError(f"{path}: query_ids and query_positions differ in length")
                 n_plus_1 = query[key].shape[0]
         if "draft_tokens" in query:
             drafts = query["draft_tokens"]
@@ -414,9 +412,8 @@ def step_kind(step: Step, prev_kind: str | None) -> str:
     if prev_kind is None:
         # A request's first dumped step: a decode only if it shows drafts being verified.
         multi = step.num_rejected > 0 or step.num_sampled > 1
-        return DECODE if multi and step.num_sampled + step.num_rejected == step.num_tokens else (
-            PREFILL_LAST
-        )
+        verifies = multi and step.num_sampled + step.num_rejected == step.num_tokens
+        return DECODE if verifies else PREFILL_LAST
     return PREFILL_LAST if prev_kind == PREFILL_CHUNK else DECODE
 
 
