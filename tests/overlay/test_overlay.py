@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -187,6 +188,35 @@ def test_verify_exit_codes(
     assert main(["overlay", "verify", str(no_dump)]) == 4
     assert "MISSING: dump instrumentation" in capsys.readouterr().out
     assert main(["overlay", "verify", str(tmp_path / "absent.py")]) == 2
+
+
+def test_verify_a_directory_finds_the_file_where_vllm_keeps_it(
+    article_file: Path,
+    base_file: Path,
+    pins: Pins,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`j0 overlay verify DIR`: a folder holding speculator.py, a site-packages (or checkout) and
+    the vllm package folder are all understood; a folder without one says what it looked for."""
+    site = tmp_path / "site-packages"
+    installed = site / pins.speculator_relpath
+    installed.parent.mkdir(parents=True)
+    shutil.copy(article_file, installed)
+    capsys.readouterr()
+    assert main(["overlay", "verify", str(site)]) == 0
+    assert capsys.readouterr().out.startswith(f"{installed}: speculator.py sha256=")
+    assert main(["overlay", "verify", str(site / "vllm")]) == 0
+    assert main(["overlay", "verify", str(installed.parent)]) == 0
+    shutil.copy(base_file, installed)
+    assert main(["overlay", "verify", str(site)]) == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    capsys.readouterr()
+    assert main(["overlay", "verify", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty} is a directory" in err and "no such file" not in err
+    assert pins.speculator_relpath in err
 
 
 def test_interrupted_build_leaves_no_half_written_file(base_file: Path, tmp_path: Path) -> None:

@@ -81,8 +81,31 @@ def write_overlay(data: bytes, out: Path) -> str:
     return f"wrote {out}"
 
 
+def speculator_in(directory: Path, pins: Pins) -> Path:
+    """The speculator.py inside a directory: the file itself, or where vLLM keeps it below a
+    vLLM checkout or site-packages (DIR/vllm/...) or the vllm package (DIR/v1/...)."""
+    relpath = Path(pins.speculator_relpath)
+    candidates = [
+        directory / relpath.name,
+        directory / relpath,
+        directory / relpath.relative_to(relpath.parts[0]),
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(c.relative_to(directory)) for c in candidates)
+    raise J0Error(
+        f"{directory} is a directory, and holds no speculator.py where vLLM keeps it "
+        f"(looked for {looked}); expected a speculator.py file, or a vLLM checkout, "
+        "site-packages or vllm package directory",
+        exit_code=2,
+    )
+
+
 def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
     """Print what the file is; return 0 (article), 3 (base) or 4 (other)."""
+    if path.is_dir():
+        path = speculator_in(path, pins)
     if not path.is_file():
         raise J0Error(f"{path}: no such file (expected a speculator.py)", exit_code=2)
     data = path.read_bytes()

@@ -21,7 +21,9 @@ $J0_WHEEL_CACHE, default ~/.cache/j0/wheels).
 
 VERIFY_HELP = """\
 Say what a speculator.py is. Exit 0: the article's file; 3: the unpatched base; 4: anything else,
-with the J0 pieces present or missing and a short diff against the article's file.
+with the J0 pieces present or missing and a short diff against the article's file. FILE may be a
+directory: its speculator.py, or the one below it where vLLM keeps it (a vLLM checkout,
+site-packages or the vllm package directory).
 """
 
 
@@ -76,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=VERIFY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument("file", type=Path, metavar="FILE", help="a speculator.py, or a directory")
     verify.set_defaults(func=run_verify)
 
 
