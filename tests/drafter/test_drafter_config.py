@@ -232,6 +232,32 @@ def test_contradictions_and_gaps_are_refused(
 
 
 @pytest.mark.parametrize(
+    ("key", "value", "reads"),
+    [
+        ("dflash_config.causal", "true", "makes it causal"),
+        ("dflash_config.causal", "false", "makes it causal"),
+        ("dflash_config.causal", 0, "makes it not causal"),
+        ("is_causal", "true", "makes it causal"),
+        ("is_causal", 1, "makes it causal"),
+    ],
+)
+def test_a_causality_key_that_is_not_a_boolean_is_named_as_such(
+    key: str, value: object, reads: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`"causal": "true"` is not a config that "says its draft is not causal": say what it is."""
+    data = json.loads(json.dumps(BASE_CONFIG))
+    if key == "is_causal":
+        data["is_causal"] = value
+    else:
+        data["dflash_config"]["causal"] = value
+    config = write_config(tmp_path / "d", json.dumps(data, indent=2))
+    assert main(["drafter", "patch-config", str(config.parent)]) == 1
+    err = capsys.readouterr().err
+    assert f'key "{key}" is {json.dumps(value)}' in err and "not a JSON boolean" in err
+    assert reads in err and "says its draft is not causal" not in err
+
+
+@pytest.mark.parametrize(
     "text, why",
     [
         (None, "no such file"),

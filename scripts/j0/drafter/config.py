@@ -349,6 +349,22 @@ def read_config(config: Path) -> tuple[bytes, dict[str, Any]]:
     return data, parsed
 
 
+def _not_a_boolean(config: Path, key: str, value: Any) -> J0Error:
+    """A causality key that is not a JSON boolean ("true" as a string, 1, ...): refused, saying
+    what vLLM 0.33.0 would make of it (it takes Python's bool() of the value)."""
+    kind = {str: "a string", int: "a number", float: "a number", list: "an array"}.get(
+        type(value), "an object"
+    )
+    reads = "causal" if bool(value) else "not causal"
+    also = ' (so "false" would count as causal too)' if isinstance(value, str) else ""
+    return J0Error(
+        f'{config}: key "{key}" is {json.dumps(value)}, {kind}, not a JSON boolean: vLLM 0.33.0 '
+        f"reads it with Python's bool(), which makes it {reads}{also}; write true or false "
+        "without quotes and run again (refusing to change a value the file sets)",
+        CHECK_FAILED,
+    )
+
+
 def check_config(config: Path, parsed: dict[str, Any], warn: Callable[[str], None]) -> None:
     """Refuse a config that lacks dflash_config or contradicts "causal": true; warn on
     causal_head."""
@@ -364,11 +380,10 @@ def check_config(config: Path, parsed: dict[str, Any], warn: Callable[[str], Non
             f'{config}: key "dflash_config" is {json.dumps(dflash)}, expected a JSON object',
             INPUT_LACKS,
         )
-    if (
-        "is_causal" in parsed
-        and parsed["is_causal"] is not True
-        and parsed["is_causal"] is not None
-    ):
+    is_causal = parsed.get("is_causal")
+    if is_causal is not None and not isinstance(is_causal, bool):
+        raise _not_a_boolean(config, "is_causal", is_causal)
+    if is_causal is False:
         raise J0Error(
             f'{config}: top-level key "is_causal" is {json.dumps(parsed["is_causal"])}: vLLM '
             "0.33.0 reads it before dflash_config.causal, so the draft would not be causal; "
@@ -376,7 +391,9 @@ def check_config(config: Path, parsed: dict[str, Any], warn: Callable[[str], Non
             CHECK_FAILED,
         )
     causal = dflash.get("causal")
-    if causal is not None and causal is not True:
+    if causal is not None and not isinstance(causal, bool):
+        raise _not_a_boolean(config, "dflash_config.causal", causal)
+    if causal is False:
         raise J0Error(
             f'{config}: key "dflash_config.causal" is already {json.dumps(causal)}: this config '
             'says its draft is not causal, which contradicts the article\'s "causal": true '
