@@ -57,11 +57,6 @@ def test_render_is_the_seeds_form() -> None:
         ),
         ("[]", "expected a JSON object"),
         (
-            '{"model":"/d","method":"dflash","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
-            "in this order",
-        ),
-        ('{"method":"dflash","model":"/d","num_speculative_tokens":7}', "exactly the keys"),
-        (
             '{"method":"eagle3","model":"/d","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
             "method is 'eagle3'",
         ),
@@ -85,16 +80,59 @@ def test_render_is_the_seeds_form() -> None:
             '{"method":"dflash","model":"","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
             "drafter's directory",
         ),
-        (
-            '{"method": "dflash", "model": "/d", '
-            '"num_speculative_tokens": 7, "kv_cache_dtype": "auto"}',
-            "compact form",
-        ),
+        ('{"model":"/d","num_speculative_tokens":7,"kv_cache_dtype":"auto"}', "no method"),
+        ('{"method":"dflash","num_speculative_tokens":7}', "drafter's directory"),
+        ('{"method":"dflash","model":"/d","kv_cache_dtype":"auto"}', "positive integer"),
     ],
 )
 def test_speculative_config_other_than_the_articles_is_refused(raw: str, message: str) -> None:
     with pytest.raises(J0Error, match=message) as info:
         serve_command.parse_speculative_config(raw)
+    assert info.value.exit_code == 64
+
+
+@pytest.mark.parametrize(
+    ("raw", "note"),
+    [
+        (
+            '{"model":"/d","method":"dflash","num_speculative_tokens":7,"kv_cache_dtype":"auto"}',
+            "in another key order or spacing",
+        ),
+        (
+            '{"method": "dflash", "model": "/d", '
+            '"num_speculative_tokens": 7, "kv_cache_dtype": "auto"}',
+            "in another key order or spacing",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":7,"kv_cache_dtype":"auto",'
+            '"draft_tensor_parallel_size":1}',
+            "sets draft_tensor_parallel_size=1, which the article's did not",
+        ),
+        (
+            '{"method":"dflash","model":"/d","num_speculative_tokens":7}',
+            'no "kv_cache_dtype": the draft inherits the target\'s --kv-cache-dtype auto',
+        ),
+    ],
+)
+def test_speculative_config_in_another_form_is_accepted_with_a_note(raw: str, note: str) -> None:
+    """Only what contradicts the article's setup is refused (method, drafter, draft KV dtype)."""
+    spec = serve_command.parse_speculative_config(raw)
+    assert (spec.method, spec.model, spec.num_speculative_tokens) == ("dflash", "/d", 7)
+    assert spec.kv_cache_dtype == "auto"
+    assert len(spec.notes) == 1 and note in spec.notes[0]
+    assert serve_command.parse_speculative_config(ARTICLE_15).notes == ()
+
+
+def test_no_draft_kv_dtype_under_an_fp8_target_is_refused(tmp_path: Path) -> None:
+    """Without "kv_cache_dtype" the draft inherits --kv-cache-dtype fp8: not the article's BF16."""
+    folder = drafter(tmp_path)
+    raw = json.dumps({"method": "dflash", "model": str(folder), "num_speculative_tokens": 15})
+    args = ["Qwen/Test", "--speculative-config", raw, "--max-num-seqs", "4"]
+    env = {"VLLM_DFLASH_CTX_NOISE": "1"}
+    plan = serve_command.plan_serve(args, env, api_key_file=None)
+    assert any(f.startswith('note: no "kv_cache_dtype"') for f in plan.facts)
+    with pytest.raises(J0Error, match="would inherit the target's --kv-cache-dtype fp8") as info:
+        serve_command.plan_serve([*args, "--kv-cache-dtype", "fp8"], env, api_key_file=None)
     assert info.value.exit_code == 64
 
 

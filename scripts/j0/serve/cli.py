@@ -11,11 +11,14 @@ DESCRIPTION = """\
 The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments. Before anything
 starts it checks them against the article's setup and says what will run:
 
-  refuses  a --speculative-config other than exactly (compact JSON, keys in this order)
+  refuses  a --speculative-config that contradicts the article's
              {"method":"dflash","model":"DIR","num_speculative_tokens":N,"kv_cache_dtype":"auto"}
-           (DIR the drafter, N a positive integer), a drafter whose config.json would leave a draft
-           layer non-causal in vLLM 0.33 (run `j0 drafter patch-config DIR`),
-           VLLM_DFLASH_CTX_NOISE other than 1 or 0, VLLM_DFLASH_DUMP_STEPS not a number;
+           (DIR the drafter, N a positive integer): another or no method, no drafter folder, a
+           draft kv_cache_dtype other than "auto" (or none under a non-auto --kv-cache-dtype);
+           a drafter whose config.json would leave a draft layer non-causal in vLLM 0.33 (run
+           `j0 drafter patch-config DIR`); VLLM_DFLASH_CTX_NOISE other than 1 or 0,
+           VLLM_DFLASH_DUMP_STEPS not a number;
+  notes    another key order or spacing, and keys the article did not set (passed to vLLM);
   warns    for num_speculative_tokens other than 15 or 7 (the article's values), --max-num-seqs
            other than 4, a dump folder without steps and steps without a folder;
   applies  the API key in --api-key-file (if not empty) as VLLM_API_KEY, the equivalent of

@@ -21,6 +21,8 @@ from pathlib import Path
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 
 # The article's speculative config, key for key and in this order (the seed's serving flags).
+# Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
+# not: another method, no drafter folder, a draft KV cache dtype other than "auto".
 SPEC_KEYS = ("method", "model", "num_speculative_tokens", "kv_cache_dtype")
 SPEC_METHOD = "dflash"
 SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
@@ -39,6 +41,8 @@ class SpecConfig:
     model: str
     num_speculative_tokens: int
     kv_cache_dtype: str
+    # What differs from the article's form without contradicting it, said when the server starts.
+    notes: tuple[str, ...] = ()
 
     def render(self) -> str:
         return render_speculative_config(self.model, self.num_speculative_tokens)
@@ -55,8 +59,15 @@ def render_speculative_config(drafter_dir: str, num_speculative_tokens: int) -> 
     return json.dumps(value, separators=(",", ":"))
 
 
-def parse_speculative_config(raw: str) -> SpecConfig:
-    """Parse and check a `--speculative-config` value against the article's form."""
+def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None) -> SpecConfig:
+    """Parse a `--speculative-config` value; refuse what contradicts the article's setup.
+
+    Refused: another method (or none: vLLM would guess it from the drafter's path), no drafter
+    folder, a num_speculative_tokens that is not a positive integer, a draft kv_cache_dtype other
+    than "auto" (or none while the target's --kv-cache-dtype is not auto: the draft would inherit
+    it). Accepted with a note: keys in another order, other spacing, keys the article did not set
+    (passed to vLLM as given; vLLM 0.33 refuses keys its SpeculativeConfig does not know).
+    """
     where = f"--speculative-config {raw!r}"
     try:
         value = json.loads(raw)
@@ -67,36 +78,56 @@ def parse_speculative_config(raw: str) -> SpecConfig:
         raise J0Error(f"{where}: not valid JSON: {exc}{hint}", USAGE) from exc
     if not isinstance(value, dict):
         raise J0Error(f"{where}: expected a JSON object", USAGE)
-    if tuple(value) != SPEC_KEYS:
-        raise J0Error(
-            f"{where}: expected exactly the keys {', '.join(SPEC_KEYS)} in this order, "
-            f"got {', '.join(value) or 'none'}",
-            USAGE,
-        )
-    n = value["num_speculative_tokens"]
+    method = value.get("method")
+    if method != SPEC_METHOD:
+        what = f"method is {method!r}"
+        if method is None:
+            what = "no method (vLLM would guess one from the drafter's path)"
+        raise J0Error(f"{where}: {what}, expected {SPEC_METHOD!r}", USAGE)
+    model = value.get("model")
+    if not isinstance(model, str) or not model:
+        raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
+    n = value.get("num_speculative_tokens")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise J0Error(
             f"{where}: num_speculative_tokens is {n!r}, expected a positive integer "
             f"(the article ran {TESTED_NUM_SPEC_TOKENS[0]}, and {TESTED_NUM_SPEC_TOKENS[1]})",
             USAGE,
         )
-    if value["method"] != SPEC_METHOD:
-        raise J0Error(f"{where}: method is {value['method']!r}, expected {SPEC_METHOD!r}", USAGE)
-    if value["kv_cache_dtype"] != SPEC_DRAFT_KV_CACHE_DTYPE:
+    notes: list[str] = []
+    kv = value.get("kv_cache_dtype")
+    if kv is None and target_kv_cache_dtype in (None, SPEC_DRAFT_KV_CACHE_DTYPE):
+        notes.append(
+            'no "kv_cache_dtype": the draft inherits the target\'s --kv-cache-dtype auto, which '
+            'is what the article\'s "kv_cache_dtype":"auto" gives'
+        )
+        kv = SPEC_DRAFT_KV_CACHE_DTYPE
+    elif kv is None:
         raise J0Error(
-            f"{where}: kv_cache_dtype is {value['kv_cache_dtype']!r}, expected "
+            f'{where}: no "kv_cache_dtype": the draft would inherit the target\'s --kv-cache-dtype '
+            f'{target_kv_cache_dtype}; the article sets "kv_cache_dtype":"auto", which keeps the '
+            "draft's KV cache BF16 under an FP8 target",
+            USAGE,
+        )
+    if kv != SPEC_DRAFT_KV_CACHE_DTYPE:
+        raise J0Error(
+            f"{where}: kv_cache_dtype is {kv!r}, expected "
             f"{SPEC_DRAFT_KV_CACHE_DTYPE!r} (it keeps the draft's KV cache BF16 under an FP8 "
             "target)",
             USAGE,
         )
-    if not isinstance(value["model"], str) or not value["model"]:
-        raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
-    spec = SpecConfig(**value)
-    if spec.render() != raw:
-        raise J0Error(
-            f"{where}: not in the article's compact form; expected {spec.render()!r}", USAGE
+    extra = {key: val for key, val in value.items() if key not in SPEC_KEYS}
+    for key, val in extra.items():
+        notes.append(
+            f"--speculative-config sets {key}={json.dumps(val)}, which the article's did not "
+            "(passed to vLLM as given)"
         )
-    return spec
+    article = render_speculative_config(model, n)
+    if not notes and raw != article:
+        notes.append(
+            f"--speculative-config is the article's {article} in another key order or spacing"
+        )
+    return SpecConfig(SPEC_METHOD, model, n, kv, tuple(notes))
 
 
 def option_value(args: Sequence[str], name: str) -> str | None:
@@ -289,10 +320,11 @@ def plan_serve(
         raise J0Error(
             "no --speculative-config: the article's run drafts with the JetSpec++ drafter", USAGE
         )
-    spec = parse_speculative_config(raw)
+    spec = parse_speculative_config(raw, option_value(plan.args, "--kv-cache-dtype"))
     n = spec.num_speculative_tokens
     plan.facts.append(f"target {model}")
     plan.facts.append(f"--speculative-config {raw}")
+    plan.facts.extend(f"note: {note}" for note in spec.notes)
     if n not in TESTED_NUM_SPEC_TOKENS:
         tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
         plan.warnings.append(
