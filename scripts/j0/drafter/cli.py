@@ -46,7 +46,8 @@ layers' causality is resolved as vLLM 0.33.0 does and reported ("all N draft lay
 Refused, naming the file and key: no or invalid config.json, no dflash_config (exit 2); a
 top-level "is_causal" that is false, which vLLM 0.33 reads first, or a dflash_config.causal that
 is already false, or either key set to something other than a JSON boolean ("true" in quotes,
-1, ...: vLLM takes bool() of it) (exit 1). A warning when dflash_config.causal_head is absent or false.
+1, ...: vLLM takes bool() of it) (exit 1). A warning when dflash_config.causal_head is absent or
+false.
 """
 
 CHECK_HELP = """\
