@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "j0.image.cli",
     "j0.drafter.cli",
     "j0.serve.cli",
+    "j0.dumps.cli",
 )
 
 DESCRIPTION = """\

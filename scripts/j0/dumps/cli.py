@@ -1,0 +1,232 @@
+"""`j0 dumps show|check|compare|replay`: argument wiring only; the work is in the modules named
+for it (load, show, check, report, compare, replay), imported when a subcommand runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from j0.errors import CHECK_FAILED, EXIT_CODE_TABLE, J0Error
+
+GROUP_HELP = """\
+The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
+the same names in .env), the server saves its first N single-request draft steps as
+DIR/stepNNNN.pt (target positions and ids, the drafter's input taps `aux`, num_rejected,
+num_sampled, ctx_noise and, on steps with a query pass, query_ids, query_positions and
+draft_tokens). Files are read with torch.load(weights_only=True). docs/dumps.md has the details.
+"""
+
+SHOW_HELP = """\
+Tables of what DIR holds: the requests the steps form (positions restart at 0; the start-up
+warm-up that vLLM runs with CUDA graphs starts elsewhere, before the first request), each
+request's steps by kind (prefill chunk, last prefill chunk, decode) with accepted and rejected
+drafts, J0 on or off, and the dtype and shape of every tensor. Exit 2: DIR is not a dump folder.
+"""
+
+CHECK_HELP = """\
+Check every dumped step against J0's rule with the same reference as `j0 selfcheck`
+(j0/selfcheck/philox.py, reference.py), request by request:
+  counts       num_rejected / num_sampled fit the step's kind; positions run without holes;
+               the next step starts at this step's anchor position (last valid position + 1)
+  query block  positions anchor_pos + k; slot 0 is the anchor and comes back as the next
+               step's first input id
+  J0 on        slot k > 0 = the committed token at r mod L, L = last_valid_pos + 2,
+               r = Philox(J0_SEED, req_state_idx * 64 + k); the committed tokens are rebuilt
+               from the dumps (inputs minus rejected drafts, then the anchor) and the request
+               slot, which is not dumped, is inferred from the draws and reported
+  J0 off       slot k > 0 = the mask token (--mask-token, else the one value those slots hold)
+A draw at a position that no dumped step of its request wrote (a prefix-cache hit: cached
+prompt positions are never written to the history; or a request whose first steps ran beside
+other requests) reads whatever the slot's history held: it is UNVERIFIABLE, never a pass.
+The start-up warm-up (CUDA graphs) is recognised and not checked; --skip-requests K leaves out
+the first K requests as well.
+
+Exit 0: PASS. Exit 1: FAIL (the first failures are named: step file, slot, expected, actual,
+why). Exit 2: not a dump folder, nothing to check, or UNVERIFIABLE draws and no failure
+(--allow-unverifiable makes that exit 0, with the warning kept).
+"""
+
+COMPARE_HELP = """\
+Compare two dump sets of the same prompts step by step (J0 off vs on; vLLM vs the reference
+that `j0 dumps replay` writes). Steps are paired by request and start position. Committed
+tokens (inputs minus rejected drafts) and query positions must be equal, and `aux` on the
+committed rows within a bf16-aware tolerance (|a-b| <= rtol * (max(|a|,|b|) + row rms),
+rtol 2^-6 = two bf16 steps); draft-token agreement is reported per draft position (bf16 ties and
+different J0 inputs make drafts differ legitimately). --plots DIR writes agreement.png and
+errors.png with their CSVs. Exit 0: same; 1: different; 2: not dump folders / nothing in common.
+"""
+
+REPLAY_HELP = """\
+Run the DFlash authors' reference drafter (PyPI `dflash`) with the drafter's weights and the
+target's embed_tokens and lm_head on every dumped query step, write its draft tokens as a dump
+set (`j0 dumps compare DIR OUT` reads it), and report per-position agreement with vLLM's drafts,
+with logit margins where they differ. docs/dumps-replay.md has the conventions.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    group = subparsers.add_parser(
+        "dumps",
+        help="show, check (J0 draws), compare and replay the patch's step dumps",
+        description=GROUP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = group.add_subparsers(dest="dumps_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    def add(name: str, summary: str, text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=text,
+            epilog=EXIT_CODE_TABLE,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    show = add("show", "tables of the requests, steps and tensors in a dump folder", SHOW_HELP)
+    show.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
+    show.add_argument("--json", type=Path, metavar="OUT", help="also write the tables as JSON")
+    show.set_defaults(func=run_show)
+
+    check = add("check", "check every dumped J0 draw against the reference", CHECK_HELP)
+    check.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
+    check.add_argument(
+        "--skip-requests",
+        type=int,
+        default=0,
+        metavar="K",
+        help="leave out the first K requests (the warm-up is recognised without it)",
+    )
+    check.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    check.add_argument(
+        "--mask-token",
+        type=int,
+        metavar="ID",
+        help="the drafter's mask_token_id, for J0 off (default: inferred from the dumps)",
+    )
+    check.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="J0's Philox seed (default: J0_SEED in overlay/pins.env, the patch's 20261031)",
+    )
+    check.add_argument(
+        "--max-slots",
+        type=int,
+        metavar="N",
+        help="request slots tried when inferring the slot (default: 1024; vLLM's max_num_seqs)",
+    )
+    check.add_argument(
+        "--allow-unverifiable",
+        action="store_true",
+        help="exit 0 when nothing failed but some draws were unverifiable (still reported)",
+    )
+    check.set_defaults(func=run_check)
+
+    compare = add("compare", "compare two dump sets of the same prompts step by step", COMPARE_HELP)
+    compare.add_argument("a", type=Path, metavar="A", help="a dump folder")
+    compare.add_argument("b", type=Path, metavar="B", help="another dump folder")
+    compare.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    compare.add_argument(
+        "--plots", type=Path, metavar="DIR", help="write agreement.png, errors.png (+ CSV) here"
+    )
+    compare.add_argument(
+        "--rtol", type=float, metavar="X", help="aux tolerance, relative (default: 2^-6)"
+    )
+    compare.set_defaults(func=run_compare)
+
+    replay = add("replay", "replay the dumps on the DFlash authors' reference drafter", REPLAY_HELP)
+    replay.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
+    replay.add_argument("--drafter", type=Path, required=True, metavar="DIR", help="drafter folder")
+    replay.add_argument(
+        "--target",
+        type=Path,
+        required=True,
+        metavar="TARGET",
+        help="the target model's folder (only embed_tokens and lm_head are read)",
+    )
+    replay.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default: cpu")
+    replay.add_argument(
+        "--out", type=Path, metavar="DIR", help="where the reference's dump set goes"
+    )
+    replay.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    replay.set_defaults(func=run_replay)
+
+
+def _console():  # type: ignore[no-untyped-def]
+    from j0 import optional
+
+    rich_console = optional.require("rich.console", "j0 dumps", "dumps")
+    # Piped output (logs, CI) gets 120 columns rather than rich's 80, so tables stay whole.
+    return rich_console.Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+
+
+def _need_torch() -> None:
+    from j0 import optional
+
+    optional.require("torch", "j0 dumps", "dumps")
+    optional.require("numpy", "j0 dumps", "dumps")
+
+
+def run_show(args: argparse.Namespace) -> int:
+    _need_torch()
+    from j0.dumps import report, show
+
+    summary = show.summarize(args.dir)
+    show.render(summary, _console())
+    if args.json is not None:
+        report.write_json(args.json, show.to_json(summary))
+    return 1 if summary.problems or summary.missing else 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    _need_torch()
+    from j0.dumps import check, report
+
+    if args.skip_requests < 0:
+        raise J0Error(f"--skip-requests {args.skip_requests}: expected 0 or more", 64)
+    seed = args.seed
+    if seed is None:
+        from j0.pins import load_pins
+
+        seed = load_pins().j0_seed
+    result = check.check_dir(
+        args.dir,
+        seed,
+        skip_requests=args.skip_requests,
+        mask_token=args.mask_token,
+        max_slots=args.max_slots or check.DEFAULT_MAX_SLOTS,
+        allow_unverifiable=args.allow_unverifiable,
+    )
+    report.render(result, _console())
+    if args.json is not None:
+        report.write_json(args.json, result.to_json())
+    return result.exit_code
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    _need_torch()
+    from j0.dumps import compare, report
+
+    result = compare.compare_dirs(args.a, args.b, args.rtol or compare.DEFAULT_RTOL)
+    compare.render(result, _console())
+    if args.json is not None:
+        report.write_json(args.json, result.to_json())
+    if args.plots is not None and result.pairs:
+        optional_plots = compare.write_plots(result, args.plots)
+        print(f"plots: {', '.join(str(p) for p in optional_plots)}")
+    return result.exit_code
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    try:
+        from j0.dumps import replay
+    except ModuleNotFoundError as exc:
+        if exc.name != "j0.dumps.replay":
+            raise
+        raise J0Error(
+            "j0 dumps replay is not in this checkout: scripts/j0/dumps/replay.py is missing",
+            CHECK_FAILED,
+        ) from None
+    return int(replay.main(args))
