@@ -250,8 +250,10 @@ def replay_steps(
             logits = context.draft_logits(
                 torch.as_tensor(step.query_ids), torch.as_tensor(step.query_positions)
             )
+            # argmax as vLLM's greedy draft sampling and dflash_generate take it (the first index
+            # of a tie); topk only for the margins.
+            ref_tokens = logits.argmax(dim=-1).tolist()
             top2 = logits.topk(2, dim=-1)
-            ref_tokens = top2.indices[:, 0].tolist()
             margins = (top2.values[:, 0] - top2.values[:, 1]).tolist()
             results.append(
                 StepReplay(
