@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "j0.drafter.cli",
     "j0.serve.cli",
     "j0.dumps.cli",
+    "j0.bench.cli",
 )
 
 DESCRIPTION = """\

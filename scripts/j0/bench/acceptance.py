@@ -1,0 +1,161 @@
+"""Acceptance figures from counts: the server's per-request metrics, pooled over requests.
+
+The definitions are vLLM's (vllm/benchmarks/serve.py, vllm/v1/spec_decode/metrics.py):
+
+    acceptance length          1 + accepted draft tokens / drafts (verify steps)
+    acceptance rate            accepted draft tokens / draft tokens
+    per-position acceptance[i] drafts that accepted more than i tokens / drafts
+
+Pooled means summed over the measured requests first and divided once, which is what /metrics
+deltas give too; the mean over requests is reported separately.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Counts:
+    """Speculative-decoding counts over some steps."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    # accepted_per_pos[i]: drafts that accepted more than i tokens (vLLM's per-position counter)
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    def add(self, other: Counts) -> None:
+        self.drafts += other.drafts
+        self.draft_tokens += other.draft_tokens
+        self.accepted += other.accepted
+        width = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+        self.accepted_per_pos = [
+            _at(self.accepted_per_pos, i) + _at(other.accepted_per_pos, i) for i in range(width)
+        ]
+
+    def widened(self, width: int) -> Counts:
+        per_pos = [_at(self.accepted_per_pos, i) for i in range(max(width, 0))]
+        return Counts(self.drafts, self.draft_tokens, self.accepted, per_pos)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "num_drafts": self.drafts,
+            "num_draft_tokens": self.draft_tokens,
+            "num_accepted_tokens": self.accepted,
+            "num_accepted_tokens_per_pos": list(self.accepted_per_pos),
+        }
+
+
+def _at(values: Sequence[int], i: int) -> int:
+    return values[i] if i < len(values) else 0
+
+
+def acceptance_length(c: Counts) -> float | None:
+    return 1.0 + c.accepted / c.drafts if c.drafts else None
+
+
+def acceptance_rate(c: Counts) -> float | None:
+    return c.accepted / c.draft_tokens if c.draft_tokens else None
+
+
+def per_position(c: Counts) -> list[float]:
+    return [n / c.drafts for n in c.accepted_per_pos] if c.drafts else []
+
+
+def figures(c: Counts) -> dict[str, Any]:
+    return {
+        "acceptance_length": acceptance_length(c),
+        "acceptance_rate": acceptance_rate(c),
+        "per_position_acceptance": per_position(c),
+    }
+
+
+def from_steps(accepted: Sequence[int], drafted: Sequence[int], width: int) -> Counts:
+    """Counts of ordered per-step arrays (`per_step_accepted`, `per_step_drafted`)."""
+    per_pos = [0] * width
+    for a in accepted:
+        for i in range(min(a, width)):
+            per_pos[i] += 1
+    return Counts(len(accepted), sum(drafted), sum(accepted), per_pos)
+
+
+def from_histogram(histogram: Sequence[int], draft_tokens: int) -> Counts:
+    """Counts of `acceptance_histogram` (index j: verify steps that accepted exactly j)."""
+    width = max(len(histogram) - 1, 0)
+    per_pos = [sum(histogram[i + 1 :]) for i in range(width)]
+    accepted = sum(j * n for j, n in enumerate(histogram))
+    return Counts(sum(histogram), draft_tokens, accepted, per_pos)
+
+
+def request_counts(spec: Mapping[str, Any] | None) -> tuple[Counts | None, list[str]]:
+    """Counts of one response's `metrics.speculative_decoding`, and any inconsistency in it.
+
+    The ordered per-step arrays (`detailed`) are used where present, else the histogram
+    (`summary`); the scalar fields are checked against whichever was used.
+    """
+    if not spec:
+        return None, []
+    problems: list[str] = []
+    width = int(spec.get("num_spec_tokens") or 0)
+    steps_a = spec.get("per_step_accepted")
+    steps_d = spec.get("per_step_drafted")
+    histogram = spec.get("acceptance_histogram")
+    if isinstance(steps_a, list) and isinstance(steps_d, list):
+        if len(steps_a) != len(steps_d):
+            problems.append(
+                f"per_step_accepted has {len(steps_a)} entries, per_step_drafted {len(steps_d)}"
+            )
+        width = max(width, max(steps_d, default=0))
+        counts = from_steps(steps_a, steps_d, width)
+    elif isinstance(histogram, list) and histogram:
+        counts = from_histogram(histogram, int(spec.get("num_draft_tokens") or 0))
+    else:
+        return None, ["speculative_decoding has neither per-step arrays nor a histogram"]
+    for key, value in (
+        ("num_spec_steps", counts.drafts),
+        ("num_accepted_draft_tokens", counts.accepted),
+        ("num_draft_tokens", counts.draft_tokens),
+    ):
+        if key in spec and spec[key] is not None and int(spec[key]) != value:
+            problems.append(f"{key}={spec[key]} but the steps give {value}")
+    return counts, problems
+
+
+def step_contexts(prompt_tokens: int, accepted: Sequence[int]) -> list[int]:
+    """The context length (prompt + output tokens so far) at each verify step.
+
+    The prefill step gives the first output token; every verify step then adds 1 + accepted.
+    """
+    contexts = []
+    context = prompt_tokens + 1
+    for a in accepted:
+        contexts.append(context)
+        context += 1 + a
+    return contexts
+
+
+def by_context(
+    requests: Iterable[tuple[int, Sequence[int]]], bin_size: int
+) -> list[dict[str, Any]]:
+    """Acceptance length per context-length bin, from (prompt_tokens, per_step_accepted) pairs."""
+    bins: dict[int, list[int]] = {}
+    for prompt_tokens, accepted in requests:
+        for context, a in zip(step_contexts(prompt_tokens, accepted), accepted, strict=True):
+            entry = bins.setdefault(context // bin_size, [0, 0])
+            entry[0] += 1
+            entry[1] += a
+    return [
+        {
+            "context_start": b * bin_size,
+            "context_end": (b + 1) * bin_size,
+            "num_drafts": n,
+            "num_accepted_tokens": a,
+            "acceptance_length": 1.0 + a / n,
+        }
+        for b, (n, a) in sorted(bins.items())
+    ]

@@ -1,0 +1,311 @@
+"""`j0 bench run|report|matrix`: argument parsing only (the work: run.py, report.py, matrix.py)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+from j0.errors import USAGE, J0Error
+
+RUN_DESCRIPTION = """\
+Send prompts to a running vLLM server with speculative decoding (one at a time by default,
+streaming) and write FILE.json: per request the prompt, cached and output tokens, TTFT,
+inter-token latency, output tok/s and the accepted count of every verify step with the context
+length at that step; for the run `acceptance_length` (1 + accepted / drafts), `acceptance_rate`
+(accepted / draft tokens) and `per_position_acceptance` (drafts that accepted more than i tokens
+/ drafts, one per draft position), pooled over the measured requests from the server's
+per-request metrics and cross-checked against its /metrics counters read before and after them
+(warm-up excluded); acceptance length by context length; and a manifest of the setup.
+
+The server needs `--per-request-spec-decode-metrics detailed` (per-step figures) and
+`--enable-prompt-tokens-details` (cached tokens), as compose.yaml passes them. Without the first,
+the figures come from /metrics deltas alone.
+
+Datasets: synthetic[:LEN,...] (built-in long-context reasoning prompts of LEN words; default
+synthetic:1000,4000,8000, capped to fit max_model_len), FILE.jsonl ({"prompt": ...} per line),
+math500, aime, gsm8k (through `datasets`, cached; --dataset-files FILE for a local copy).
+Prompts go to /v1/chat/completions with Qwen3's thinking on (chat_template_kwargs
+enable_thinking); --no-thinking turns it off, --endpoint completions sends plain text.
+
+Exit 0: done; 1: the server failed or died (the finished requests are kept in FILE.json);
+2: a dataset or status file lacks what is needed; 64: usage.
+"""
+
+REPORT_DESCRIPTION = """\
+Read DIR/<setting>/result.json (and result-shard-NN.json files of sharded runs, merged per
+setting by request) and write DIR/report.md (a table of acceptance length, rate, tok/s, TTFT and
+ITL per setting, and J0 on minus off with a 95 % interval over prompts, paired by prompt), and
+PNG plots with a CSV beside each: acceptance length against context length, per-position
+acceptance, and tok/s against the decode roofline (acceptance length x memory bandwidth /
+weight bytes).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    bench = subparsers.add_parser(
+        "bench",
+        help="measure acceptance and speed of a running server (run, matrix, report)",
+        description="Measure a running server: `run` one setting, `matrix` all settings, "
+        "`report` the results.",
+    )
+    commands = bench.add_subparsers(
+        dest="bench_command", metavar="COMMAND", parser_class=type(bench)
+    )
+    commands.required = True
+    _register_run(commands)
+    _register_matrix(commands)
+    _register_report(commands)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: expected 1 or more")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: expected 0 or more")
+    return value
+
+
+def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = commands.add_parser(
+        "run",
+        help="measure one server setting into FILE.json",
+        description=RUN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--out", required=True, type=Path, metavar="FILE.json", help="result file")
+    p.add_argument(
+        "--requests",
+        type=_positive,
+        metavar="N",
+        help="measured requests (default: 10, or all prompts of a smaller dataset)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=_positive,
+        default=4096,
+        metavar="M",
+        help="max_tokens per request (default 4096)",
+    )
+    p.add_argument(
+        "--dataset",
+        default="synthetic",
+        metavar="NAME|FILE.jsonl",
+        help="synthetic[:LEN,...], FILE.jsonl, math500, aime or gsm8k "
+        "(default synthetic:1000,4000,8000)",
+    )
+    p.add_argument(
+        "--dataset-files",
+        type=Path,
+        metavar="FILE",
+        help="a local copy (parquet, json, csv) of a named dataset, loaded with "
+        "`datasets` like the Hub's",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=1,
+        metavar="C",
+        help="requests in flight at once (default 1: single stream)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=_count,
+        default=0,
+        metavar="K",
+        help="short requests sent first and not measured (default 0, as vLLM's "
+        "benchmark); their prompts share nothing with the measured ones",
+    )
+    p.add_argument("--label", help="a name for this run (kept in FILE.json)")
+    p.add_argument("--model", help="model name to send (default: the first of /v1/models)")
+    p.add_argument(
+        "--no-thinking",
+        dest="thinking",
+        action="store_false",
+        help="chat_template_kwargs enable_thinking=false (default: thinking on)",
+    )
+    p.add_argument(
+        "--endpoint",
+        choices=("chat", "completions"),
+        default="chat",
+        help="chat (default; the model's chat template) or completions (plain text)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature (default 0: greedy, so J0 on and off generate the same tokens)",
+    )
+    p.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="generate max_tokens tokens whatever the model says",
+    )
+    p.add_argument(
+        "--bin-size",
+        type=_positive,
+        default=512,
+        metavar="TOKENS",
+        help="context-length bin of acceptance_by_context (default 512)",
+    )
+    p.add_argument(
+        "--status-json",
+        type=Path,
+        metavar="FILE",
+        help="`j0 status --json` output: J0 on/off, overlay identity, spec config",
+    )
+    p.add_argument("--j0", choices=("on", "off"), help="J0's state, where no --status-json says")
+    p.add_argument(
+        "--overlay-identity",
+        metavar="TEXT",
+        help="the running speculator.py's identity, where no --status-json says",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="longest wait for the next chunk (default 3600 s)",
+    )
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from j0.bench import run
+
+    return run.run(
+        run.RunOptions(
+            url=args.url,
+            out=args.out,
+            requests=args.requests,
+            max_tokens=args.max_tokens,
+            dataset=args.dataset,
+            dataset_files=args.dataset_files,
+            concurrency=args.concurrency,
+            warmup=args.warmup,
+            label=args.label,
+            model=args.model,
+            thinking=args.thinking,
+            endpoint=args.endpoint,
+            temperature=args.temperature,
+            ignore_eos=args.ignore_eos,
+            bin_size=args.bin_size,
+            status_json=args.status_json,
+            j0=None if args.j0 is None else args.j0 == "on",
+            overlay_identity=args.overlay_identity,
+            timeout_s=args.timeout,
+            progress=args.progress,
+        )
+    )
+
+
+def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = commands.add_parser(
+        "matrix",
+        help="run every setting (draft tokens x J0 off/on) on a restarted server",
+        description="For each setting, restart the server with those switches (prefix caching "
+        "off unless --prefix-caching), wait for health, run the same prompts with `j0 bench "
+        "run`, and keep each run's JSON and server log under --out DIR.",
+    )
+    p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
+    p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
+    p.add_argument("--dataset", default="synthetic", help="as for `j0 bench run`")
+    p.add_argument("--requests", type=_positive, metavar="N", help="as for `j0 bench run`")
+    p.add_argument("--max-tokens", type=_positive, metavar="M", help="as for `j0 bench run`")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
+    p.add_argument(
+        "--prefix-caching",
+        action="store_true",
+        help="keep vLLM's prefix caching on (default: off, for J0's sake)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("compose", "k8s"),
+        default="compose",
+        help="where the server runs (default compose)",
+    )
+    p.add_argument("--namespace", help="k8s: the namespace")
+    p.add_argument("--gpus", type=_positive, help="k8s: GPUs to use")
+    p.add_argument("--shards", type=_positive, help="k8s: shards of the prompts per setting")
+    p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    p.set_defaults(func=_matrix)
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    try:
+        matrix = importlib.import_module("j0.bench.matrix")
+    except ModuleNotFoundError as exc:
+        if exc.name != "j0.bench.matrix":
+            raise
+        raise J0Error("j0 bench matrix is not yet available in this checkout", USAGE) from None
+    return int(matrix.main(args))
+
+
+def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = commands.add_parser(
+        "report",
+        help="tables and plots of a results folder",
+        description=REPORT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dir", type=Path, metavar="DIR", help="one folder per setting inside")
+    p.add_argument(
+        "--gpu",
+        help="GPU name for the roofline's memory bandwidth "
+        "(H200, H100 SXM, A100 80GB, RTX PRO 6000 Blackwell, ...)",
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=float,
+        metavar="TB/S",
+        help="memory bandwidth in TB/s (instead of --gpu)",
+    )
+    p.add_argument(
+        "--weights-index",
+        type=Path,
+        metavar="FILE",
+        help="the target's model.safetensors.index.json (metadata.total_size)",
+    )
+    p.add_argument(
+        "--weight-bytes",
+        type=float,
+        metavar="BYTES",
+        help="the target's weight bytes (instead of --weights-index)",
+    )
+    p.add_argument(
+        "--bin-size",
+        type=_positive,
+        default=512,
+        metavar="TOKENS",
+        help="context-length bin of the acceptance plot (default 512)",
+    )
+    p.add_argument("--out", type=Path, metavar="DIR2", help="write there (default: DIR)")
+    p.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from j0.bench import report
+
+    return report.main(
+        args.dir,
+        out=args.out,
+        gpu=args.gpu,
+        bandwidth_tbs=args.bandwidth,
+        weights_index=args.weights_index,
+        weight_bytes=args.weight_bytes,
+        bin_size=args.bin_size,
+    )

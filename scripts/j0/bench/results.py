@@ -1,0 +1,209 @@
+"""The result file of `j0 bench run`: per-request entries and the run's figures.
+
+Top-level keys (format_version 1):
+
+    acceptance_length, acceptance_rate, per_position_acceptance
+                            pooled over the measured requests, from the server's per-request
+                            `metrics.speculative_decoding` (see acceptance.py); from the /metrics
+                            deltas only where no response carried per-request metrics
+    acceptance_source       "per-request metrics" | "metrics deltas" | null
+    counts                  the pooled counts behind them
+    metrics_crosscheck      the same figures from /metrics deltas around the measured requests
+                            (warm-up excluded, summed over engines), and whether they match
+    acceptance_by_context   acceptance length per context-length bin
+    summary                 requests, tokens, throughput, TTFT, ITL, TPOT, the client's own time
+    flags                   requests to look at (cached prompt tokens while J0 is on, ...)
+    manifest                the setup (manifest.py)
+    requests                one entry per measured request, in order
+    complete, error         whether every request ran; what stopped the run
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from j0.bench import acceptance
+from j0.bench.acceptance import Counts
+from j0.bench.client import Outcome
+from j0.bench.prompts import Prompt
+
+KIND = "j0-bench-run"
+FORMAT_VERSION = 1
+STEP_KEYS = ("per_step_accepted", "per_step_drafted")
+CACHED_WITH_J0 = (
+    "cached prompt tokens while J0 is on: J0 draws the tokens of cached prompt positions from "
+    "whatever its request slot's history row still holds (the history is written only from "
+    "scheduled tokens), so this request's acceptance is not J0's on its own prompt; run with "
+    "prefix caching off (ENABLE_PREFIX_CACHING=0) for J0 figures"
+)
+CACHED_J0_UNKNOWN = (
+    "cached prompt tokens, and J0's state is not known (give --status-json or --j0): with J0 "
+    "on, cached positions are drawn from another request's history"
+)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str, Any]:
+    """One measured request as the result file holds it."""
+    spec = out.speculative_decoding
+    counts, problems = acceptance.request_counts(spec)
+    entry: dict[str, Any] = {
+        "index": index,
+        "prompt_id": prompt.id,
+        "prompt_sha256": hashlib.sha256(prompt.text.encode("utf-8")).hexdigest(),
+        "ok": out.ok,
+        "error": out.error,
+        "started_at": out.started_at,
+        "prompt_tokens": out.prompt_tokens,
+        "cached_tokens": out.cached_tokens,
+        "output_tokens": out.output_tokens,
+        "finish_reason": out.finish_reason,
+        "ttft_ms": _ms(out.ttft_s),
+        "itl_ms_mean": _ms(statistics.fmean(out.itl_s)) if out.itl_s else None,
+        "itl_ms_median": _ms(statistics.median(out.itl_s)) if out.itl_s else None,
+        "tpot_ms": (
+            _ms((out.latency_s - out.ttft_s) / (out.output_tokens - 1))
+            if out.ok and out.ttft_s is not None and out.latency_s and (out.output_tokens or 0) > 1
+            else None
+        ),
+        "latency_s": out.latency_s,
+        "decode_s": out.decode_s,
+        "output_tok_s": (
+            (out.output_tokens - 1) / out.decode_s
+            if out.decode_s and out.output_tokens and out.output_tokens > 1
+            else None
+        ),
+        "num_chunks": len(out.chunk_tokens),
+        "chunk_tokens": out.chunk_tokens,
+        "client_time_s": out.client_time_s,
+        "acceptance_length": acceptance.acceptance_length(counts) if counts else None,
+        "acceptance_rate": acceptance.acceptance_rate(counts) if counts else None,
+        "speculative_decoding": (
+            {k: v for k, v in spec.items() if k not in STEP_KEYS} if spec else None
+        ),
+        "flags": [],
+        "warnings": problems,
+    }
+    if spec and isinstance(spec.get("per_step_accepted"), list):
+        steps = [int(a) for a in spec["per_step_accepted"]]
+        entry["per_step_accepted"] = steps
+        entry["per_step_drafted"] = [int(d) for d in spec.get("per_step_drafted") or []]
+        if out.prompt_tokens is not None:
+            entry["per_step_context_length"] = acceptance.step_contexts(out.prompt_tokens, steps)
+    if out.cached_tokens:
+        if j0 == "on":
+            entry["flags"].append(
+                {"flag": "cached_prompt_tokens_with_j0_on", "note": CACHED_WITH_J0}
+            )
+        elif j0 == "unknown":
+            entry["flags"].append(
+                {"flag": "cached_prompt_tokens_j0_unknown", "note": CACHED_J0_UNKNOWN}
+            )
+    return entry
+
+
+def entry_counts(entry: dict[str, Any]) -> Counts | None:
+    """The counts of a request entry (from its per-step arrays or its server summary)."""
+    spec = dict(entry.get("speculative_decoding") or {})
+    if not spec:
+        return None
+    for key in STEP_KEYS:
+        if key in entry:
+            spec[key] = entry[key]
+    counts, _ = acceptance.request_counts(spec)
+    return counts
+
+
+def pooled(entries: Sequence[dict[str, Any]]) -> tuple[Counts | None, int]:
+    """Counts summed over the ok entries that have server metrics, and how many have none."""
+    total: Counts | None = None
+    missing = 0
+    for entry in entries:
+        if not entry.get("ok"):
+            continue
+        counts = entry_counts(entry)
+        if counts is None:
+            missing += 1
+            continue
+        if total is None:
+            total = Counts()
+        total.add(counts)
+    return total, missing
+
+
+def crosscheck(
+    per_request: Counts | None, delta: Counts | None, engines: list[str], note: str | None = None
+) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "status": "unavailable",
+        "match": None,
+        "per_request": None,
+        "metrics_delta": None,
+        "engines": engines,
+        "differences": {},
+        "note": note,
+    }
+    if per_request is not None:
+        block["per_request"] = {**per_request.to_json(), **acceptance.figures(per_request)}
+    if delta is not None:
+        block["metrics_delta"] = {**delta.to_json(), **acceptance.figures(delta)}
+    if per_request is None or delta is None:
+        return block
+    width = max(len(per_request.accepted_per_pos), len(delta.accepted_per_pos))
+    a, b = per_request.widened(width).to_json(), delta.widened(width).to_json()
+    block["differences"] = {
+        key: {"per_request": a[key], "metrics_delta": b[key]} for key in a if a[key] != b[key]
+    }
+    block["match"] = not block["differences"]
+    block["status"] = "match" if block["match"] else "mismatch"
+    return block
+
+
+def summary(
+    entries: Sequence[dict[str, Any]], outcomes: Sequence[Outcome], wall_s: float | None
+) -> dict[str, Any]:
+    ok = [e for e in entries if e.get("ok")]
+    ok_out = [o for o in outcomes if o.ok]
+
+    def mean(values: list[float]) -> float | None:
+        return statistics.fmean(values) if values else None
+
+    def median(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
+    ttft = [e["ttft_ms"] for e in ok if e["ttft_ms"] is not None]
+    itl = [gap * 1000.0 for o in ok_out for gap in o.itl_s]
+    tpot = [e["tpot_ms"] for e in ok if e["tpot_ms"] is not None]
+    tok_s = [e["output_tok_s"] for e in ok if e["output_tok_s"] is not None]
+    lengths = [e["acceptance_length"] for e in ok if e["acceptance_length"] is not None]
+    output = sum(e["output_tokens"] or 0 for e in ok)
+    client = sum(o.client_time_s for o in outcomes)
+    busy = sum(o.latency_s or 0.0 for o in outcomes)
+    return {
+        "requests": len(entries),
+        "requests_ok": len(ok),
+        "requests_failed": len(entries) - len(ok),
+        "duration_s": wall_s,
+        "total_prompt_tokens": sum(e["prompt_tokens"] or 0 for e in ok),
+        "total_cached_tokens": sum(e["cached_tokens"] or 0 for e in ok),
+        "total_output_tokens": output,
+        "output_throughput_tok_s": output / wall_s if wall_s else None,
+        "mean_output_tok_s": mean(tok_s),
+        "median_output_tok_s": median(tok_s),
+        "mean_ttft_ms": mean(ttft),
+        "median_ttft_ms": median(ttft),
+        "mean_itl_ms": mean(itl),
+        "median_itl_ms": median(itl),
+        "mean_tpot_ms": mean(tpot),
+        "mean_acceptance_length_over_requests": mean(lengths),
+        "client_time_s": client,
+        "client_time_fraction": client / busy if busy else None,
+    }
