@@ -168,11 +168,63 @@ def test_build_step_installs_the_article_file_with_stdlib_only(
     assert manifest["base_sha256"] == BASE_SHA
     assert manifest["identity"] == "article"
     assert manifest["base_image"] == "stand/in:1"
-    assert manifest["vllm_commit"] == pins.vllm_commit
+    assert manifest["vllm_commit_pinned"] == pins.vllm_commit
     assert manifest["drafter_revision"] == pins.drafter_revision
     assert manifest["removed_pycache"] == [str(step_tree["stale"])]
     copy = step_tree["home"] / "overlay" / pins.speculator_relpath
     assert sha(copy.read_bytes()) == ARTICLE_SHA
+
+
+# vLLM 0.33.0's vllm/_version.py, as the wheel has it (FACTS.md: commit 4ba787ec9), typed here.
+RELEASE_VERSION_PY = "__version__ = version = '0.33.0'\n__commit_id__ = commit_id = 'g4ba787ec9'\n"
+
+
+def test_build_step_records_the_bases_vllm_commit_and_warns_when_not_pinned(
+    step_tree: dict[str, Path], pins: Pins
+) -> None:
+    """The v0.33.0 fallback: byte-identical speculator.py, but vLLM commit 4ba787ec9."""
+    (step_tree["site"] / "vllm" / "_version.py").write_text(RELEASE_VERSION_PY)
+    result = run_step(step_tree)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert (manifest["vllm_version"], manifest["vllm_commit"]) == ("0.33.0", "4ba787ec9")
+    assert manifest["vllm_commit_is_pinned"] is False
+    assert manifest["vllm_version_file"] == str(step_tree["site"] / "vllm" / "_version.py")
+    assert manifest["identity"] == "article"  # the file is still the article's
+    assert "base vLLM 0.33.0 commit 4ba787ec9" in result.stdout
+    assert "warning: the base's vLLM is vLLM 0.33.0 commit 4ba787ec9" in result.stderr
+    assert "not the pinned commit c50aca14" in result.stderr
+    assert "labels j0.vllm.version/j0.vllm.commit are empty" in result.stdout
+
+
+def test_build_step_on_the_pinned_commit_does_not_warn(step_tree: dict[str, Path]) -> None:
+    nightly = "__version__ = '0.33.1.dev3+gc50aca144'\n__commit_id__ = 'gc50aca144'\n"
+    (step_tree["site"] / "vllm" / "_version.py").write_text(nightly)
+    result = run_step(step_tree, "--label-vllm-commit", "c50aca144")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["vllm_commit"] == "c50aca144" and manifest["vllm_commit_is_pinned"] is True
+    assert "warning" not in result.stderr and "labels" not in result.stdout
+
+
+def test_build_step_without_a_version_file_warns_it_cannot_tell(
+    step_tree: dict[str, Path],
+) -> None:
+    result = run_step(step_tree)
+    assert result.returncode == 0, result.stderr
+    assert "cannot read the base's vLLM commit" in result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["vllm_commit"] == "" and manifest["vllm_commit_is_pinned"] is False
+
+
+def test_build_step_refuses_a_label_arg_that_names_another_vllm(
+    step_tree: dict[str, Path],
+) -> None:
+    (step_tree["site"] / "vllm" / "_version.py").write_text(RELEASE_VERSION_PY)
+    result = run_step(step_tree, "--label-vllm-commit", "c50aca144")
+    assert result.returncode == 2
+    assert "build arg VLLM_BASE_COMMIT=c50aca144" in result.stderr and "4ba787ec9" in result.stderr
+    assert not (step_tree["home"] / "manifest.json").exists()
 
 
 def test_build_step_refuses_a_drifted_base_naming_both_hashes(
@@ -215,10 +267,17 @@ def test_build_step_refuses_label_args_that_disagree_with_the_pins(
 
 
 def test_image_identity_of_this_python(capsys: pytest.CaptureFixture[str]) -> None:
-    """The test environment's vLLM is the unpatched 0.33.0 wheel: identity `base`."""
+    """The test environment's vLLM is the unpatched 0.33.0 wheel: identity `base`, commit
+    4ba787ec9, and the line says that this is not the pinned commit."""
     assert main(["image", "identity", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["identity"] == "base" and info["sha256"] == BASE_SHA
+    assert (info["vllm_version"], info["vllm_commit"]) == ("0.33.0", "4ba787ec9")
+    assert info["vllm_commit_is_pinned"] is False
+    assert main(["image", "identity"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("j0: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), /")
+    assert line.endswith(f"speculator.py sha256={BASE_SHA} identity=base (the unpatched vLLM base)")
 
 
 def test_image_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,12 +342,17 @@ def failed_checks(stderr: str, image: str) -> set[str]:
     return set(match.group(1).split(", "))
 
 
+# The output of each build the fixtures make, by tag.
+BUILD_OUTPUT: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def image_on_a(standins: dict[str, str], built_tags: list[str]) -> str:
     tag = "j0-test/on-a:latest"
     built_tags.append(tag)
     result = docker_build(standins["a"], tag)
     assert result.returncode == 0, result.stdout + result.stderr
+    BUILD_OUTPUT[tag] = result.stdout + result.stderr
     return tag
 
 
@@ -324,6 +388,30 @@ def test_build_on_hidden_check_like_standin_installs_the_article_file(
     assert labels["org.opencontainers.image.base.name"] == standins["a"]
     assert labels["j0.pin.patched-sha256"] == pins.patched_sha256
     assert labels["j0.pin.base-sha256"] == pins.base_sha256
+    # A plain `docker build` cannot know the base's vLLM for a label; the manifest has it.
+    assert labels["j0.vllm.commit"] == "" and labels["j0.vllm.version"] == ""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_standin_engine_commit_is_recorded_shown_and_warned_about(
+    image_on_a: str, pins: Pins
+) -> None:
+    """The stand-ins carry the real 0.33.0 wheel, vLLM commit 4ba787ec9 (its vllm/_version.py),
+    not the pinned c50aca14: the manifest and `j0 image identity` name it, the build warns."""
+    output = BUILD_OUTPUT[image_on_a]
+    assert "warning: the base's vLLM is vLLM 0.33.0 commit 4ba787ec9" in output
+    assert "not the pinned commit c50aca14" in output
+    manifest = json.loads(docker_run(image_on_a, "/opt/j0/manifest.json", entrypoint="cat"))
+    assert (manifest["vllm_version"], manifest["vllm_commit"]) == ("0.33.0", "4ba787ec9")
+    assert manifest["vllm_commit_pinned"] == pins.vllm_commit
+    assert manifest["vllm_commit_is_pinned"] is False
+    site = "/usr/local/lib/python3.11/dist-packages"
+    assert manifest["vllm_version_file"] == f"{site}/vllm/_version.py"
+    info = json.loads(docker_run(image_on_a, "image", "identity", "--json", entrypoint="j0"))
+    assert (info["vllm_version"], info["vllm_commit"]) == ("0.33.0", "4ba787ec9")
+    line = docker_run(image_on_a, "image", "identity", entrypoint="j0").strip()
+    assert line.startswith("j0: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), ")
 
 
 @pytest.mark.docker
@@ -397,7 +485,7 @@ def test_smoke_on_the_dependency_free_standin_fails_only_the_import(
 def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, pins: Pins) -> None:
     """What compose's J0_OVERLAY does: a file mounted over the installed one, no rebuild."""
     installed = f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}"
-    from j0.image.build import FAKE_VLLM
+    from j0.image.smoke import FAKE_VLLM
 
     out = docker_run(
         image_on_a,
@@ -410,8 +498,9 @@ def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, 
         volume=f"{base_file}:{installed}:ro",
     )
     lines = out.splitlines()
-    want = f"j0-entrypoint: {installed}: speculator.py sha256={BASE_SHA} identity=base"
-    assert any(line.startswith(want) for line in lines), out
+    engine = "j0-entrypoint: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), "
+    want = f"{installed}: speculator.py sha256={BASE_SHA} identity=base"
+    assert any(line.startswith(engine + want) for line in lines), out
     assert "fake vllm: serve --model m" in lines
 
 
@@ -424,12 +513,32 @@ def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
     tag = "j0-test/on-b:latest"
     built_tags.append(tag)
     assert main(["image", "build", "--base", standins["b"], "--tag", tag, "--no-pull"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "Step 1/" in out and f"==> built {tag}" in out  # the build's progress is shown
+    assert "==> " + standins["b"] + ": vLLM 0.33.0 commit 4ba787ec9" in out
+    warning = "j0 image build: warning: the base's vLLM is vLLM 0.33.0 commit 4ba787ec9"
+    assert warning in captured.err
+    labels = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", tag],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    # j0 image build reads the base's vllm/_version.py first and passes it to the labels.
+    assert (labels["j0.vllm.version"], labels["j0.vllm.commit"]) == ("0.33.0", "4ba787ec9")
     assert main(["image", "smoke", tag]) == 0
     out = capsys.readouterr().out
     for name in ("file", "manifest", "entrypoint", "import"):
         assert re.search(rf"^{name}\s+ok: ", out, re.MULTILINE), out
+    assert re.search(
+        r"^engine\s+warning: vLLM 0.33.0 commit 4ba787ec9 \(not the pinned c50aca14\)",
+        out,
+        re.MULTILINE,
+    ), out
+    assert "all smoke checks passed" in out and "warning: engine" in out
     assert re.search(r"^selfcheck\s+(ok|skipped): ", out, re.MULTILINE), out
 
 

@@ -7,17 +7,21 @@ The build uses Docker's legacy builder through docker-py, which docker/Dockerfil
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from j0 import vllm_version
 from j0.errors import J0Error
-from j0.image.build_step import PIN_LABELS
+from j0.image.build_step import PIN_LABELS, engine_warning
 from j0.optional import require
 from j0.pins import Pins, load_pins
+from j0.vllm_version import VllmVersion
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
@@ -100,11 +104,37 @@ def _repo_digest(image: Any, base: str) -> str:
     return ""
 
 
-def build_args(pins: Pins, base: str, digest: str, allow_base_drift: bool) -> dict[str, str]:
+def base_engine(client: Any, base: str) -> VllmVersion | None:
+    """The base image's vLLM version and commit: j0/vllm_version.py run by the base's python3 in
+    a throwaway container (no network), reading vllm/_version.py as text. None if it cannot."""
+    from docker.errors import DockerException
+
+    source = Path(vllm_version.__file__).read_text(encoding="utf-8")
+    try:
+        output = client.containers.run(
+            base, ["-c", source], entrypoint="python3", network_mode="none", remove=True
+        )
+        info = json.loads(output.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (DockerException, ValueError, IndexError):
+        return None
+    if not isinstance(info, dict) or "error" in info:
+        return None
+    return VllmVersion(str(info["path"]), str(info["version"]), str(info["commit"]))
+
+
+def build_args(
+    pins: Pins,
+    base: str,
+    digest: str,
+    allow_base_drift: bool,
+    engine: VllmVersion | None = None,
+) -> dict[str, str]:
     return {
         "VLLM_IMAGE": base,
         "VLLM_IMAGE_DIGEST": digest,
         "ALLOW_BASE_DRIFT": "1" if allow_base_drift else "0",
+        "VLLM_BASE_VERSION": engine.version if engine else "",
+        "VLLM_BASE_COMMIT": engine.commit if engine else "",
         **{key: pins.values[key] for key in PIN_LABELS},
         "J0_REVISION": _revision(pins.root),
         "J0_SOURCE": _git(pins.root, "remote", "get-url", "origin"),
@@ -154,7 +184,15 @@ def build(
     write = echo or (lambda text: print(text, end="", flush=True))
     client = docker_client(purpose="j0 image build")
     base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
-    args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift)
+    engine = base_engine(client, base)
+    if engine is None:
+        write(f"==> {base}: cannot read its vllm/_version.py; the labels j0.vllm.* stay empty\n")
+    else:
+        write(f"==> {base}: {engine.describe()} (its {engine.path})\n")
+        warning = engine_warning(engine, pins)
+        if warning:
+            print(f"j0 image build: warning: {warning}", file=sys.stderr, flush=True)
+    args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift, engine)
     write(f"==> building {DOCKERFILE} on {base} as {tag} (network: none)\n")
     started = time.monotonic()
     try:

@@ -11,7 +11,10 @@ a base image may lack, and it never imports vLLM. What it does:
    result against PATCHED_SHA256;
 4. replaces the file atomically (same mode), drops its stale __pycache__ entries and compiles a
    fresh, hash-checked one;
-5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed.
+5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed. The manifest
+   records the base's vLLM version and commit, read from `vllm/_version.py` as text
+   (j0.vllm_version), and a warning (not an error) says when that commit is not VLLM_COMMIT: the
+   v0.33.0 release, for one, holds the pinned speculator.py but is commit 4ba787ec9.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from j0.identity import ARTICLE, identify
 from j0.overlay.build import patch_base
 from j0.patching import available_tool
 from j0.pins import Pins, load_pins
+from j0.vllm_version import VllmVersion, read_version
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"
@@ -102,6 +106,38 @@ def drop_stale_pycache(source: Path) -> list[str]:
     return removed
 
 
+def engine_problems(found: VllmVersion, labelled: tuple[str, str]) -> list[str]:
+    """Refusals: label ARGs (VLLM_BASE_VERSION, VLLM_BASE_COMMIT) naming another vLLM than the
+    base holds. An empty ARG (plain `docker build`) is none: the manifest has the facts."""
+    problems = []
+    for arg, given, actual in (
+        ("VLLM_BASE_VERSION", labelled[0], found.version),
+        ("VLLM_BASE_COMMIT", labelled[1], found.commit),
+    ):
+        if given and given != actual:
+            problems.append(
+                f"build arg {arg}={given} (the image's label) is not what {found.path} says "
+                f"({actual or 'nothing'}); leave it empty or pass the base's own value"
+            )
+    return problems
+
+
+def engine_warning(found: VllmVersion, pins: Pins) -> str | None:
+    """The warning for a base whose vLLM is not the pinned commit (or cannot be told)."""
+    if not found.commit:
+        return (
+            f"cannot read the base's vLLM commit from {found.path}: this image's engine is not "
+            f"known to be the pinned commit {pins.vllm_commit[:8]} (VLLM_COMMIT)"
+        )
+    if found.matches(pins.vllm_commit):
+        return None
+    return (
+        f"the base's vLLM is {found.describe()} ({found.path}), not the pinned commit "
+        f"{pins.vllm_commit[:8]} (VLLM_COMMIT in overlay/pins.env): its speculator.py is checked "
+        "by sha256, but the rest of the engine is another vLLM than the article ran"
+    )
+
+
 def install(
     pins: Pins,
     base_image: str,
@@ -109,8 +145,13 @@ def install(
     allow_drift: bool,
     revision: str,
     manifest_path: Path,
+    labelled: tuple[str, str] = ("", ""),
 ) -> dict[str, object]:
     vllm_dir = installed_vllm_dir()
+    engine = read_version(vllm_dir)
+    problems = engine_problems(engine, labelled)
+    if problems:
+        raise J0Error("; ".join(problems), exit_code=2)
     target = vllm_dir / pins.speculator_relpath
     if not target.is_file():
         raise J0Error(
@@ -144,8 +185,13 @@ def install(
         "base_image_digest": base_image_digest,
         "vllm_image_pinned": pins.vllm_image,
         "vllm_image_fallback": pins.vllm_image_fallback,
-        "vllm_commit": pins.vllm_commit,
-        "vllm_release": pins.vllm_release,
+        # The base's vLLM, from its vllm/_version.py; then the pins, for comparison.
+        "vllm_version": engine.version,
+        "vllm_commit": engine.commit,
+        "vllm_version_file": engine.path,
+        "vllm_commit_pinned": pins.vllm_commit,
+        "vllm_commit_is_pinned": engine.matches(pins.vllm_commit),
+        "vllm_release_pinned": pins.vllm_release,
         "python": sys.executable,
         "python_version": platform.python_version(),
         "vllm_dir": str(vllm_dir),
@@ -186,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a label ARG that repeats a pin; refused unless it equals KEY in pins.env",
     )
+    parser.add_argument(
+        "--label-vllm-version", default="", help="the VLLM_BASE_VERSION build arg (a label)"
+    )
+    parser.add_argument(
+        "--label-vllm-commit", default="", help="the VLLM_BASE_COMMIT build arg (a label)"
+    )
     parser.add_argument("--manifest", type=Path, default=MANIFEST_PATH)
     return parser
 
@@ -203,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_drift,
             args.revision,
             args.manifest,
+            (args.label_vllm_version, args.label_vllm_commit),
         )
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -213,6 +266,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"identity={manifest['identity']}"
     )
     print(f"{PROG}: manifest {args.manifest}")
+    engine = VllmVersion(
+        str(manifest["vllm_version_file"]),
+        str(manifest["vllm_version"]),
+        str(manifest["vllm_commit"]),
+    )
+    print(f"{PROG}: base {engine.describe()} (from {engine.path})")
+    if not args.label_vllm_commit:
+        print(
+            f"{PROG}: note: labels j0.vllm.version/j0.vllm.commit are empty (build args "
+            "VLLM_BASE_VERSION/VLLM_BASE_COMMIT not given; `j0 image build` passes them); "
+            f"{args.manifest} has the base's vLLM"
+        )
+    warning = engine_warning(engine, pins)
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if manifest["identity"] != ARTICLE:
         print(
             f"{PROG}: warning: ALLOW_BASE_DRIFT=1: this image does NOT hold the article's file; "

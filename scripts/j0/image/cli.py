@@ -24,17 +24,22 @@ SMOKE_HELP = """\
 Run checks in containers of IMAGE with --network none and no GPU:
   file        the installed speculator.py, found by the image's python3, is the article's file
   manifest    /opt/j0/manifest.json and the image's labels agree with overlay/pins.env
+  engine      the image's vLLM version and commit (vllm/_version.py) agree with the manifest
+              and the j0.vllm.* labels; a warning, not a failure, when the commit is not
+              VLLM_COMMIT (the v0.33.0 fallback is commit 4ba787ec9, not c50aca14)
   entrypoint  the entrypoint logs the identity line, then runs `vllm serve ARGS` (a stand-in
               `vllm` that only echoes is put first on PATH for this check)
   import      the patched module imports on the CPU (CUDA_VISIBLE_DEVICES="", TRITON_INTERPRET=1)
   selfcheck   `j0 selfcheck --device cpu` inside the image (skipped where the image's j0 has none)
-Exit 0 when every check passes (or is skipped); 1 otherwise, naming the failed checks.
+Exit 0 when every check passes (or is skipped, or warns); 1 otherwise, naming the failed checks.
 """
 
 IDENTITY_HELP = """\
-Print the path, sha256 and identity (article / base / other) of the speculator.py that this
-Python's vLLM would run, found without importing vLLM. The image's entrypoint runs this at every
-start. Exit 0 whatever the identity (it reports, it does not judge); 2 when no vLLM is found.
+Print the vLLM version and commit of this Python's vLLM (from vllm/_version.py, read as text, and
+whether it is the pinned VLLM_COMMIT), then the path, sha256 and identity (article / base / other)
+of the speculator.py it would run, found without importing vLLM. The image's entrypoint runs this
+at every start. Exit 0 whatever the identity (it reports, it does not judge); 2 when no vLLM is
+found.
 """
 
 
@@ -122,12 +127,19 @@ def run_smoke(args: argparse.Namespace) -> int:
 
 
 def run_identity(args: argparse.Namespace) -> int:
-    from j0.image.identity import identity_json, identity_line, installed_identity
+    from j0.image.identity import (
+        identity_json,
+        identity_line,
+        installed_engine,
+        installed_identity,
+    )
     from j0.pins import load_pins
 
-    path, identity = installed_identity(load_pins())
+    pins = load_pins()
+    path, identity = installed_identity(pins)
+    engine = installed_engine()
     if args.json:
-        print(identity_json(path, identity))
+        print(identity_json(path, identity, engine, pins))
     else:
-        print(f"{args.prefix}: {identity_line(path, identity)}", flush=True)
+        print(f"{args.prefix}: {identity_line(path, identity, engine, pins)}", flush=True)
     return 0

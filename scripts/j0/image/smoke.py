@@ -10,16 +10,20 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from j0 import vllm_version
 from j0.errors import J0Error
 from j0.identity import ARTICLE
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
+from j0.image.identity import engine_words
 from j0.optional import require
 from j0.pins import Pins, load_pins
+from j0.vllm_version import VllmVersion
 
-PASSED, FAILED, SKIPPED = "ok", "FAILED", "skipped"
+PASSED, FAILED, SKIPPED, WARNED = "ok", "FAILED", "skipped", "warning"
 
 FIND_SPECULATOR = """\
 import hashlib, importlib.util, json, pathlib
@@ -134,7 +138,7 @@ def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[
         "identity": ARTICLE,
         "speculator_sha256": pins.patched_sha256,
         "base_sha256": pins.base_sha256,
-        "vllm_commit": pins.vllm_commit,
+        "vllm_commit_pinned": pins.vllm_commit,
         "patch_sha256": pins.patch_sha256,
         "drafter_repo": pins.drafter_repo,
         "drafter_revision": pins.drafter_revision,
@@ -164,6 +168,47 @@ def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[
         PASSED,
         f"{MANIFEST}: base {manifest['base_image']}, built {manifest['built_at']}",
     )
+
+
+def check_engine(run: Runner, pins: Pins, labels: dict[str, str]) -> Check:
+    """The image's vLLM (its vllm/_version.py, read as text in a container) against the manifest
+    and the j0.vllm.* labels (which must agree), and against VLLM_COMMIT (a warning if not)."""
+    source = Path(vllm_version.__file__).read_text(encoding="utf-8")
+    result = run(["-c", source], ["python3"])
+    manifest_run = run([MANIFEST], ["cat"])
+    try:
+        info = _json_line(result.output)
+        engine = VllmVersion(str(info["path"]), str(info["version"]), str(info["commit"]))
+        manifest = json.loads(manifest_run.output)
+    except (ValueError, KeyError) as exc:
+        return Check(
+            "engine",
+            FAILED,
+            f"cannot read the image's vllm/_version.py or {MANIFEST} ({exc}):\n"
+            f"{_tail(result.output + manifest_run.output)}",
+        )
+    wrong = [
+        f"{MANIFEST} {key}={manifest.get(key)!r}"
+        for key, value in (("vllm_version", engine.version), ("vllm_commit", engine.commit))
+        if manifest.get(key) != value
+    ]
+    wrong += [
+        f"label {key}={labels.get(key)!r}"
+        for key, value in (("j0.vllm.version", engine.version), ("j0.vllm.commit", engine.commit))
+        if labels.get(key) and labels.get(key) != value
+    ]
+    if wrong:
+        return Check(
+            "engine",
+            FAILED,
+            f"{engine.path} says {engine.describe()}, but " + "; ".join(wrong),
+        )
+    detail = engine_words(engine, pins)
+    if not labels.get("j0.vllm.commit"):
+        detail += " (labels j0.vllm.* empty: a plain docker build; the manifest has it)"
+    if not engine.matches(pins.vllm_commit):
+        return Check("engine", WARNED, f"{detail}: the rest of the engine is not the article's")
+    return Check("engine", PASSED, detail)
 
 
 def check_entrypoint(run: Runner, pins: Pins, config_entrypoint: list[str] | None) -> Check:
@@ -253,6 +298,7 @@ def smoke(image: str, timeout: float = 600.0) -> int:
     steps: list[Callable[[], Check]] = [
         lambda: check_file(run, pins, found),
         lambda: check_manifest(run, pins, found, labels),
+        lambda: check_engine(run, pins, labels),
         lambda: check_entrypoint(run, pins, config.get("Entrypoint")),
         lambda: check_import(run, pins, found),
         lambda: check_selfcheck(run),
@@ -268,6 +314,9 @@ def smoke(image: str, timeout: float = 600.0) -> int:
     if failed:
         raise J0Error(f"smoke test of {image} failed: {', '.join(failed)}")
     skipped = [c.name for c in checks if c.status == SKIPPED]
-    note = f" ({', '.join(skipped)} skipped)" if skipped else ""
+    warned = [c.name for c in checks if c.status == WARNED]
+    notes = [f"{', '.join(skipped)} skipped"] if skipped else []
+    notes += [f"warning: {', '.join(warned)}"] if warned else []
+    note = f" ({'; '.join(notes)})" if notes else ""
     print(f"==> {image}: all smoke checks passed{note}", file=sys.stdout, flush=True)
     return 0
