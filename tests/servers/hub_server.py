@@ -20,8 +20,11 @@ request needs `Authorization: Bearer <token>`: none gives 401 RepoNotFound (what
 a private repo), a wrong one 401 "Invalid credentials in Authorization header".
 
 Faults for tests: `drop_once[path] = n` sends n bytes of that file's next GET and then drops the
-connection; `stall.add(path)` sends half of the file and waits until `release` is set. Every
-request is recorded in `log`.
+connection; `stall.add(path)` sends half of the file and waits until `release` is set;
+`corrupt[path] = data` serves `data` (HEAD and GET, with its own length and ETag) while the file
+list keeps the real file's size and hashes, as a broken CDN or disk would; `fail_next[path] =
+[503, ...]` answers that file's next GETs with those statuses (X-Error-Message set), one each.
+Every request is recorded in `log`.
 
 The built-in fake repo (`article_repo`) holds the commits of a JetSpec++-like drafter, one of
 them starting with 3147a351, and two commits sharing the prefix 5eed1234. `--repo-dir` serves a
@@ -278,6 +281,8 @@ class HubServer(ThreadingHTTPServer):
         self.ambiguous = ambiguous
         self.drop_once: dict[str, int] = {}
         self.stall: set[str] = set()
+        self.corrupt: dict[str, bytes] = {}
+        self.fail_next: dict[str, list[int]] = {}
         self.stalled = threading.Event()
         self.release = threading.Event()
         self.log: list[dict[str, Any]] = []
@@ -547,6 +552,8 @@ class _Handler(BaseHTTPRequestHandler):
         if commit is None:
             return
         data = commit.files.get(path)
+        if data is not None and path in self.server.corrupt:
+            data = self.server.corrupt[path]
         if data is None:
             self._error(
                 404, "EntryNotFound", f"{path} does not exist", **{"X-Repo-Commit": commit.id}
@@ -563,6 +570,11 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if self.command == "HEAD":
             self._send(200, b"", headers, length=len(data))
+            return
+        failures = self.server.fail_next.get(path)
+        if failures:
+            status = failures.pop(0)
+            self._error(status, None, f"test fault: HTTP {status} for {path}")
             return
         start, end, status = 0, len(data), 200
         wanted = self.headers.get("Range")

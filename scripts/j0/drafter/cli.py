@@ -15,8 +15,10 @@ Download the JetSpec++ drafter for Qwen3.8-27B at one full commit and patch its 
 
 The revision (default: DRAFTER_REVISION in overlay/pins.env, a short commit) is resolved on the
 Hub to its full 40-hex commit; an unknown prefix is refused (exit 2), an ambiguous one too, with
-the candidates listed (exit 1). The full commit is written to DRAFTER_COMMIT in the pins file (for
-the pinned repo and revision; a warning where the file cannot be written). Then
+the candidates listed (exit 1). The full commit is written to DRAFTER_COMMIT in the pins file for
+the pinned repo and revision; a warning instead where the record would not last or not be the
+Hub's: in an image's copy of the pins, with HF_ENDPOINT set (a mirror, a test server) when the
+pins file is tracked by git, or where the file cannot be written. Then
 snapshot_download(local_dir=DIR, revision=<full commit>) fetches only what vLLM reads for a DFlash
 draft: config.json, *.safetensors, *.safetensors.index.json, and mask_embedding.pt and
 hf_quant_config.json where the repo has them. Files are checked against the Hub's sha256 / git
@@ -28,9 +30,10 @@ running the same command again fetches only the files still missing.
 Environment: HF_ENDPOINT (the Hub), HF_TOKEN or HF_TOKEN_PATH (a file holding the token; the token
 is never printed), HF_HUB_OFFLINE=1 (no requests: check and patch an existing DIR).
 
-The default DIR is ./drafter/<repo short name>-<first 8 hex of the commit>; a DIR whose path holds
-another speculative method's name (eagle, mtp, medusa, ...) is refused (exit 64), because vLLM
-guesses the method from such names (vLLM issue 47486).
+The default DIR is ./drafter/REV (./drafter/3147a351 for the pinned drafter), the folder that
+`docker compose up` uses too (DRAFTER_DIR). A DIR holding an earlier download of another commit is
+refused (exit 1); so is a DIR whose path holds another speculative method's name (eagle, mtp,
+medusa, ...; exit 64), because vLLM guesses the method from such names (vLLM issue 47486).
 """
 
 PATCH_HELP = """\
@@ -89,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--dir",
         type=Path,
         metavar="DIR",
-        help="where to put the files (default: ./drafter/<name>-<short commit>)",
+        help="where to put the files (default: ./drafter/REV, as compose's DRAFTER_DIR)",
     )
     fetch.set_defaults(func=run_fetch)
 

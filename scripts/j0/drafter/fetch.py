@@ -9,8 +9,12 @@ Steps:
    commits share is not documented: an unknown prefix is refused (exit 2), an ambiguous one is
    refused with the candidates listed (exit 1), and so is a branch or tag whose name looks like
    a commit prefix but points elsewhere.
-2. Record the full sha as DRAFTER_COMMIT in overlay/pins.env (only for the pinned repo and
-   revision; where the pins file cannot be written, inside an image say, a warning instead).
+2. Record the full sha as DRAFTER_COMMIT in overlay/pins.env, only for the pinned repo and
+   revision, and only where that record lasts and can be trusted: not in an image's copy of the
+   pins (the compose drafter service: the container's layer is thrown away), not in a pins file
+   tracked by git when the commit came from another endpoint than the Hub (HF_ENDPOINT: a mirror
+   or a test server), not where the file cannot be written. Each of those is a warning that
+   names the commit, so it can be set by hand. A pin that differs is refused.
 3. `snapshot_download(local_dir=DIR, revision=<full sha>, allow_patterns=...)` of the files vLLM
    0.33.0 reads when it loads a DFlash draft (VLLM_FILES below), chosen from the repo's file list;
    everything else (README, tokenizer, training state) is listed and skipped. Progress bars are
@@ -35,6 +39,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -45,9 +50,12 @@ from urllib.parse import urlsplit
 from j0.drafter import config as drafter_config
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 from j0.optional import require
-from j0.pins import Pins, load_pins, set_pin
+from j0.pins import PINS_RELPATH, Pins, load_pins, set_pin
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
+DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
+# Beside the pins in an image: the build step writes /opt/j0/manifest.json next to /opt/j0/overlay.
+IMAGE_MANIFEST_NAME = "manifest.json"
 HEX_PREFIX = re.compile(r"[0-9a-f]{4,39}")
 
 # What vLLM 0.33.0 reads from a DFlash draft's folder (method "dflash"), and why. Top level only:
@@ -95,7 +103,18 @@ def offline_mode() -> bool:
 
 
 def endpoint_from_env() -> str | None:
-    return os.environ.get("HF_ENDPOINT", "").rstrip("/") or None
+    return os.environ.get("HF_ENDPOINT", "").strip().rstrip("/") or None
+
+
+def is_default_endpoint(endpoint: str | None) -> bool:
+    return endpoint is None or endpoint.rstrip("/") == DEFAULT_ENDPOINT
+
+
+def _drop_empty_endpoint() -> None:
+    """HF_ENDPOINT set but empty (an uncommented `HF_ENDPOINT=` in .env) means the Hub; left in
+    the environment, huggingface_hub would read it as an empty base URL."""
+    if "HF_ENDPOINT" in os.environ and not os.environ["HF_ENDPOINT"].strip():
+        del os.environ["HF_ENDPOINT"]
 
 
 def _shown_endpoint(endpoint: str | None) -> str:
@@ -144,15 +163,14 @@ def hub_token() -> Token:
 # The folder
 
 
-def short_name(repo_id: str) -> str:
-    """jetspec-plus-plus-qwen3p8-27b -> jetspecpp-qwen3p8-27b."""
-    name = repo_id.rsplit("/", 1)[-1].lower().replace("-plus-plus", "pp")
-    return re.sub(r"[^a-z0-9._-]+", "-", name).strip("-.") or "drafter"
-
-
-def default_dir(repo_id: str, sha: str) -> Path:
-    """./drafter/<short name>-<first 8 of the commit>, relative to the working directory."""
-    return Path("drafter") / f"{short_name(repo_id)}-{sha[:8]}"
+def default_dir(revision: str) -> Path:
+    """./drafter/<revision as given>, relative to the working directory: the folder that
+    compose.serve.yaml mounts by default (`./drafter/${DRAFTER_REVISION}`), so that the host's
+    `j0 drafter fetch` and `docker compose up` share one download (for the pinned drafter:
+    ./drafter/3147a351)."""
+    if not revision or revision.startswith("/") or ".." in Path(revision).parts:
+        raise J0Error(f"revision {revision!r} cannot name a folder; pass --dir", USAGE)
+    return Path("drafter") / revision
 
 
 def check_dir_name(directory: Path) -> None:
@@ -215,8 +233,8 @@ def _hub_error(
     if isinstance(exc, OfflineModeIsEnabled):
         return J0Error(f"HF_HUB_OFFLINE is set, yet {repo_id}@{revision} needs the Hub")
     return J0Error(
-        f"cannot reach {where} ({type(exc).__name__}: {exc}); with HF_HUB_OFFLINE=1 an existing "
-        "--dir is checked and patched without the Hub"
+        f"cannot reach {where} ({type(exc).__name__}: {exc}); with HF_HUB_OFFLINE=1 an earlier "
+        "download is checked and patched without the Hub (its folder: --dir, compose: DRAFTER_DIR)"
     )
 
 
@@ -399,6 +417,18 @@ def _report_leftovers(directory: Path) -> None:
         )
 
 
+def _check_local_commit(directory: Path, repo_id: str, sha: str) -> None:
+    """Refuse a folder that holds an earlier download of another commit: its files, config.json's
+    original among them, would mix with this one's."""
+    local = _local_commit(directory)
+    if local is not None and local != sha:
+        raise J0Error(
+            f"{directory} holds {repo_id}@{local}, not {sha}: use another folder for this commit "
+            "(--dir; compose: DRAFTER_DIR) or remove that one",
+            CHECK_FAILED,
+        )
+
+
 def _local_commit(directory: Path) -> str | None:
     """The commit huggingface_hub recorded for DIR/config.json when it downloaded it."""
     metadata = directory / ".cache" / "huggingface" / "download" / "config.json.metadata"
@@ -413,8 +443,32 @@ def _local_commit(directory: Path) -> str | None:
 # The pins
 
 
-def record_pin(pins: Pins, repo_id: str, revision: str, sha: str, log: Log) -> None:
-    """Write DRAFTER_COMMIT=sha for the pinned repo and revision; warn where that cannot be."""
+def _image_copy(pins: Pins) -> bool:
+    """Whether these pins are an image's copy (/opt/j0: the build step's manifest beside them)."""
+    return (pins.root / IMAGE_MANIFEST_NAME).is_file()
+
+
+def _tracked(pins: Pins) -> bool:
+    """Whether the pins file is tracked by git in its checkout (the project's own pins). Where git
+    cannot say, a .git folder above the pins counts as tracked: the careful answer."""
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(pins.root), "ls-files", "--error-unmatch", str(PINS_RELPATH)],
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        result = None
+    if result is not None and result.returncode in (0, 1):
+        return result.returncode == 0
+    return any((folder / ".git").exists() for folder in (pins.root, *pins.root.parents))
+
+
+def record_pin(
+    pins: Pins, repo_id: str, revision: str, sha: str, log: Log, endpoint: str | None = None
+) -> None:
+    """Write DRAFTER_COMMIT=sha for the pinned repo and revision where that record lasts and
+    can be trusted; otherwise warn, naming the commit (see the module's docstring)."""
     if repo_id != pins.drafter_repo or revision not in (pins.drafter_revision, sha):
         log(f"pins: not touched ({repo_id}@{revision} is not the pinned drafter)")
         return
@@ -424,6 +478,23 @@ def record_pin(pins: Pins, repo_id: str, revision: str, sha: str, log: Log) -> N
             f"{sha}; the pinned drafter has moved or the pin is wrong",
             CHECK_FAILED,
         )
+    if pins.drafter_commit == sha:
+        log(f"pins: DRAFTER_COMMIT={sha} already in {pins.pins_path}")
+        return
+    if _image_copy(pins):
+        _warn(
+            f"DRAFTER_COMMIT={sha} is not recorded: {pins.pins_path} is the image's copy of the "
+            "pins, in a container layer that is thrown away; `j0 drafter fetch` on the host "
+            "records it in the checkout's overlay/pins.env"
+        )
+        return
+    if not is_default_endpoint(endpoint) and _tracked(pins):
+        _warn(
+            f"DRAFTER_COMMIT={sha} is not recorded in {pins.pins_path}: it came from "
+            f"{_shown_endpoint(endpoint)} (HF_ENDPOINT), not from {DEFAULT_ENDPOINT}, and the "
+            "tracked pins hold the Hub's commit only"
+        )
+        return
     try:
         changed = set_pin("DRAFTER_COMMIT", sha, pins.root)
     except (OSError, J0Error) as exc:
@@ -453,11 +524,7 @@ def _offline_sha(repo_id: str, revision: str, directory: Path | None, pins: Pins
         and pins.drafter_commit.startswith(revision)
     ):
         return pins.drafter_commit
-    candidates = []
-    if directory is not None:
-        candidates.append(directory)
-    elif HEX_PREFIX.fullmatch(revision) and len(revision) >= 8:
-        candidates.append(Path("drafter") / f"{short_name(repo_id)}-{revision[:8]}")
+    candidates = [directory if directory is not None else default_dir(revision)]
     for candidate in candidates:
         local = _local_commit(candidate)
         if local is not None and local.startswith(revision):
@@ -465,7 +532,8 @@ def _offline_sha(repo_id: str, revision: str, directory: Path | None, pins: Pins
     raise J0Error(
         f"HF_HUB_OFFLINE=1: cannot tell which commit {revision!r} is without the Hub (no pin in "
         f"DRAFTER_COMMIT, no earlier download in {', '.join(map(str, candidates)) or 'a --dir'}); "
-        "pass --revision <full commit> and --dir of an earlier download",
+        "give the full commit and the folder of an earlier download: --revision <full commit> "
+        "--dir DIR (compose: DRAFTER_REVISION=<full commit> DRAFTER_DIR=DIR)",
         INPUT_LACKS,
     )
 
@@ -523,14 +591,16 @@ def _fetch_offline(
     from huggingface_hub.errors import CachedRepoTreeNotFoundError
 
     sha = _offline_sha(repo_id, revision, directory, pins)
-    directory = directory or default_dir(repo_id, sha)
+    directory = directory or default_dir(revision)
     check_dir_name(directory)
     log(f"HF_HUB_OFFLINE=1: checking {directory} for {repo_id}@{sha} (no requests)")
     if not (directory.is_dir() and any(directory.iterdir())):
-        raise J0Error(f"HF_HUB_OFFLINE=1 and {directory} holds no earlier download", INPUT_LACKS)
-    local = _local_commit(directory)
-    if local is not None and local != sha:
-        raise J0Error(f"{directory} holds {repo_id}@{local}, not {sha}", CHECK_FAILED)
+        raise J0Error(
+            f"HF_HUB_OFFLINE=1 and {directory} holds no earlier download (the folder: --dir, "
+            "compose: DRAFTER_DIR)",
+            INPUT_LACKS,
+        )
+    _check_local_commit(directory, repo_id, sha)
     try:
         listing = get_cached_repo_tree(repo_id, revision=sha, local_dir=directory)
     except CachedRepoTreeNotFoundError:
@@ -582,9 +652,10 @@ def _fetch_online(
     resolution = resolve_revision(api, repo_id, revision, token, endpoint)
     sha = resolution.sha
     log(f"{revision} -> {sha} ({resolution.how})")
-    directory = directory or default_dir(repo_id, sha)
+    directory = directory or default_dir(revision)
     check_dir_name(directory)
-    record_pin(pins, repo_id, revision, sha, log)
+    _check_local_commit(directory, repo_id, sha)
+    record_pin(pins, repo_id, revision, sha, log, endpoint)
 
     entries = _list_files(api, repo_id, sha, token, endpoint)
     chosen, skipped = select_files(entries)
@@ -618,7 +689,11 @@ def _fetch_online(
         if problem:
             problems.append(problem)
     if problems:
-        raise J0Error("downloaded files differ from the Hub's: " + "; ".join(problems))
+        raise J0Error(
+            "downloaded files differ from the Hub's listing: "
+            + "; ".join(problems)
+            + "; nothing was patched: remove those files and fetch again"
+        )
     _check_index(directory, names)
     _report_leftovers(directory)
     log(f"{repo_id}@{sha} is in {directory}")
@@ -632,6 +707,7 @@ def fetch(
     log: Log = _log,
 ) -> drafter_config.PatchResult:
     """Fetch the drafter and patch its config.json (see the module's docstring)."""
+    _drop_empty_endpoint()  # before huggingface_hub reads its constants
     require("huggingface_hub", "j0 drafter fetch")
     pins = load_pins()
     repo_id = repo_id or pins.drafter_repo
