@@ -1,0 +1,244 @@
+"""What runs inside the pods of `j0 bench matrix --backend k8s` (in the j0 image):
+
+    python3 -P -m j0.bench.k8s_pod serve      the vLLM sidecar of index $JOB_COMPLETION_INDEX:
+                                              its setting's switches, then `j0 serve -- ARGS`
+    python3 -P -m j0.bench.k8s_pod bench      the main container: `j0 bench run` on the index's
+                                              shard against the sidecar, the result written
+                                              to the PVC and repeated on stdout for collection
+    python3 -P -m j0.bench.k8s_pod prefetch MODEL   the prepare Job: the target's files into
+                                              the Hub cache on the PVC, once for all indexes
+
+The plan (plan.json and the prompt shards, j0.bench.k8s_plan) is a ConfigMap mounted at
+$J0_PLAN_DIR. Results go to $J0_RESULTS_DIR/<setting>/result-shard-NN.json on the PVC; because a
+finished pod's files cannot be read through the API, the bench container also prints the file,
+gzipped and base64-encoded between `j0-result-begin PATH SHA256 SIZE` and `j0-result-end PATH`
+lines, and the client checks the sha256 of what it decodes from the pod's log.
+
+Standard library only (huggingface_hub, for prefetch, is vLLM's and imported there).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from j0.errors import INPUT_LACKS, J0Error
+
+DEFAULT_PLAN_DIR = "/plan"
+DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
+BEGIN = "j0-result-begin"
+END = "j0-result-end"
+LINE_WIDTH = 76
+# The target's files that vLLM reads (weights as safetensors, config, tokenizer, chat template).
+PREFETCH_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken")
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def load_plan(plan_dir: Path) -> dict[str, Any]:
+    path = plan_dir / "plan.json"
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise J0Error(f"{path}: cannot read the matrix plan: {exc}", INPUT_LACKS) from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("indexes"), list):
+        raise J0Error(f"{path}: not a matrix plan (no indexes)", INPUT_LACKS)
+    return plan
+
+
+def completion_index(environ: Mapping[str, str]) -> int:
+    raw = environ.get("JOB_COMPLETION_INDEX", "")
+    if not raw.isdigit():
+        raise J0Error(
+            f"JOB_COMPLETION_INDEX={raw!r}: expected the index Kubernetes gives the pods of an "
+            "Indexed Job",
+            INPUT_LACKS,
+        )
+    return int(raw)
+
+
+def task_of(plan: dict[str, Any], index: int) -> dict[str, Any]:
+    indexes = plan["indexes"]
+    if not 0 <= index < len(indexes) or indexes[index].get("index") != index:
+        raise J0Error(f"index {index}: not in the plan (0..{len(indexes) - 1})", INPUT_LACKS)
+    task: dict[str, Any] = indexes[index]
+    return task
+
+
+def server_command(plan: dict[str, Any], index: int) -> tuple[list[str], dict[str, str]]:
+    """The sidecar's program and the environment it adds: `j0 serve -- ARGS` and the switches."""
+    setting = plan["settings"][task_of(plan, index)["setting"]]
+    return ["j0", "serve", "--", *setting["server_args"]], dict(setting["server_env"])
+
+
+def bench_args(
+    plan: dict[str, Any], index: int, url: str, results_dir: str, prompts_path: str | None
+) -> list[str]:
+    """`j0 bench run`'s arguments for one index."""
+    task = task_of(plan, index)
+    bench = plan.get("bench", {})
+    args = ["bench", "run", "--url", url, "--out", f"{results_dir}/{task['out']}"]
+    args += ["--label", task["label"], "--no-progress"]
+    args += ["--j0", "on" if plan["settings"][task["setting"]]["j0"] else "off"]
+    if prompts_path is not None:
+        args += ["--dataset", prompts_path, "--requests", str(task["requests"])]
+    else:
+        if bench.get("dataset") is not None:
+            args += ["--dataset", str(bench["dataset"])]
+        if bench.get("requests") is not None:
+            args += ["--requests", str(bench["requests"])]
+    if bench.get("max_tokens") is not None:
+        args += ["--max-tokens", str(bench["max_tokens"])]
+    return args
+
+
+# --- moving a result through the log ------------------------------------------------------------
+
+
+def encode_block(name: str, data: bytes) -> str:
+    """`data` as the lines that the client finds in the bench container's log."""
+    packed = base64.b64encode(gzip.compress(data, mtime=0)).decode("ascii")
+    body = [packed[i : i + LINE_WIDTH] for i in range(0, len(packed), LINE_WIDTH)]
+    digest = hashlib.sha256(data).hexdigest()
+    return "\n".join([f"{BEGIN} {name} {digest} {len(data)}", *body, f"{END} {name}"]) + "\n"
+
+
+def decode_blocks(log: str) -> dict[str, bytes]:
+    """Every complete block in `log`, by name (the last one wins); a block whose bytes do not
+    match its sha256 and size is an error."""
+    found: dict[str, bytes] = {}
+    current: tuple[str, str, int] | None = None
+    body: list[str] = []
+    for line in log.splitlines():
+        if line.startswith(BEGIN + " "):
+            parts = line.split()
+            if len(parts) != 4 or not parts[3].isdigit():
+                raise J0Error(f"malformed result block header {line!r}")
+            current, body = (parts[1], parts[2], int(parts[3])), []
+        elif current is not None and line == f"{END} {current[0]}":
+            name, digest, size = current
+            try:
+                data = gzip.decompress(base64.b64decode("".join(body), validate=True))
+            except (ValueError, OSError, EOFError) as exc:
+                raise J0Error(f"result block {name}: cannot decode it: {exc}") from None
+            if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+                raise J0Error(
+                    f"result block {name}: {len(data)} bytes with sha256 "
+                    f"{hashlib.sha256(data).hexdigest()}, expected {size} bytes with {digest}"
+                )
+            found[name] = data
+            current = None
+        elif current is not None:
+            body.append(line.strip())
+    return found
+
+
+# --- the three programs ---------------------------------------------------------------------------
+
+
+def wait_for_health(url: str, timeout: float) -> None:
+    """The sidecar's startup probe gates this container already; this only bridges a restart."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        if time.monotonic() > deadline:
+            raise J0Error(f"{url}/health: no answer within {timeout:.0f} s ({last})")
+        time.sleep(2)
+
+
+def serve(environ: Mapping[str, str]) -> int:
+    plan = load_plan(Path(environ.get("J0_PLAN_DIR", DEFAULT_PLAN_DIR)))
+    index = completion_index(environ)
+    argv, switches = server_command(plan, index)
+    task = task_of(plan, index)
+    print(
+        f"j0 bench matrix: index {index}: {task['setting']} shard {task['shard']:02d} of "
+        f"{task['shards']}: {' '.join(argv)} with "
+        + " ".join(f"{k}={v}" for k, v in sorted(switches.items())),
+        flush=True,
+    )
+    # The j0 launcher puts its own PYTHONPATH back; vLLM gets none of ours.
+    env = {k: v for k, v in environ.items() if k != "PYTHONPATH"}
+    os.execvpe(argv[0], argv, {**env, **switches})
+    return 1  # not reached
+
+
+def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: float = 600) -> int:
+    plan_dir = Path(environ.get("J0_PLAN_DIR", DEFAULT_PLAN_DIR))
+    results_dir = environ.get("J0_RESULTS_DIR")
+    if not results_dir:
+        raise J0Error("J0_RESULTS_DIR is not set (the results folder on the PVC)", INPUT_LACKS)
+    url = environ.get("J0_SERVER_URL", DEFAULT_SERVER_URL)
+    plan = load_plan(plan_dir)
+    index = completion_index(environ)
+    task = task_of(plan, index)
+    wait_for_health(url, health_timeout)
+    from j0.cli import main as j0_main
+
+    with tempfile.TemporaryDirectory(prefix="j0-shard-") as tmp:
+        prompts_path: str | None = None
+        if task.get("prompts"):
+            packed = (plan_dir / task["prompts"]).read_bytes()
+            local = Path(tmp) / task["prompts"].removesuffix(".gz")
+            local.write_bytes(gzip.decompress(packed))
+            prompts_path = str(local)
+        args = bench_args(plan, index, url, results_dir, prompts_path)
+        (Path(results_dir) / task["out"]).parent.mkdir(parents=True, exist_ok=True)
+        print(f"j0 bench matrix: index {index}: j0 {' '.join(args)}", file=out, flush=True)
+        code = j0_main(args)
+    result = Path(results_dir) / task["out"]
+    if result.is_file():
+        out.write(encode_block(task["out"], result.read_bytes()))
+        out.flush()
+    else:
+        print(f"j0 bench matrix: index {index}: no {result}", file=out, flush=True)
+        code = code or 1
+    return code
+
+
+def prefetch(model: str) -> int:
+    """Download the target's files into the Hub cache (HF_HOME on the PVC), once for all pods."""
+    from huggingface_hub import snapshot_download
+
+    path = snapshot_download(repo_id=model, allow_patterns=list(PREFETCH_PATTERNS))
+    print(f"j0 bench matrix: {model} in the Hub cache at {path}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if args == ["serve"]:
+            return serve(os.environ)
+        if args == ["bench"]:
+            return bench(os.environ)
+        if len(args) == 2 and args[0] == "prefetch":
+            return prefetch(args[1])
+    except J0Error as exc:
+        print(f"j0 bench matrix: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print("usage: python3 -m j0.bench.k8s_pod serve | bench | prefetch MODEL", file=sys.stderr)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main())

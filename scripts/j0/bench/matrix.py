@@ -1,0 +1,188 @@
+"""`j0 bench matrix`: the article's experiment, every setting on the same prompts.
+
+Settings are --tokens x --j0 (default 15,7 x off,on: k15-j0-off, k15-j0-on, k7-j0-off,
+k7-j0-on), with prefix caching off unless --prefix-caching. The prompts are made once
+(OUT/prompts.jsonl). Backends:
+
+    compose   one setting after another on this machine (matrix_compose): OUT/<setting>/result.json
+    k8s       one Indexed Job on a cluster, an index per (setting, shard) (matrix_k8s):
+              OUT/<setting>/result-shard-NN.json
+
+and OUT/<setting>/server.log, OUT/matrix.json (matrix_layout) from both; `j0 bench report OUT`
+reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which and why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from j0.bench.matrix_layout import MATRIX_JSON, MatrixRecord, SettingRun, j0_revision, now
+from j0.bench.matrix_prompts import make_prompts, write_prompts
+from j0.bench.matrix_server import ServerKnobs
+from j0.bench.matrix_settings import matrix_settings
+from j0.errors import CHECK_FAILED, USAGE, J0Error
+from j0.pins import Pins, load_pins
+
+BACKENDS = ("compose", "k8s")
+
+
+def say(text: str) -> None:
+    print(f"j0 bench matrix: {text}", file=sys.stderr, flush=True)
+
+
+def _bench(args: list[str]) -> int:
+    from j0.cli import main as j0_main
+
+    return j0_main(args)
+
+
+def main(args: argparse.Namespace) -> int:
+    backend = getattr(args, "backend", "compose") or "compose"
+    if backend not in BACKENDS:
+        raise J0Error(f"--backend {backend}: expected compose or k8s", USAGE)
+    settings = matrix_settings(args.tokens, args.j0, bool(args.prefix_caching))
+    shards = getattr(args, "shards", None)
+    gpus = getattr(args, "gpus", None)
+    if backend == "compose" and shards not in (None, 1):
+        raise J0Error("--shards: only with --backend k8s (compose runs one server)", USAGE)
+    for name, value in (("--shards", shards), ("--gpus", gpus)):
+        if value is not None and value < 1:
+            raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
+    out = Path(args.out)
+    if (out / MATRIX_JSON).exists():
+        raise J0Error(
+            f"{out / MATRIX_JSON} exists: a matrix ran there already; choose another --out",
+            USAGE,
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    pins = load_pins()
+    knobs = ServerKnobs.from_env(pins)
+    made = make_prompts(args.dataset, args.requests)
+    prompts_file = write_prompts(out, made)
+    if backend == "k8s" and shards is None:
+        shards = max(1, (gpus or len(settings)) // len(settings))
+    runs = [SettingRun(setting) for setting in settings]
+    record = MatrixRecord(
+        out=out,
+        backend=backend,
+        runs=runs,
+        prefix_caching=bool(args.prefix_caching),
+        dataset=made.dataset,
+        requests=made.count,
+        max_tokens=args.max_tokens,
+        shards=shards or 1,
+        j0_revision=j0_revision(pins.root),
+        extra={"prompts": {"file": prompts_file.name, "sha256": made.sha256}},
+    )
+    record.write()
+    say(
+        f"{len(settings)} settings ({', '.join(r.setting.name for r in runs)}) x {made.count} "
+        f"prompts of {made.dataset}, prefix caching {'on' if args.prefix_caching else 'off'}, "
+        f"backend {backend}"
+    )
+    if backend == "compose":
+        return _compose(args, record, prompts_file, made.count)
+    return _k8s(args, record, pins, knobs, made.lines, shards or 1, gpus)
+
+
+def _finish(record: MatrixRecord) -> int:
+    record.finished = now()
+    record.write()
+    failed = [run.setting.name for run in record.runs if run.status not in ("ok", "rendered")]
+    if failed:
+        say(f"failed: {', '.join(failed)} (see {record.out / MATRIX_JSON})")
+        return CHECK_FAILED
+    say(f"done: {record.out / MATRIX_JSON}")
+    return 0
+
+
+def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
+    from j0.bench.matrix_compose import Compose, ComposeBackend, rendered_setting
+    from j0.bench.matrix_server import compose_switches
+
+    backend = ComposeBackend(
+        root=load_pins().root,
+        out=record.out,
+        prompts_file=prompts_file.resolve(),
+        requests=count,
+        max_tokens=args.max_tokens,
+        environ=dict(os.environ),
+        say=say,
+        bench=_bench,
+    )
+    for run in record.runs:
+        if args.dry_run:
+            import json
+
+            compose = Compose(backend.root, {**backend.environ, **compose_switches(run.setting)})
+            config = compose(["config", "--format", "json"], {}, timeout=120)
+            if config.returncode != 0:
+                raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
+            seen, run.server_args, run.server_env = rendered_setting(json.loads(config.stdout))
+            run.status = "rendered" if seen == run.setting else "failed"
+            if seen != run.setting:
+                run.error = f"the compose project renders {seen}"
+            record.write()
+            continue
+        try:
+            backend.run_setting(run)
+            run.status = "ok"
+        except J0Error as exc:
+            run.status, run.error = "failed", str(exc)
+            say(f"{run.setting.name}: {exc}")
+        record.write()
+    return _finish(record)
+
+
+def _k8s(
+    args: argparse.Namespace,
+    record: MatrixRecord,
+    pins: Pins,
+    knobs: ServerKnobs,
+    lines: list[str],
+    shards: int,
+    gpus: int | None,
+) -> int:
+    from j0.bench.k8s_plan import BenchOptions, build_plan
+    from j0.bench.k8s_render import K8sOptions, default_image
+    from j0.bench.matrix_k8s import K8sBackend, run_name, write_manifests
+
+    settings = [run.setting for run in record.runs]
+    plan = build_plan(
+        run_name(),
+        settings,
+        knobs,
+        shards,
+        BenchOptions(dataset=None, requests=len(lines), max_tokens=args.max_tokens),
+        lines,
+    )
+    options = K8sOptions(
+        image=os.environ.get("J0_IMAGE") or default_image(pins),
+        namespace=getattr(args, "namespace", None),
+    )
+    backend = K8sBackend(pins, knobs, record.out, options, gpus or plan.completions, say)
+    manifests = backend.render(plan)
+    path = write_manifests(record.out, manifests, plan)
+    for run in record.runs:
+        spec = plan.value["settings"][run.setting.name]
+        run.server_args, run.server_env = spec["server_args"], spec["server_env"]
+        run.status = "rendered"
+    record.extra["k8s"] = {
+        "run": plan.run,
+        "manifests": str(path.relative_to(record.out)),
+        "image": options.image,
+        "namespace": options.namespace,
+        "parallelism": backend.parallelism,
+    }
+    record.write()
+    say(f"manifests: {path} ({plan.completions} indexes, {shards} shard(s) per setting)")
+    if args.dry_run:
+        return _finish(record)
+    for run in record.runs:
+        run.status, run.started = "running", now()
+    record.write()
+    record.extra["k8s"].update(backend.apply_and_follow(plan, manifests, record.runs))
+    return _finish(record)

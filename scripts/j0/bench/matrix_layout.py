@@ -1,0 +1,155 @@
+"""The results folder of `j0 bench matrix`, the same from both backends (`j0 bench report`
+reads it):
+
+    OUT/matrix.json                        the settings and how each ran
+    OUT/<setting>/result.json              compose: one `j0 bench run` result per setting
+    OUT/<setting>/result-shard-NN.json     k8s: one per shard of the prompts (report merges them)
+    OUT/<setting>/server.log               the server's log (k8s: the shards' logs, one after
+                                           the other, each under a `===== shard NN` line)
+    OUT/prompts.jsonl                      the prompts every setting ran (where j0 made them)
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.atomic import write_text_atomic
+from j0.bench.matrix_settings import Setting
+from j0.errors import INPUT_LACKS, J0Error
+
+MATRIX_JSON = "matrix.json"
+SERVER_LOG = "server.log"
+PROMPTS = "prompts.jsonl"
+KIND = "j0-bench-matrix"
+FORMAT_VERSION = 1
+
+PREFIX_CACHING_OFF = (
+    "off (--no-enable-prefix-caching): with prefix caching on, J0 draws the tokens of cached "
+    "prompt positions from whatever its request slot's history holds (docs/selfcheck.md), "
+    "which changes acceptance; pass --prefix-caching to run with vLLM's default"
+)
+PREFIX_CACHING_ON = (
+    "on (--prefix-caching, vLLM's default): J0's history is not written for cached prompt "
+    "positions, so acceptance with J0 on depends on what ran before in the same slot"
+)
+
+
+def result_name(shard: int | None) -> str:
+    """compose: result.json; k8s: result-shard-NN.json."""
+    return "result.json" if shard is None else f"result-shard-{shard:02d}.json"
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def j0_revision(root: Path) -> str:
+    """The checkout's git commit (with -dirty for uncommitted changes), or "unknown"."""
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, check=False
+            )
+        except OSError:
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "HEAD")
+    if head and git("status", "--porcelain", "--untracked-files=no"):
+        head += "-dirty"
+    return head or "unknown"
+
+
+@dataclass
+class SettingRun:
+    """How one setting ran: the files it left (relative to OUT) and its outcome."""
+
+    setting: Setting
+    status: str = "pending"  # pending, rendered, ok, failed
+    error: str | None = None
+    results: list[str] = field(default_factory=list)
+    server_log: str | None = None
+    server_args: list[str] = field(default_factory=list)
+    server_env: dict[str, str] = field(default_factory=dict)
+    started: str | None = None
+    finished: str | None = None
+    seconds: float | None = None
+    shards: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.setting.to_json(),
+            "status": self.status,
+            "error": self.error,
+            "results": self.results,
+            "server_log": self.server_log,
+            "server_args": self.server_args,
+            "server_env": self.server_env,
+            "started": self.started,
+            "finished": self.finished,
+            "seconds": self.seconds,
+            "shards": self.shards,
+        }
+
+
+@dataclass
+class MatrixRecord:
+    """OUT/matrix.json, rewritten (atomically) after every change so a crash leaves a record."""
+
+    out: Path
+    backend: str
+    runs: list[SettingRun]
+    prefix_caching: bool
+    dataset: str | None
+    requests: int | None
+    max_tokens: int | None
+    shards: int
+    j0_revision: str
+    created: str = field(default_factory=now)
+    finished: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "format": FORMAT_VERSION,
+            "backend": self.backend,
+            "created": self.created,
+            "finished": self.finished,
+            "j0_revision": self.j0_revision,
+            "prefix_caching": self.prefix_caching,
+            "prefix_caching_note": PREFIX_CACHING_ON if self.prefix_caching else PREFIX_CACHING_OFF,
+            "dataset": self.dataset,
+            "requests": self.requests,
+            "max_tokens": self.max_tokens,
+            "shards": self.shards,
+            "settings": [run.to_json() for run in self.runs],
+            **self.extra,
+        }
+
+    def write(self) -> None:
+        write_text_atomic(self.out / MATRIX_JSON, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def read_matrix(out: Path) -> dict[str, Any]:
+    """OUT/matrix.json, checked to be a matrix record."""
+    path = out / MATRIX_JSON
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise J0Error(
+            f"{path}: no such file (not a `j0 bench matrix` folder)", INPUT_LACKS
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise J0Error(f"{path}: not valid JSON: {exc}", INPUT_LACKS) from None
+    if not isinstance(value, dict) or value.get("kind") != KIND:
+        raise J0Error(f"{path}: kind is not {KIND!r}", INPUT_LACKS)
+    return value

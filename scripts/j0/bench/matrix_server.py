@@ -1,0 +1,82 @@
+"""The server of one matrix setting: the `vllm serve` arguments and J0 switches that compose.yaml
+renders for it, written once here for the Kubernetes manifests (a test holds the two equal).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from j0.bench.matrix_settings import Setting
+from j0.pins import Pins
+from j0.serve.command import ARTICLE_MAX_NUM_SEQS, render_speculative_config
+
+# Where compose.yaml (and the manifests) put things inside the server container.
+DRAFTER_MOUNT = "/drafter"
+SERVER_PORT = 8000
+HF_HOME = "/root/.cache/huggingface"
+
+
+@dataclass(frozen=True)
+class ServerKnobs:
+    """compose.yaml's server knobs other than the matrix switches, with compose's defaults."""
+
+    target_model: str
+    max_model_len: str = "auto"
+    kv_cache_dtype: str = "auto"
+    gpu_memory_utilization: str = "0.90"
+
+    @classmethod
+    def from_env(cls, pins: Pins, environ: Mapping[str, str] | None = None) -> ServerKnobs:
+        """The knobs as compose reads them: the environment (TARGET_MODEL, MAX_MODEL_LEN,
+        KV_CACHE_DTYPE, GPU_MEMORY_UTILIZATION), else compose's defaults and the pins."""
+        env = os.environ if environ is None else environ
+        return cls(
+            target_model=env.get("TARGET_MODEL") or pins.target_model,
+            max_model_len=env.get("MAX_MODEL_LEN") or cls.max_model_len,
+            kv_cache_dtype=env.get("KV_CACHE_DTYPE") or cls.kv_cache_dtype,
+            gpu_memory_utilization=env.get("GPU_MEMORY_UTILIZATION") or cls.gpu_memory_utilization,
+        )
+
+
+def server_args(
+    setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
+) -> list[str]:
+    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order."""
+    return [
+        knobs.target_model,
+        "--speculative-config",
+        render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        "--max-num-seqs",
+        str(ARTICLE_MAX_NUM_SEQS),
+        "--max-model-len",
+        knobs.max_model_len,
+        "--kv-cache-dtype",
+        knobs.kv_cache_dtype,
+        "--gpu-memory-utilization",
+        knobs.gpu_memory_utilization,
+        "--port",
+        str(SERVER_PORT),
+    ]
+
+
+def server_env(setting: Setting) -> dict[str, str]:
+    """The server container's J0 switches for `setting` (compose.serve.yaml's environment)."""
+    return {
+        "VLLM_DFLASH_CTX_NOISE": "1" if setting.j0 else "0",
+        "VLLM_DFLASH_DUMP": "",
+        "VLLM_DFLASH_DUMP_STEPS": "0",
+        "HF_HOME": HF_HOME,
+    }
+
+
+def compose_switches(setting: Setting) -> dict[str, str]:
+    """The compose variables that select `setting` (.env.example documents them)."""
+    return {
+        "NUM_SPEC_TOKENS": str(setting.num_speculative_tokens),
+        "VLLM_DFLASH_CTX_NOISE": "1" if setting.j0 else "0",
+        "ENABLE_PREFIX_CACHING": "1" if setting.prefix_caching else "0",
+    }
