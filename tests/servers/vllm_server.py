@@ -183,6 +183,7 @@ class VllmStandIn(ThreadingHTTPServer):
         output_len: int | None = None,
         engines: int = 2,
         version: str = VERSION,
+        chat: bool = True,
     ) -> None:
         super().__init__((host, port), _Handler)
         if spec_metrics not in ("none", "summary", "detailed"):
@@ -205,6 +206,7 @@ class VllmStandIn(ThreadingHTTPServer):
         self.reasoning_tokens = reasoning_tokens
         self.output_len = output_len
         self.version = version
+        self.chat = chat  # False: no /v1/chat/completions route (404 Not Found)
         self.fingerprint = f"vllm-{version}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
         self.records: list[RequestRecord] = []
         self.dead = False
@@ -644,7 +646,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/v1/completions":
             self._generate(body, chat=False)
-        elif path == "/v1/chat/completions":
+        elif path == "/v1/chat/completions" and self.server.chat:
             self._generate(body, chat=True)
         else:
             self._json(404, {"detail": "Not Found"})
