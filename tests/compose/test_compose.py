@@ -225,9 +225,9 @@ def test_dumps_on(render: Renderer, tmp_path: Path) -> None:
     assert server["environment"]["VLLM_DFLASH_DUMP"] == "/dumps"
     assert server["environment"]["VLLM_DFLASH_DUMP_STEPS"] == "32"
     assert volume(server, "/dumps")["source"] == str(dumps)
-    # Off, ./dumps is still mounted (compose has no optional mounts), and nothing is written.
+    # Off, /dev/null is mounted (compose has no optional mounts): no folder is made on the host.
     server = render()["services"]["server"]
-    assert volume(server, "/dumps")["source"] == str(ROOT / "dumps")
+    assert volume(server, "/dumps")["source"] == "/dev/null"
 
 
 def test_overlay_swap(render: Renderer, tmp_path: Path) -> None:
@@ -248,9 +248,10 @@ def test_overlay_swap(render: Renderer, tmp_path: Path) -> None:
 def test_mounts_drafter_and_hf_cache(render: Renderer, pins: Pins) -> None:
     project = render()
     server, drafter = project["services"]["server"], project["services"]["drafter"]
-    assert volume(server, "/drafter")["source"] == str(ROOT / "drafter")
+    folder = str(ROOT / "drafter" / pins.drafter_revision)
+    assert volume(server, "/drafter")["source"] == folder
     assert volume(server, "/drafter")["read_only"] is True
-    assert volume(drafter, "/drafter")["source"] == str(ROOT / "drafter")
+    assert volume(drafter, "/drafter")["source"] == folder
     assert not volume(drafter, "/drafter").get("read_only")
     hf = volume(server, "/root/.cache/huggingface/hub")
     assert hf["source"] == str(render.home / ".cache" / "huggingface" / "hub")
@@ -356,12 +357,68 @@ def compose_variables() -> set[str]:
     return names
 
 
+def env_example_defaults() -> dict[str, str]:
+    """The `# KEY=VALUE` lines of .env.example: each claims to hold the default."""
+    text = (ROOT / ".env.example").read_text()
+    return dict(re.findall(r"^# ([A-Z][A-Z0-9_]*)=(.*)$", text, re.MULTILINE))
+
+
 def test_env_example_documents_every_variable() -> None:
     text = (ROOT / ".env.example").read_text()
-    documented = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]*)=", text, re.MULTILINE))
+    documented = set(env_example_defaults())
+    for names in re.findall(r"^# ((?:[A-Z][A-Z0-9_]*, )*[A-Z][A-Z0-9_]*): ", text, re.MULTILINE):
+        documented |= set(names.split(", "))
     used = compose_variables() | {"HF_ENDPOINT", "HF_HUB_OFFLINE"}
     assert used - documented == set()
     assert documented - used == set()
+
+
+def test_env_example_default_lines_change_nothing(render: Renderer, tmp_path: Path) -> None:
+    """Uncommenting `# KEY=VALUE` lines of .env.example as they stand must render the project
+    exactly as with no .env at all (an example there, such as `VLLM_IMAGE=`, breaks the build)."""
+    defaults = env_example_defaults()
+    assert len(defaults) >= 10, defaults
+    baseline = render()
+
+    def rendered(lines: dict[str, str]) -> dict[str, Any]:
+        dot_env = tmp_path / "dot.env"
+        dot_env.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        return render(env_file=dot_env)
+
+    if rendered(defaults) != baseline:
+        differ = [k for k, v in defaults.items() if rendered({k: v}) != baseline]
+        pytest.fail(f".env.example lines that are not the default: {differ}")
+
+
+def test_folder_knobs_are_folders_of_the_project_never_named_volumes(
+    render: Renderer, pins: Pins
+) -> None:
+    """Short syntax would turn `DRAFTER_DIR=mydrafter` (no ./) into a named volume."""
+    project = render(DRAFTER_DIR="mydrafter", VLLM_DFLASH_DUMP="mydumps", HF_HUB_CACHE="myhub")
+    assert "volumes" not in project  # no named volume anywhere
+    server, drafter = project["services"]["server"], project["services"]["drafter"]
+    for service, target, folder in (
+        (drafter, "/drafter", "mydrafter"),
+        (server, "/drafter", "mydrafter"),
+        (server, "/dumps", "mydumps"),
+        (server, "/root/.cache/huggingface/hub", "myhub"),
+    ):
+        mount = volume(service, target)
+        assert mount["type"] == "bind" and mount["source"] == str(ROOT / folder), mount
+        if not mount.get("read_only"):
+            assert mount["bind"]["create_host_path"] is True, mount
+
+
+def test_the_default_drafter_folder_is_the_one_j0_drafter_fetch_uses(
+    render: Renderer, pins: Pins
+) -> None:
+    """`j0 drafter fetch` on the host (from the checkout) and `docker compose up` share one
+    download of the pinned drafter."""
+    from j0.drafter import fetch as drafter_fetch
+
+    drafter = render()["services"]["drafter"]
+    expected = ROOT / drafter_fetch.default_dir(pins.drafter_revision)
+    assert volume(drafter, "/drafter")["source"] == str(expected)
 
 
 def test_no_pinned_value_is_repeated(pins: Pins) -> None:
