@@ -1,0 +1,92 @@
+"""The `j0` entry point's exit codes, as a shell sees them: `python -m j0 ...` in a subprocess.
+
+64 is a command-line usage error, for every command and subcommand (argparse's own 2 would read
+as "the input lacks what the command checks"); checks that refuse an argument value after
+parsing exit 64 too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from j0 import errors
+from j0.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def j0(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    return subprocess.run(
+        [sys.executable, "-m", "j0", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_usage_code_is_64() -> None:
+    assert errors.USAGE == 64
+    assert "  64  command-line usage error" in errors.EXIT_CODE_TABLE
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--no-such-option",),
+        ("no-such-command",),
+        ("overlay",),
+        ("overlay", "build", "--tool", "nope"),
+        ("overlay", "build", "--base", "a", "--installed"),
+        ("overlay", "verify"),
+        ("drafter", "fetch", "--no-such-option"),
+        ("image", "smoke"),
+        ("selfcheck", "--cases", "many"),
+        ("serve", "--api-key-file"),
+    ],
+)
+def test_argument_errors_exit_64_with_the_usage(args: tuple[str, ...]) -> None:
+    result = j0(*args)
+    assert result.returncode == 64, (args, result.stderr)
+    assert "usage: j0" in result.stderr and "error:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_argument_errors_exit_64_in_process_too() -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["overlay", "build", "--tool", "nope"])
+    assert info.value.code == 64
+
+
+def test_selfcheck_with_no_cases_is_a_usage_error() -> None:
+    result = j0("selfcheck", "--cases", "0")
+    assert result.returncode == 64
+    assert "--cases 0: expected a positive number" in result.stderr
+
+
+def test_serve_without_a_model_is_a_usage_error() -> None:
+    """`j0 serve -- ARGS` with ARGS empty (TARGET_MODEL empty in compose): refused before
+    anything starts."""
+    result = j0("serve", "--dry-run", "--")
+    assert result.returncode == 64
+    assert "no target model" in result.stderr and "TARGET_MODEL" in result.stderr
+
+
+def test_serve_with_an_option_first_and_no_model_option() -> None:
+    result = j0("serve", "--dry-run", "--", "--max-num-seqs", "4")
+    assert result.returncode == 64
+    assert "no target model" in result.stderr
+
+
+def test_a_dir_named_like_another_method_is_a_usage_error(tmp_path: Path) -> None:
+    result = j0("drafter", "fetch", "--dir", str(tmp_path / "eagle3-head"))
+    assert result.returncode == 64
+    assert "vLLM issue 47486" in result.stderr
