@@ -248,14 +248,27 @@ def test_interrupted_build_leaves_no_half_written_file(base_file: Path, tmp_path
     proc.wait()
     assert not out.exists()
     # A SIGKILL leaves the hidden temp file (nothing can clean up after SIGKILL), never OUT.
-    # A SIGINT must clean up after itself.
+    # A SIGINT (Ctrl-C) must clean up after itself and exit 130, j0's code for "interrupted".
     for leftover in tmp_path.glob(".speculator.py.*.tmp"):
         leftover.unlink()
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    while not any(tmp_path.glob(".speculator.py.*.tmp")):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Its own session, and SIGINT at its default whatever the shell that started pytest did
+        # with it (a background job or `nohup` ignores SIGINT, and children inherit that).
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(tmp_path.glob(".speculator.py.*.tmp")):
         time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait() != 0
+    assert any(tmp_path.glob(".speculator.py.*.tmp")), "the build never started writing"
+    os.kill(proc.pid, signal.SIGINT)  # to that process alone, as Ctrl-C would
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "j0: interrupted" in err
     assert not out.exists()
     assert not list(tmp_path.glob(".speculator.py.*.tmp"))
 
