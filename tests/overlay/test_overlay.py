@@ -153,6 +153,23 @@ def test_changed_patch_file_is_refused(pins: Pins, tmp_path: Path) -> None:
         overlay.check_patch_file(dataclasses.replace(pins, patch_file=edited))
 
 
+def test_a_result_other_than_the_pinned_file_is_refused(pins: Pins, base_bytes: bytes) -> None:
+    """The patched result is checked against PATCHED_SHA256 too: with another pinned result
+    (as if the patch tool misbehaved), the right base and the right patch are still refused."""
+    import dataclasses
+
+    from j0.errors import J0Error
+    from j0.overlay import build as overlay
+
+    other = dataclasses.replace(pins, patched_sha256="0" * 64)
+    with pytest.raises(J0Error) as info:
+        overlay.patch_base(base_bytes, "the wheel's file", other)
+    assert str(info.value) == (
+        f"the wheel's file: patched file has sha256 {ARTICLE_SHA}, expected {'0' * 64}"
+    )
+    assert info.value.exit_code == 1
+
+
 def test_existing_output_is_kept_as_orig(base_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "speculator.py"
     out.write_text("my own experiment\n")
