@@ -1,0 +1,111 @@
+"""tests/servers/vllm_server.py speaks vLLM 0.33.0's wire format: every body it sends is parsed by
+vLLM's own pydantic models (the installed wheel, vllm/entrypoints/...) and written back with the
+serialisation options vLLM's servers use, which must give the same bytes (field names, order,
+nulls kept or left out). A chunk recorded from the real engine on an H200 is parsed the same way.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import requests
+
+from servers.vllm_server import VllmStandIn
+
+protocol = pytest.importorskip(
+    "vllm.entrypoints.openai.completion.protocol", reason="vllm==0.33.0 (installed --no-deps)"
+)
+from vllm.entrypoints.generate.base.protocol import SpeculativeDecodingMetrics  # noqa: E402
+from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
+    ChatCompletionResponse,
+    ChatCompletionStreamResponse,
+)
+from vllm.entrypoints.serve.engine.protocol import ModelList  # noqa: E402
+
+# From /work/shared/data/engine-h200/responses-j0-on.json: the real engine's final usage chunk
+# (7 draft tokens, random weights: nothing accepted), per-step arrays cut to three entries.
+REAL_FINAL = (
+    '{"id":"cmpl-b7a339b63b70834a","object":"text_completion","created":1796040069,'
+    '"model":"/models/target","choices":[],"usage":{"prompt_tokens":74,"total_tokens":138,'
+    '"completion_tokens":64,"prompt_tokens_details":{"cached_tokens":0}},'
+    '"system_fingerprint":"vllm-0.33.0-d4517d10","metrics":{"speculative_decoding":'
+    '{"mean_acceptance_length":1.0,"draft_acceptance_rate":0.0,"acceptance_histogram":'
+    '[63,0,0,0,0,0,0,0],"num_spec_steps":63,"num_accepted_draft_tokens":0,"num_draft_tokens":441,'
+    '"num_spec_tokens":7,"per_step_accepted":[0,0,0],"per_step_drafted":[7,7,7]}}}'
+)
+
+
+def events(response: requests.Response) -> list[str]:
+    lines = [x.decode() for x in response.iter_lines() if x]
+    assert all(x.startswith("data: ") for x in lines)
+    assert lines[-1] == "data: [DONE]"
+    return [x[6:] for x in lines[:-1]]
+
+
+def same_after_vllm(model: type, text: str, **dump: bool) -> None:
+    assert model.model_validate_json(text).model_dump_json(**dump) == text
+
+
+def test_real_final_chunk_round_trips() -> None:
+    same_after_vllm(protocol.CompletionStreamResponse, REAL_FINAL, exclude_none=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with VllmStandIn(num_spec_tokens=7, seed=4) as s:
+        yield s
+
+
+def test_completions_stream(server: VllmStandIn) -> None:
+    body = {
+        "prompt": "a b c d " * 40,
+        "max_tokens": 40,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    chunks = events(requests.post(server.url + "/v1/completions", json=body, stream=True))
+    for text in chunks[:-1]:
+        same_after_vllm(protocol.CompletionStreamResponse, text, exclude_unset=True)
+    same_after_vllm(protocol.CompletionStreamResponse, chunks[-1], exclude_none=True)
+    final = json.loads(chunks[-1])
+    spec = SpeculativeDecodingMetrics.model_validate(final["metrics"]["speculative_decoding"])
+    assert spec.per_step_accepted == server.records[-1].per_step_accepted
+    assert final["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert list(final) == list(json.loads(REAL_FINAL))
+
+
+def test_chat_stream_with_continuous_usage(server: VllmStandIn) -> None:
+    body = {
+        "messages": [{"role": "user", "content": "x y " * 30}],
+        "max_tokens": 80,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    chunks = events(requests.post(server.url + "/v1/chat/completions", json=body, stream=True))
+    for text in chunks[:-1]:
+        same_after_vllm(ChatCompletionStreamResponse, text, exclude_unset=True)
+    same_after_vllm(ChatCompletionStreamResponse, chunks[-1], exclude_unset=True, exclude_none=True)
+    reasoning = [json.loads(c)["choices"][0]["delta"].get("reasoning") for c in chunks[1:-1]]
+    assert reasoning[0]  # thinking on by default: the first tokens are reasoning
+
+
+def test_non_streaming_and_models(server: VllmStandIn) -> None:
+    chat = requests.post(
+        server.url + "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "q"}], "max_tokens": 12},
+    ).json()
+    assert ChatCompletionResponse.model_validate(chat).model_dump(mode="json") == chat
+    done = requests.post(server.url + "/v1/completions", json={"prompt": "q", "max_tokens": 9})
+    completion = done.json()
+    parsed = protocol.CompletionResponse.model_validate(completion)
+    assert parsed.model_dump(mode="json") == completion
+    assert list(parsed.model_dump()) == list(completion)
+    models = requests.get(server.url + "/v1/models").json()
+    assert (
+        ModelList.model_validate(models).model_dump(mode="json")["data"][0]["max_model_len"]
+        == server.max_model_len
+    )
+    missing = requests.post(server.url + "/v1/completions", json={"model": "nope", "prompt": "q"})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["message"] == "The model `nope` does not exist."
