@@ -155,7 +155,7 @@ def test_one_indexed_job_with_vllm_as_a_native_sidecar(pins: Pins) -> None:
     assert sidecar["startupProbe"]["httpGet"]["path"] == "/v1/models"
     probe = sidecar["startupProbe"]
     assert probe["periodSeconds"] * probe["failureThreshold"] >= 1800  # a 27B load
-    assert sidecar["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert sidecar["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     (bench,) = pod["containers"]
     env = {e["name"]: e["value"] for e in bench["env"]}
     assert env["J0_SERVER_URL"] == "http://127.0.0.1:8000"
@@ -293,7 +293,7 @@ def test_serving_deployment_runs_composes_default_server(pins: Pins, tmp_path: P
     env = {e["name"]: e["value"] for e in container["env"]}
     for name in ("VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS", "HF_HOME"):
         assert env[name] == server["environment"][name], name
-    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["startupProbe"]["httpGet"]["path"] == "/v1/models"
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     (init,) = pod["initContainers"]

@@ -175,9 +175,10 @@ def _server_mounts() -> list[dict[str, Any]]:
 
 
 def _server_resources(gpus: int) -> dict[str, Any]:
+    # Quantities are strings in the API (the kubernetes client refuses a bare number).
     return {
-        "requests": {"cpu": "8", "memory": "64Gi", GPU: gpus},
-        "limits": {GPU: gpus},
+        "requests": {"cpu": "8", "memory": "64Gi", GPU: str(gpus)},
+        "limits": {GPU: str(gpus)},
     }
 
 

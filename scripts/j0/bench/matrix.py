@@ -163,7 +163,10 @@ def _k8s(
         image=os.environ.get("J0_IMAGE") or default_image(pins),
         namespace=getattr(args, "namespace", None),
     )
+    # One watch of the Job's pods lasts this long before the Job's status is read again.
+    window = os.environ.get("J0_K8S_WATCH_S", "")
     backend = K8sBackend(pins, knobs, record.out, options, gpus or plan.completions, say)
+    backend.window_s = int(window) if window.isdigit() and int(window) > 0 else 10
     manifests = backend.render(plan)
     path = write_manifests(record.out, manifests, plan)
     for run in record.runs:

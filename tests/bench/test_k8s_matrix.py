@@ -1,0 +1,330 @@
+"""`j0 bench matrix --backend k8s`, without a cluster: the real `kubernetes` Python client against
+tests/servers/k8s_api.py, a small stand-in of the Kubernetes API of ours on 127.0.0.1 (create the
+PVC, ConfigMap and Jobs, watch and list pods, read logs).
+
+The stand-in's kubelet is this module's: for each pod of the Indexed Job it runs the containers'
+rendered commands as local processes, as a node would run them: the sidecar
+(`python3 -m j0.bench.k8s_pod serve`, which execs `j0 serve -- ARGS`; here `j0` is
+tests/bench/matrix_bin/vllm, which starts our vLLM stand-in tests/servers/vllm_server.py with the
+setting the arguments and switches name), its startup probe, then the main container
+(`python3 -m j0.bench.k8s_pod bench`: the real `j0 bench run` on the index's shard), with the
+ConfigMap and the PVC as local folders. So sharding, the result's trip through the pod log and the
+collection into the results folder are tested on the stand-in server, and each collected request
+is compared with what the stand-in that served it did.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from j0.bench import k8s_pod
+from j0.cli import main as j0_main
+from j0.errors import J0Error
+from servers.k8s_api import INDEX, K8sApiStandIn, PodResult
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN_BIN = ROOT / "tests" / "bench" / "matrix_bin" / "vllm"
+VLLM_SERVER = ROOT / "tests" / "servers" / "vllm_server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+    except (urllib.error.URLError, OSError):
+        return 0, b""
+
+
+@dataclass
+class Node:
+    """The kubelet of the stand-in cluster: runs each pod's containers here (see the docstring)."""
+
+    api: K8sApiStandIn
+    work: Path
+    fail_first: set[int] = field(default_factory=set)  # indexes whose first pod fails
+    fail_always: set[int] = field(default_factory=set)
+    attempts: dict[int, int] = field(default_factory=dict)
+    truth: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # pod -> server records
+    pods_seen: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def pvc(self) -> Path:
+        return self.work / "pvc"
+
+    def __call__(self, pod: dict[str, Any]) -> PodResult:
+        labels = pod["metadata"]["labels"]
+        with self.lock:
+            self.pods_seen.append(pod)
+        if INDEX not in labels:  # the prepare Job: drafter fetch and target prefetch
+            names = [c["name"] for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]]
+            return PodResult(0, {n: f"{n}: done (stand-in kubelet)\n" for n in names})
+        index = int(labels[INDEX])
+        with self.lock:
+            attempt = self.attempts[index] = self.attempts.get(index, 0) + 1
+        if index in self.fail_always or (index in self.fail_first and attempt == 1):
+            note = f"stand-in kubelet: attempt {attempt} of index {index} fails\n"
+            return PodResult(137, {"bench": note, "vllm": note})
+        return self.run(pod, index)
+
+    def mounts(self, pod: dict[str, Any]) -> dict[str, Path]:
+        """The pod's volumes as folders: the ConfigMap written out, the PVC's subPaths."""
+        name = pod["metadata"]["name"]
+        plan_dir = self.work / "pods" / name / "plan"
+        plan_dir.mkdir(parents=True)
+        (volume,) = [v for v in pod["spec"]["volumes"] if "configMap" in v]
+        ns = pod["metadata"]["namespace"]
+        config_map = self.api.get("configmaps", ns, volume["configMap"]["name"])
+        for key, text in config_map.get("data", {}).items():
+            (plan_dir / key).write_text(text)
+        for key, data in config_map.get("binaryData", {}).items():
+            (plan_dir / key).write_bytes(base64.b64decode(data))
+        (self.pvc / "results").mkdir(parents=True, exist_ok=True)
+        return {"/plan": plan_dir, "/results": self.pvc / "results"}
+
+    def env(self, container: dict[str, Any], mounts: dict[str, Path], index: int) -> dict[str, str]:
+        env = dict(os.environ)
+        for item in container.get("env", []):
+            value = item["value"]
+            for mount, local in mounts.items():
+                if value == mount or value.startswith(mount + "/"):
+                    value = str(local) + value[len(mount) :]
+            env[item["name"]] = value
+        env["JOB_COMPLETION_INDEX"] = str(index)  # Kubernetes sets it in Indexed Jobs' pods
+        return env
+
+    def command(self, container: dict[str, Any]) -> list[str]:
+        argv = [*container["command"], *container.get("args", [])]
+        return [sys.executable if argv[0] == "python3" else argv[0], *argv[1:]]
+
+    def run(self, pod: dict[str, Any], index: int) -> PodResult:
+        name = pod["metadata"]["name"]
+        mounts = self.mounts(pod)
+        (sidecar,) = pod["spec"]["initContainers"]
+        (bench,) = pod["spec"]["containers"]
+        assert sidecar["restartPolicy"] == "Always"
+        bindir = self.work / "pods" / name / "bin"
+        bindir.mkdir()
+        (bindir / "j0").symlink_to(STANDIN_BIN)
+        port = free_port()
+        env = self.env(sidecar, mounts, index)
+        env.update(
+            PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}",
+            J0_STANDIN_PORT=str(port),
+            J0_STANDIN_SERVER=str(VLLM_SERVER),
+        )
+        server = subprocess.Popen(
+            self.command(sidecar), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        try:
+            probe = sidecar["startupProbe"]["httpGet"]["path"]
+            deadline = time.monotonic() + 30
+            while get(f"http://127.0.0.1:{port}{probe}")[0] != 200:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    out = server.communicate(timeout=10)[0] if server.poll() is not None else ""
+                    return PodResult(1, {"vllm": out, "bench": ""})
+                time.sleep(0.05)
+            env = self.env(bench, mounts, index)
+            env["J0_SERVER_URL"] = f"http://127.0.0.1:{port}"  # the pod's localhost:8000
+            done = subprocess.run(
+                self.command(bench), env=env, capture_output=True, text=True, timeout=120
+            )
+            status, body = get(f"http://127.0.0.1:{port}/_standin/record")
+            if status == 200:
+                self.truth[name] = json.loads(body)["requests"]
+        finally:
+            server.terminate()  # the kubelet stops the sidecar once the main container ended
+            sidecar_log = server.communicate(timeout=10)[0]
+        return PodResult(done.returncode, {"vllm": sidecar_log, "bench": done.stdout + done.stderr})
+
+
+@pytest.fixture
+def cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[K8sApiStandIn, Node]]:
+    api = K8sApiStandIn(token="t0ken-for-the-stand-in")
+    node = Node(api, tmp_path / "node")
+    api.kubelet = node
+    api.start()
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps(api.kubeconfig(namespace="j0-bench")))
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    monkeypatch.setenv("J0_K8S_WATCH_S", "1")
+    monkeypatch.setenv("J0_IMAGE", "registry.example/j0/vllm-openai:test")
+    try:
+        yield api, node
+    finally:
+        api.stop()
+
+
+def matrix(out: Path, *extra: str) -> int:
+    return j0_main(
+        ["bench", "matrix", "--backend", "k8s", "--out", str(out), "--dataset", "synthetic:40,80",
+         "--requests", "5", "--max-tokens", "24", *extra]
+    )  # fmt: skip
+
+
+def load(path: Path) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(path.read_text())
+    return value
+
+
+def test_sharded_matrix_on_the_stand_in_cluster(
+    cluster: tuple[K8sApiStandIn, Node], tmp_path: Path
+) -> None:
+    api, node = cluster
+    node.fail_first = {3}  # k15-j0-on shard 1: its first pod fails, the retry keeps the index
+    out = tmp_path / "out"
+    assert matrix(out, "--shards", "2", "--gpus", "3") == 0
+
+    record = load(out / "matrix.json")
+    assert record["backend"] == "k8s" and record["shards"] == 2
+    assert record["prefix_caching"] is False and "off" in record["prefix_caching_note"]
+    assert record["k8s"]["namespace"] == "j0-bench"  # the kubeconfig context's
+    assert record["k8s"]["job_outcome"] == "Complete"
+    prompts = [json.loads(x) for x in (out / "prompts.jsonl").read_text().splitlines()]
+    assert len(prompts) == 5
+    names = [s["name"] for s in record["settings"]]
+    assert names == ["k15-j0-off", "k15-j0-on", "k7-j0-off", "k7-j0-on"]
+
+    # What was created, through the real client: PVC, ConfigMap, prepare Job, then the Job.
+    posts = [path.rsplit("/", 1)[-1] for method, path in api.requests if method == "POST"]
+    assert posts == ["persistentvolumeclaims", "configmaps", "jobs", "jobs"]
+    job = api.get("jobs", "j0-bench", record["k8s"]["job"])
+    assert job["spec"]["completions"] == 8 and job["spec"]["parallelism"] == 3
+
+    pods = {p["metadata"]["name"]: p for p in node.pods_seen}
+    acceptance: dict[str, float] = {}
+    for setting in record["settings"]:
+        name = setting["name"]
+        assert setting["status"] == "ok", setting
+        assert setting["results"] == [
+            f"{name}/result-shard-00.json",
+            f"{name}/result-shard-01.json",
+        ]
+        served: list[str] = []
+        for shard in setting["shards"]:
+            result = load(out / shard["result"])
+            assert result["complete"] is True
+            # Each request whole, in the shard it was sent to, as the stand-in served it.
+            truth = node.truth[shard["pod"]]
+            assert len(result["requests"]) == len(truth) == len(shard["prompt_positions"])
+            for entry, did in zip(result["requests"], truth, strict=True):
+                assert entry["per_step_accepted"] == did["per_step_accepted"]
+                assert entry["output_tokens"] == did["output_tokens"]
+            served += [entry["prompt_id"] for entry in result["requests"]]
+            pod = pods[shard["pod"]]
+            assert pod["metadata"]["labels"][INDEX] == str(shard["index"])
+            n = len(result["per_position_acceptance"])
+            assert n == setting["num_speculative_tokens"], (name, n)
+            acceptance[name] = max(acceptance.get(name, 0.0), result["acceptance_length"])
+        # The shards together ran every prompt exactly once.
+        assert sorted(served) == sorted(p["id"] for p in prompts)
+        log = (out / name / "server.log").read_text()
+        assert log.count("===== shard ") == 2
+        standin = [x for x in log.splitlines() if x.startswith("j0-matrix-standin: ")]
+        seen = json.loads(standin[0].removeprefix("j0-matrix-standin: "))
+        assert seen["num_speculative_tokens"] == setting["num_speculative_tokens"]
+        assert seen["j0"] is setting["j0"]
+        assert seen["pythonpath"] is None  # the sidecar hands no PYTHONPATH of ours to `j0`
+        assert "j0-result-begin" not in (out / name / "bench-shard-00.log").read_text()
+    retried = record["settings"][1]["shards"][1]
+    assert retried["index"] == 3 and retried["attempts"] == 2 and retried["status"] == "ok"
+    # The stand-in accepts more with J0 on (0.9 vs 0.6): the switch reached each server.
+    assert acceptance["k15-j0-on"] > acceptance["k15-j0-off"]
+    assert acceptance["k7-j0-on"] > acceptance["k7-j0-off"]
+    # The results are on the "PVC" too, under the run's name.
+    run = record["k8s"]["run"]
+    on_pvc = sorted(p.relative_to(node.pvc) for p in (node.pvc / "results" / run).rglob("*.json"))
+    assert len(on_pvc) == 8
+
+
+def test_a_failing_index_fails_its_setting_only(
+    cluster: tuple[K8sApiStandIn, Node], tmp_path: Path
+) -> None:
+    _, node = cluster
+    node.fail_always = {0}
+    out = tmp_path / "out"
+    assert matrix(out, "--tokens", "7") == 1
+    record = load(out / "matrix.json")
+    off, on = record["settings"]
+    assert off["status"] == "failed" and "exited 137" in off["error"]
+    assert off["shards"][0]["attempts"] == 2  # backoffLimitPerIndex: one retry
+    assert on["status"] == "ok" and on["results"] == ["k7-j0-on/result-shard-00.json"]
+    assert record["k8s"]["job_outcome"] == "Failed" and record["k8s"]["failed_indexes"] == "0"
+
+
+def test_dry_run_renders_and_contacts_no_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    out = tmp_path / "out"
+    assert matrix(out, "--dry-run", "--gpus", "8", "--namespace", "research") == 0
+    record = load(out / "matrix.json")
+    assert {s["status"] for s in record["settings"]} == {"rendered"}
+    assert record["shards"] == 2  # 8 GPUs over 4 settings
+    text = (out / "k8s" / "matrix.yaml").read_text()
+    assert "kind: Job" in text and "namespace: research" in text
+    done = subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", "--no-warn", "-k", "1.29.0",
+         str(out / "k8s" / "matrix.yaml")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = json.loads((out / "k8s" / "plan.json").read_text())
+    assert len(plan["indexes"]) == 8
+
+
+def test_no_cluster_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert matrix(tmp_path / "out", "--tokens", "7", "--j0", "on") == 2
+    assert "set KUBECONFIG" in capsys.readouterr().err
+
+
+def test_result_blocks_survive_the_log_and_catch_damage() -> None:
+    data = json.dumps({"acceptance_length": 3.25, "requests": list(range(500))}).encode()
+    block = k8s_pod.encode_block("k7-j0-on/result-shard-01.json", data)
+    log = "j0 bench run output\n" + block + "more output\n"
+    assert k8s_pod.decode_blocks(log) == {"k7-j0-on/result-shard-01.json": data}
+    lines = block.splitlines()
+    assert len(lines) > 4
+    middle = len(lines) // 2  # inside the deflate stream, past gzip's unchecked header fields
+    body = lines[middle]
+    lines[middle] = body[:30] + ("A" if body[30] != "A" else "B") + body[31:]
+    with pytest.raises(J0Error, match="result block"):
+        k8s_pod.decode_blocks("\n".join(lines) + "\n")
+    lines[middle] = body
+    # A block cut short (the log ended) is not a result.
+    assert k8s_pod.decode_blocks("\n".join(lines[:-1])) == {}
+
+
+def test_stand_in_requires_the_kubeconfig_token(cluster: tuple[K8sApiStandIn, Node]) -> None:
+    api, _ = cluster
+    assert get(f"{api.url}/api/v1/namespaces/x/pods")[0] == 401
