@@ -118,15 +118,18 @@ FIND_VLLM_DIR = (
 
 
 def from_image(image: str, pins: Pins) -> BaseFile:
-    """Read speculator.py out of a local Docker image (docker-py); its Python finds vLLM."""
+    """Read speculator.py out of a Docker image (docker-py; pulled first when absent); its own
+    python3 finds vLLM."""
     from j0.optional import require
 
     docker = require("docker", "j0 overlay build --from-image")  # heavy and optional
     from docker.errors import DockerException
 
+    from j0.pull import ensure_image
+
     try:
         client = docker.from_env()
-        client.images.get(image)
+        ensure_image(client, image, log=lambda *a, **k: print(*a, **k, file=sys.stderr))
         output = client.containers.run(
             image, ["-c", FIND_VLLM_DIR], entrypoint="python3", network_mode="none", remove=True
         )

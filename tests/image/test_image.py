@@ -549,19 +549,3 @@ def test_overlay_build_from_the_standin_image(standins: dict[str, str], tmp_path
     out = tmp_path / "speculator.py"
     assert main(["overlay", "build", "--from-image", standins["a"], "-o", str(out)]) == 0
     assert sha(out.read_bytes()) == ARTICLE_SHA
-
-
-@pytest.mark.docker
-def test_image_build_names_a_base_it_cannot_get(
-    pins: Pins, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """No registry is reachable in CI (and the name exists nowhere): the pull fails, loudly."""
-    from conftest import require_docker
-
-    require_docker()
-    missing = "j0-test/no-such-base:1"
-    assert main(["image", "build", "--base", missing, "--no-pull"]) == 1
-    assert f"base image {missing} is not present" in capsys.readouterr().err
-    assert main(["image", "build", "--base", missing, "--tag", "j0-test/never:1"]) == 1
-    err = capsys.readouterr().err
-    assert f"cannot pull the base image {missing}" in err and pins.vllm_image_fallback in err

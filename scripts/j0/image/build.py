@@ -21,6 +21,7 @@ from j0.errors import J0Error
 from j0.image.build_step import PIN_LABELS, engine_warning
 from j0.optional import require
 from j0.pins import Pins, load_pins
+from j0.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
 from j0.vllm_version import VllmVersion
 
 DOCKERFILE = "docker/Dockerfile"
@@ -66,31 +67,37 @@ def _revision(root: Path) -> str:
     return head
 
 
-def _ensure_base(client: Any, base: str, pull: bool, fallback: str) -> Any:
-    from docker.errors import APIError, ImageNotFound
+def pull_advice(error: PullError, base: str, fallback: str) -> str:
+    """What to do about a base image that cannot be pulled, by the cause of the failure."""
+    if error.cause == UNREACHABLE:
+        same = registry_of(fallback) == registry_of(base)
+        return (
+            "Check the network, DNS or proxy of the Docker engine (`docker pull` shows its view)"
+            + (
+                f"; the fallback {fallback} is on the same registry and cannot be pulled either"
+                if same
+                else f", or try --base {fallback}"
+            )
+            + ". An image brought in another way (`docker load`) builds with --no-pull"
+        )
+    if error.cause == NOT_FOUND and base != fallback:
+        return (
+            f"Per-commit nightly tags are deleted after a while: try --base {fallback} "
+            "(VLLM_IMAGE_FALLBACK in overlay/pins.env, byte-identical speculator.py) or a "
+            "repo:tag@sha256:... digest you have"
+        )
+    if error.cause == NOT_FOUND:
+        return "Use a repo:tag@sha256:... digest you have, or an image present here (--no-pull)"
+    if error.cause == DENIED:
+        return "Log in to that registry (`docker login`) or use an image you may pull"
+    return f"Try --base {fallback} (VLLM_IMAGE_FALLBACK in overlay/pins.env) or --no-pull"
 
+
+def _ensure_base(client: Any, base: str, pull: bool, fallback: str) -> Any:
     try:
-        return client.images.get(base)
-    except ImageNotFound:
-        if not pull:
-            raise J0Error(f"base image {base} is not present and --no-pull was given") from None
-    print(f"==> pulling {base}", flush=True)
-    try:
-        seen: dict[str, str] = {}  # layer id -> its last status: one line per change, not per chunk
-        for event in client.api.pull(base, stream=True, decode=True):
-            layer, status = str(event.get("id", "")), str(event.get("status", ""))
-            if status and seen.get(layer) != status:
-                seen[layer] = status
-                print(f"    {layer + ': ' if layer else ''}{status}", flush=True)
-            if "error" in event:
-                raise J0Error(f"pulling {base}: {event['error']}")
-        return client.images.get(base)
-    except (APIError, ImageNotFound) as exc:
-        raise J0Error(
-            f"cannot pull the base image {base}: {exc}. Per-commit nightly tags are deleted after "
-            f"a while: try --base {fallback} (VLLM_IMAGE_FALLBACK in overlay/pins.env, "
-            "byte-identical speculator.py) or a repo:tag@sha256:... digest you have"
-        ) from exc
+        return ensure_image(client, base, pull, what="base image")
+    except PullError as exc:
+        raise J0Error(f"{exc}. {pull_advice(exc, base, fallback)}") from None
 
 
 def _repo_digest(image: Any, base: str) -> str:

@@ -52,7 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     source.add_argument(
         "--from-wheel", action="store_true", help="the pinned vllm wheel from PyPI (the default)"
     )
-    source.add_argument("--from-image", metavar="IMAGE", help="a local Docker image (docker-py)")
+    source.add_argument(
+        "--from-image",
+        metavar="IMAGE",
+        help="a Docker image, pulled first when absent (docker-py; its python3 finds vLLM)",
+    )
     build.add_argument(
         "-o",
         "--output",
