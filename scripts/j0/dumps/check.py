@@ -508,6 +508,16 @@ class Checker:
         report.verified = int(matches[slot])
         report.mismatched = int(misses[slot])
         report.unverifiable = report.draws - report.verified - report.mismatched
+        if report.mismatched:
+            self.add(
+                FAIL,
+                "j0-draw",
+                queries[0].step,
+                f"no request slot in 0..{self.max_slots - 1} makes the J0 draws of {req.label()} "
+                f"follow the rule; the closest, slot {slot}, explains {report.verified} of "
+                f"{report.verified + report.mismatched} checkable draws (failures below use it)",
+                request=req.number,
+            )
         stale = self.slot_history.get(slot) if len(tied) == 1 else None
         writers = self.slot_writer.get(slot)
         stale_from: Counter[int] = Counter()

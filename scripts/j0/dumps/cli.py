@@ -159,7 +159,9 @@ def _console():  # type: ignore[no-untyped-def]
 
     rich_console = optional.require("rich.console", "j0 dumps", "dumps")
     # Piped output (logs, CI) gets 120 columns rather than rich's 80, so tables stay whole.
-    return rich_console.Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    # Findings are printed whole (soft wrap): one line each, for grep and logs.
+    width = None if sys.stdout.isatty() else 120
+    return rich_console.Console(highlight=False, width=width, soft_wrap=True)
 
 
 def _need_torch() -> None:

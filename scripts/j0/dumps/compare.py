@@ -273,9 +273,10 @@ def compare_dirs(a: Path, b: Path, rtol: float = DEFAULT_RTOL) -> CompareReport:
 
 
 def render(report: CompareReport, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    console.print(f"[bold]A[/bold] {report.a}\n[bold]B[/bold] {report.b}", highlight=False)
+    console.print(f"[bold]A[/bold] {escape(report.a)}\n[bold]B[/bold] {escape(report.b)}")
     n_pairs = len(report.pairs)
 
     def count(attr: str) -> str:
@@ -316,11 +317,11 @@ def render(report: CompareReport, console: Any) -> None:
         agree.add_row("draft tokens", "", *(f"{x:.0%}" for x in report.draft_agreement))
         console.print(agree)
     for d in report.differences[:SHOW_DIFFERENCES]:
-        console.print(f"[red]DIFF[/red] {d.text()}", highlight=False)
+        console.print(f"[red]DIFF[/red] {escape(d.text())}")
     if len(report.differences) > SHOW_DIFFERENCES:
         console.print(f"... and {len(report.differences) - SHOW_DIFFERENCES} more (--json)")
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {escape(note)}")
     style = {"SAME": "bold green", "DIFFERENT": "bold red"}.get(report.verdict, "bold yellow")
     console.print(
         f"[{style}]{report.verdict}[/{style}]: {n_pairs} paired steps, "

@@ -112,10 +112,11 @@ def _pattern(key: str, layout: str, step: load.Step) -> str:
 
 
 def render(summary: Summary, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     console.print(
-        f"[bold]{summary.root}[/bold]: {summary.steps} steps, J0 {summary.j0}, "
+        f"[bold]{escape(summary.root)}[/bold]: {summary.steps} steps, J0 {summary.j0}, "
         f"{summary.num_spec if summary.num_spec is not None else '?'} draft tokens per step, "
         f"{len(summary.requests)} request(s)"
     )
@@ -139,7 +140,7 @@ def render(summary: Summary, console: Any) -> None:
     console.print(table)
     for r in summary.requests:
         if r.note:
-            console.print(f"request {r.number}: {r.note}")
+            console.print(f"request {r.number}: {escape(r.note)}")
     tensors = Table(title="tensors (T: the step's target tokens)", title_justify="left")
     tensors.add_column("key")
     tensors.add_column("dtype [shape]")
@@ -156,7 +157,7 @@ def render(summary: Summary, console: Any) -> None:
             f"[red]missing step numbers[/red]: {', '.join(map(str, summary.missing[:20]))}"
         )
     for name, why in summary.problems[:20]:
-        console.print(f"[red]not a dump[/red] {name}: {why}")
+        console.print(f"[red]not a dump[/red] {escape(name)}: {escape(why)}")
 
 
 def to_json(summary: Summary) -> dict[str, Any]:
