@@ -275,9 +275,9 @@ def test_matrix_server_arguments_equal_composes(
     from j0.bench.matrix_compose import prefix_caching_of
 
     assert prefix_caching_of(server["command"], server["environment"]) == setting.prefix_caching
+    assert set(env) >= {"VLLM_DFLASH_CTX_NOISE", "ENABLE_PREFIX_CACHING"}
     for name, value in env.items():
-        if name.startswith("VLLM_"):
-            assert server["environment"][name] == value, name
+        assert server["environment"][name] == value, name
 
 
 def test_serving_deployment_runs_composes_default_server(pins: Pins, tmp_path: Path) -> None:
@@ -291,7 +291,9 @@ def test_serving_deployment_runs_composes_default_server(pins: Pins, tmp_path: P
     assert container["command"] == server["entrypoint"]
     assert container["args"] == server["command"]
     env = {e["name"]: e["value"] for e in container["env"]}
-    for name in ("VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS", "HF_HOME"):
+    names = ("VLLM_DFLASH_CTX_NOISE", "ENABLE_PREFIX_CACHING", "VLLM_DFLASH_DUMP",
+             "VLLM_DFLASH_DUMP_STEPS", "HF_HOME")  # fmt: skip
+    for name in names:
         assert env[name] == server["environment"][name], name
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["startupProbe"]["httpGet"]["path"] == "/v1/models"

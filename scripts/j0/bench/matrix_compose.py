@@ -97,8 +97,12 @@ def rendered_setting(project: dict[str, Any]) -> tuple[Setting, list[str], dict[
 
 
 def prefix_caching_of(command: list[str], environment: Mapping[str, str]) -> bool:
-    """Prefix caching as the server will run it: the last --(no-)enable-prefix-caching flag, else
-    vLLM's default (on)."""
+    """Prefix caching as the server will run it, decided as `j0 serve` does: ENABLE_PREFIX_CACHING
+    (1 or 0) where set, else the last --(no-)enable-prefix-caching flag, else vLLM's default
+    (on)."""
+    knob = (environment.get("ENABLE_PREFIX_CACHING") or "").strip()
+    if knob in ("0", "1"):
+        return knob == "1"
     state = True
     for arg in command:
         if arg == "--enable-prefix-caching":

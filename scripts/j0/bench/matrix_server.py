@@ -58,15 +58,22 @@ def server_args(
         knobs.kv_cache_dtype,
         "--gpu-memory-utilization",
         knobs.gpu_memory_utilization,
+        # What `j0 bench run` reads: per-step acceptance and cached prompt tokens per request.
+        "--per-request-spec-decode-metrics",
+        "detailed",
+        "--enable-prompt-tokens-details",
         "--port",
         str(SERVER_PORT),
     ]
 
 
 def server_env(setting: Setting) -> dict[str, str]:
-    """The server container's J0 switches for `setting` (compose.serve.yaml's environment)."""
+    """The server container's switches for `setting` (compose.serve.yaml's environment);
+    `j0 serve` turns ENABLE_PREFIX_CACHING into --enable-prefix-caching or
+    --no-enable-prefix-caching."""
     return {
         "VLLM_DFLASH_CTX_NOISE": "1" if setting.j0 else "0",
+        "ENABLE_PREFIX_CACHING": "1" if setting.prefix_caching else "0",
         "VLLM_DFLASH_DUMP": "",
         "VLLM_DFLASH_DUMP_STEPS": "0",
         "HF_HOME": HF_HOME,
