@@ -8,6 +8,7 @@ INPUT_LACKS = 2
 VERIFY_BASE = 3
 VERIFY_OTHER = 4
 USAGE = 64
+UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: what the command needs is not here
 
 EXIT_CODE_TABLE = """\
 exit codes (all commands):
@@ -17,6 +18,7 @@ exit codes (all commands):
   3   overlay verify: the file is the unpatched base
   4   overlay verify: the file is neither the article's file nor the base
   64  command-line usage error
+  69  what the command needs is not installed or not here (a package, a GPU; named)
 """
 
 

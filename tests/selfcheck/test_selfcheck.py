@@ -173,6 +173,7 @@ def test_article_passes_on_cpu(article_file: Path) -> None:
     code, out, seconds = _cli("--speculator", str(article_file), "--device", "cpu")
     assert code == 0, out[-4000:]
     assert "PASS" in out and "J0 matches the reference" in out
+    assert "Failed to import from vllm._C" not in out  # vLLM's noise, unrelated to the check
     print(f"j0 selfcheck (default battery, cpu) took {seconds:.1f} s")
 
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from j0.errors import EXIT_CODE_TABLE, J0Error
+from j0.errors import EXIT_CODE_TABLE, UNAVAILABLE, J0Error
 from j0.pins import load_pins
 from j0.selfcheck import kernels as selfcheck
 
@@ -30,6 +30,8 @@ independent reference written from the seed's text (j0/reference.py, j0/philox.p
 Exit 0: J0 matches. Exit 1: J0 is there but deviates; the first mismatch is printed (case, step,
 request, slot, expected and actual token) with a command that replays that case alone; a file
 that does not import is also 1. Exit 2: the file has no J0 (e.g. vLLM's unpatched file).
+Exit 69: the check cannot run here: this Python lacks numpy, torch, triton or vllm (named), or
+--device cuda finds no CUDA device.
 
 Without a GPU (--device cpu, or auto on a machine without one) the kernels run in Triton's
 interpreter: the check sets TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES= itself, in a child
@@ -84,6 +86,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
     )
     parser.set_defaults(func=run)
+
+
+# What the check's process imports, and how to get each (vLLM without its GPU dependencies).
+NEEDED = {
+    "numpy": "pip install numpy",
+    "torch": "pip install torch",
+    "triton": "pip install triton",
+    "vllm": "pip install --no-deps vllm==0.33.0 (the module only; `scripts/test` sets this up)",
+}
+
+
+def check_installed(python: str = sys.executable) -> None:
+    """Refuse, before starting the check, a Python that lacks what the check imports: a raw
+    ModuleNotFoundError and exit 1 would read as "J0 deviates"."""
+    from j0.optional import available
+
+    missing = [name for name in NEEDED if not available(name)]
+    if missing:
+        how = "; ".join(NEEDED[name] for name in missing)
+        raise J0Error(
+            f"j0 selfcheck imports {', '.join(NEEDED)} to run the kernels, and {python} lacks "
+            f"{', '.join(missing)}: {how}. Nothing was checked",
+            UNAVAILABLE,
+        )
 
 
 def _gpu_present() -> bool:
@@ -143,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if code != selfcheck.OK:
         print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)
         return code
+    check_installed()
     device = args.device
     if device == "auto":
         device = "cuda" if _gpu_present() else "cpu"
@@ -153,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
         print("j0 selfcheck: no usable CUDA device; running on the CPU instead", flush=True)
         rc = _run_worker(args, path, "cpu")
     if rc == selfcheck.NO_CUDA:
-        raise J0Error("--device cuda: torch sees no CUDA device here", exit_code=1)
+        raise J0Error(
+            "--device cuda: torch sees no CUDA device here; nothing was checked (--device cpu "
+            "runs the same check in Triton's interpreter)",
+            UNAVAILABLE,
+        )
     if rc < 0:
         raise J0Error(
             f"{path}: the check's process died of signal {-rc} while running the kernels "

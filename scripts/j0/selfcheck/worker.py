@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -32,6 +33,24 @@ from j0.selfcheck.kernels import (
     load_speculator,
     static_check,
 )
+
+# vLLM's platform code logs this where its compiled extension is absent (the wheel installed
+# without its GPU build, as here: vllm/platforms/interface.py, import_kernels). On the CPU the check
+# runs the speculator's Triton kernels in the interpreter and never calls vllm._C, so the line is
+# noise printed before every result; it is dropped there, and only there.
+C_EXTENSION_NOISE = "Failed to import from vllm._C"
+PLATFORM_LOGGERS = ("vllm.platforms.interface", "vllm.platforms.cpu", "vllm.platforms.cuda")
+
+
+class _DropCExtensionNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(C_EXTENSION_NOISE)
+
+
+def quiet_c_extension_warning() -> None:
+    for name in PLATFORM_LOGGERS:
+        logging.getLogger(name).addFilter(_DropCExtensionNoise())
+
 
 # --- The whole check ---------------------------------------------------------------------------
 
@@ -180,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         if not torch.cuda.is_available():
             print("j0 selfcheck: --device cuda but torch sees no CUDA device", file=sys.stderr)
             return NO_CUDA
+    if args.device == "cpu":
+        quiet_c_extension_warning()
     from j0.pins import load_pins
 
     j0_seed = load_pins().j0_seed
