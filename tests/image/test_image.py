@@ -266,6 +266,41 @@ def test_build_step_refuses_label_args_that_disagree_with_the_pins(
     assert "build arg PATCHED_SHA256=000" in result.stderr and ARTICLE_SHA in result.stderr
 
 
+def expected_files_sha256(home: Path) -> str:
+    """The j0 files' hash, computed here from the tree: `relpath NUL sha256` lines, sorted."""
+    files = [p for p in (home / "scripts" / "j0").rglob("*.py") if "__pycache__" not in p.parts]
+    files += [home / "overlay" / "pins.env", home / "overlay" / "jetspec-j0.patch"]
+    lines = sorted(f"{p.relative_to(home).as_posix()}\0{sha(p.read_bytes())}\n" for p in files)
+    return sha("".join(lines).encode())
+
+
+def test_build_step_says_which_provenance_args_it_was_not_given(
+    step_tree: dict[str, Path],
+) -> None:
+    """What `docker compose up` builds: no revision, source, date or digest is passed. The
+    manifest lists them, takes the digest from a digest-form base, and names the j0 files."""
+    digest = "sha256:" + "ab" * 32
+    result = run_step(step_tree, "--base-image", f"stand/in:1@{digest}")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["base_image_digest"] == digest
+    assert manifest["not_given"] == ["J0_REVISION", "J0_SOURCE", "BUILD_DATE"]
+    assert "note: build args J0_REVISION, J0_SOURCE, BUILD_DATE not given" in result.stdout
+    assert manifest["j0_files_sha256"] == expected_files_sha256(step_tree["home"])
+    assert manifest["built_at"]
+
+
+def test_build_step_records_what_j0_image_build_passes(step_tree: dict[str, Path]) -> None:
+    args = ["--revision", "abc123", "--source", "https://example/j0.git"]
+    args += ["--created", "2026-11-30T00:00:00+00:00", "--base-image-digest", "sha256:" + "1" * 64]
+    result = run_step(step_tree, *args)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert manifest["not_given"] == []
+    assert manifest["j0_revision"] == "abc123" and manifest["j0_source"] == "https://example/j0.git"
+    assert "note: build args" not in result.stdout
+
+
 def test_image_identity_of_this_python(capsys: pytest.CaptureFixture[str]) -> None:
     """The test environment's vLLM is the unpatched 0.33.0 wheel: identity `base`, commit
     4ba787ec9, and the line says that this is not the pinned commit."""

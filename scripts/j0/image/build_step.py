@@ -138,6 +138,40 @@ def engine_warning(found: VllmVersion, pins: Pins) -> str | None:
     )
 
 
+# Build args that only the builder knows (docker/Dockerfile passes them on; `j0 image build`
+# fills them; `docker compose up` cannot, since compose runs no git or clock, and a plain
+# `docker build` leaves them empty unless given with --build-arg).
+PROVENANCE_ARGS = ("J0_REVISION", "J0_SOURCE", "BUILD_DATE", "VLLM_IMAGE_DIGEST")
+
+
+def digest_of(base_image: str, given: str) -> str:
+    """The base's digest: as given, else the one a digest-form reference (repo:tag@sha256:...)
+    carries, else ""."""
+    if given:
+        return given
+    _, sep, digest = base_image.partition("@")
+    return digest if sep and digest.startswith("sha256:") else ""
+
+
+def j0_files_sha256(root: Path) -> str:
+    """One sha256 for the j0 code and data an image was built from (the package's *.py, the
+    pins, the patch, the config merge patch): lines `relpath NUL sha256`, sorted, hashed. It
+    names the code where no git revision was passed; the same function on a checkout gives the
+    same value when the files are the same."""
+    names = [
+        *(p for p in (root / "scripts" / "j0").rglob("*.py") if "__pycache__" not in p.parts),
+        root / "overlay" / "pins.env",
+        root / "overlay" / "jetspec-j0.patch",
+        root / "drafter-config" / "causal.merge-patch.json",
+    ]
+    lines = sorted(
+        f"{path.relative_to(root).as_posix()}\0{sha256_bytes(path.read_bytes())}\n"
+        for path in names
+        if path.is_file()
+    )
+    return sha256_bytes("".join(lines).encode("utf-8"))
+
+
 def install(
     pins: Pins,
     base_image: str,
@@ -146,6 +180,8 @@ def install(
     revision: str,
     manifest_path: Path,
     labelled: tuple[str, str] = ("", ""),
+    source: str = "",
+    created: str = "",
 ) -> dict[str, object]:
     vllm_dir = installed_vllm_dir()
     engine = read_version(vllm_dir)
@@ -178,6 +214,8 @@ def install(
     if installed != patched:
         raise J0Error(f"{target}: re-read after writing differs from the patched file")
     identity = identify(installed, pins)
+    base_image_digest = digest_of(base_image, base_image_digest)
+    given = dict(zip(PROVENANCE_ARGS, (revision, source, created, base_image_digest), strict=True))
     manifest: dict[str, object] = {
         "schema": 1,
         "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -214,6 +252,11 @@ def install(
         "j0_seed": pins.j0_seed,
         "j0_version": __version__,
         "j0_revision": revision,
+        "j0_source": source,
+        "j0_files_sha256": j0_files_sha256(pins.root),
+        # Build args left empty (compose and a plain `docker build` cannot fill them): the
+        # labels they feed are empty; built_at and j0_files_sha256 above stand in.
+        "not_given": [key for key, value in given.items() if not value],
     }
     write_text_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return manifest
@@ -225,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-image-digest", default="", help="its repo digest, if known")
     parser.add_argument("--allow-base-drift", default="0", metavar="0|1")
     parser.add_argument("--revision", default="", help="the j0 git revision being built")
+    parser.add_argument("--source", default="", help="the J0_SOURCE build arg (a label)")
+    parser.add_argument("--created", default="", help="the BUILD_DATE build arg (a label)")
     parser.add_argument(
         "--expect-pin",
         action="append",
@@ -256,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.revision,
             args.manifest,
             (args.label_vllm_version, args.label_vllm_commit),
+            args.source,
+            args.created,
         )
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -266,6 +313,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"identity={manifest['identity']}"
     )
     print(f"{PROG}: manifest {args.manifest}")
+    not_given = manifest["not_given"]
+    if isinstance(not_given, list) and not_given:
+        print(
+            f"{PROG}: note: build args {', '.join(map(str, not_given))} not given (`docker "
+            "compose up` "
+            "cannot pass them; `j0 image build` does): those OCI fields are empty; the "
+            f"manifest has built_at and j0_files_sha256 {str(manifest['j0_files_sha256'])[:12]}…"
+        )
     engine = VllmVersion(
         str(manifest["vllm_version_file"]),
         str(manifest["vllm_version"]),
