@@ -40,6 +40,7 @@ def j0_without_site_packages(tmp_path: Path, *args: str) -> subprocess.Completed
             "docker",
             "docker",
         ),
+        (("status", "--url", "http://127.0.0.1:9"), "j0 status", "prometheus_client", "status"),
     ],
 )
 def test_a_plain_install_names_the_extra(

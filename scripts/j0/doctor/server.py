@@ -1,0 +1,166 @@
+"""What a running vLLM server says: /health, /version, /v1/models, /metrics, and one short probe.
+
+vLLM 0.33.0's endpoints (vllm/entrypoints/serve/instrumentator/health.py and basic.py, the
+OpenAI-compatible /v1 routes, prometheus /metrics). The spec-decode counters
+(vllm/v1/spec_decode/metrics.py) are `vllm:spec_decode_num_drafts_total`,
+`..._num_draft_tokens_total` and `..._num_accepted_tokens_total`, one series per engine and model;
+prometheus_client's parser names each family without `_total`. /metrics and /health need no API
+key; /v1 does when the server has one.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from j0.optional import require
+
+COUNTERS = {
+    "drafts": "vllm:spec_decode_num_drafts",
+    "draft_tokens": "vllm:spec_decode_num_draft_tokens",
+    "accepted": "vllm:spec_decode_num_accepted_tokens",
+}
+PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
+PROBE_MAX_TOKENS = 32
+TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 300.0
+
+
+@dataclass
+class ServerFacts:
+    url: str
+    healthy: bool = False
+    health: str = ""
+    version: str | None = None
+    model: str | None = None
+    root: str | None = None
+    max_model_len: int | None = None
+    counters_before: dict[str, float] | None = None
+    counters_after: dict[str, float] | None = None
+    probe: str = ""  # what the probe did, or why it did not
+    problems: list[str] = field(default_factory=list)
+
+    def delta(self, name: str) -> float | None:
+        if self.counters_before is None or self.counters_after is None:
+            return None
+        return self.counters_after.get(name, 0.0) - self.counters_before.get(name, 0.0)
+
+
+def _request(
+    url: str, api_key: str | None, body: dict[str, Any] | None = None, timeout: float = TIMEOUT_S
+) -> tuple[int, bytes]:
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+def parse_counters(text: str) -> dict[str, float]:
+    """The spec-decode counters' sums over engines and models; absent ones are left out."""
+    parser = require("prometheus_client.parser", "j0 status", extra="status")
+    wanted = {family: name for name, family in COUNTERS.items()}
+    found: dict[str, float] = {}
+    for family in parser.text_string_to_metric_families(text):
+        name = wanted.get(family.name)
+        if name is None:
+            continue
+        total = sum(
+            s.value for s in family.samples if s.name in (family.name, family.name + "_total")
+        )
+        found[name] = found.get(name, 0.0) + total
+    return found
+
+
+def _error_words(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    return str(reason or exc)
+
+
+def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
+    require("prometheus_client", "j0 status", extra="status")
+    facts = ServerFacts(url.rstrip("/"))
+    base = facts.url
+    try:
+        status, _ = _request(base + "/health", None)
+    except (urllib.error.URLError, OSError) as exc:
+        facts.health = f"no server answers at {base} ({_error_words(exc)})"
+        return facts
+    facts.healthy = status == 200
+    facts.health = f"/health {status}" + ("" if facts.healthy else " (loading, or unhealthy)")
+    try:
+        status, body = _request(base + "/version", None)
+        if status == 200:
+            facts.version = str(json.loads(body).get("version") or "") or None
+    except (urllib.error.URLError, OSError, ValueError):
+        pass
+    try:
+        status, body = _request(base + "/v1/models", api_key)
+        if status == 401:
+            facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
+        elif status == 200:
+            models = json.loads(body).get("data") or []
+            if models:
+                first = models[0]
+                facts.model, facts.root = first.get("id"), first.get("root")
+                length = first.get("max_model_len")
+                facts.max_model_len = int(length) if isinstance(length, int) else None
+        else:
+            facts.problems.append(f"/v1/models answered {status}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        facts.problems.append(f"/v1/models: {_error_words(exc)}")
+    facts.counters_before = _counters(base, facts)
+    if not probe:
+        facts.probe = "not sent (--no-probe)"
+        return facts
+    if not facts.healthy or facts.model is None or facts.counters_before is None:
+        facts.probe = "not sent (the server is not healthy, serves no model, or has no /metrics)"
+        return facts
+    body = {
+        "model": facts.model,
+        "prompt": PROBE_PROMPT,
+        "max_tokens": PROBE_MAX_TOKENS,
+        "temperature": 0,
+    }
+    try:
+        status, reply = _request(base + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
+    except (urllib.error.URLError, OSError) as exc:
+        facts.probe = f"failed: {_error_words(exc)}"
+        return facts
+    if status != 200:
+        facts.probe = f"answered {status}: {reply[:200].decode('utf-8', 'replace')}"
+        return facts
+    try:
+        usage = json.loads(reply).get("usage") or {}
+    except ValueError:
+        usage = {}
+    facts.probe = f"{usage.get('completion_tokens', '?')} tokens generated"
+    facts.counters_after = _counters(base, facts)
+    return facts
+
+
+def _counters(base: str, facts: ServerFacts) -> dict[str, float] | None:
+    try:
+        status, body = _request(base + "/metrics", None)
+    except (urllib.error.URLError, OSError) as exc:
+        facts.problems.append(f"/metrics: {_error_words(exc)}")
+        return None
+    if status != 200:
+        facts.problems.append(f"/metrics answered {status}")
+        return None
+    try:
+        return parse_counters(body.decode("utf-8", "replace"))
+    except ValueError as exc:
+        facts.problems.append(f"/metrics is not Prometheus text: {exc}")
+        return None

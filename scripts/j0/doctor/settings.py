@@ -1,0 +1,113 @@
+"""The knobs of compose.yaml as `docker compose up` would resolve them, without Docker.
+
+Precedence as compose's: the environment, then the project's .env, then overlay/pins.env (which
+compose.yaml includes as the services' env_file), then the `${NAME:-default}` defaults written in
+compose.serve.yaml (read from that file, so that no default is typed twice). As in compose, an
+empty value counts as unset where a default exists. Paths are taken relative to the project folder.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from j0.pins import Pins
+
+COMPOSE_SERVICES = "compose.serve.yaml"
+# `${NAME:-default}` with a plain default (nested ones, like the Hub cache's, are resolved below).
+_DEFAULT = re.compile(r"\$\{([A-Z_][A-Z0-9_]*):-([^${}]*)\}")
+_DOTENV = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """KEY=VALUE lines of a .env file: comments and blank lines skipped, quotes removed."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _DOTENV.match(line)
+        if match is None:
+            continue
+        key, value = match.groups()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key] = value
+    return values
+
+
+def compose_defaults(root: Path) -> dict[str, str]:
+    try:
+        text = (root / COMPOSE_SERVICES).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    code = "\n".join(x for x in text.splitlines() if not x.lstrip().startswith("#"))
+    return dict(_DEFAULT.findall(code))
+
+
+@dataclass
+class Settings:
+    """The resolved knobs and where each came from."""
+
+    root: Path
+    values: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.values.get(key, default)
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, "unset")
+
+    def path(self, key: str) -> Path | None:
+        """A knob naming a folder or file: ~ expanded, relative to the project folder."""
+        value = self.get(key)
+        if not value:
+            return None
+        path = Path(os.path.expanduser(value))
+        return path if path.is_absolute() else self.root / path
+
+    def hub_cache(self) -> Path:
+        """What compose mounts as the Hub cache: HF_HUB_CACHE, else $HF_HOME/hub, else
+        ~/.cache/huggingface/hub (huggingface_hub's own rule too)."""
+        cache = self.path("HF_HUB_CACHE")
+        if cache is not None:
+            return cache
+        home = self.path("HF_HOME")
+        if home is not None:
+            return home / "hub"
+        return Path.home() / ".cache" / "huggingface" / "hub"
+
+
+def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    root = pins.root
+    layers: list[tuple[str, Mapping[str, str]]] = [
+        ("the environment", environ),
+        (".env", _read_dotenv(root / ".env")),
+        ("overlay/pins.env", pins.values),
+        (f"{COMPOSE_SERVICES}'s default", compose_defaults(root)),
+    ]
+    settings = Settings(root)
+    keys = {key for _, layer in layers for key in layer}
+    for key in keys:
+        for name, layer in layers:
+            value = layer.get(key)
+            if value:  # compose's ${NAME:-default}: empty means unset
+                settings.values[key] = value
+                settings.sources[key] = name
+                break
+    return settings
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    try:
+        return parse_dotenv(path.read_text(encoding="utf-8"))
+    except OSError:
+        return {}
