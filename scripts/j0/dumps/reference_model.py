@@ -137,6 +137,9 @@ def load_reference(drafter: Path, target: Path, device: str = "cpu") -> Referenc
     dtype_name = _dtype_name(config)
     dtype = getattr(torch, dtype_name)
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" bars would interleave with the report
     hf_config = Qwen3Config.from_pretrained(str(drafter))
     # The dflash package reads only a top-level is_causal (else: causal only for sliding layers);
     # vLLM reads is_causal, then dflash_config.causal. Set it to what vLLM resolved.

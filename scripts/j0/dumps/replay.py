@@ -1,5 +1,5 @@
 """`j0 dumps replay DIR --drafter D --target T`: run the DFlash authors' reference drafter on every
-dumped query step and say, per draft position, how often it drafts what vLLM drafted.
+dumped query step and say, per query slot, how often it drafts what vLLM drafted.
 
 For each request (positions restart at 0) the committed context's taps (`aux`, the rows that were
 not rejected) are accumulated from the dumps since the request's first chunk and fed, with the
@@ -41,7 +41,7 @@ SHOW_DISAGREEMENTS = 20
 @dataclass
 class Disagreement:
     file: str
-    position: int  # draft position k (0 = the first draft token)
+    slot: int  # query slot k = 1..N: draft token k, at query_positions[k]
     vllm: int
     reference: int
     top1_minus_top2: float  # the reference's own margin
@@ -69,20 +69,20 @@ class ReplayReport:
     steps: list[StepReplay]
     disagreements: list[Disagreement]
 
-    def per_position(self) -> list[dict[str, Any]]:
+    def per_slot(self) -> list[dict[str, Any]]:
         counts: dict[int, list[int]] = {}
         for step in self.steps:
             if step.replayed:
-                for k, (a, b) in enumerate(zip(step.vllm, step.reference, strict=True)):
+                for k, (a, b) in enumerate(zip(step.vllm, step.reference, strict=True), 1):
                     agree_total = counts.setdefault(k, [0, 0])
                     agree_total[0] += int(a == b)
                     agree_total[1] += 1
         ties: dict[int, int] = {}
         for d in self.disagreements:
-            ties[d.position] = ties.get(d.position, 0) + int(d.near_tie)
+            ties[d.slot] = ties.get(d.slot, 0) + int(d.near_tie)
         return [
             {
-                "position": k,
+                "slot": k,
                 "agree": a,
                 "total": t,
                 "fraction": a / t if t else None,
@@ -109,7 +109,7 @@ class ReplayReport:
             "total": total,
             "near_tie_disagreements": len(self.disagreements) - self.real_disagreements,
             "real_disagreements": self.real_disagreements,
-            "per_position": self.per_position(),
+            "per_slot": self.per_slot(),
             "disagreements": [asdict(d) for d in self.disagreements],
             "skipped": [
                 {"file": s.file, "reason": s.reason}
@@ -138,20 +138,20 @@ class ReplayReport:
             if s.kind == "query" and not s.replayed:
                 out.append(f"  not replayed: {s.file}: {s.reason}")
         if summary["total"]:
-            out.append("draft position   agree / total   fraction   near ties")
-            for row in summary["per_position"]:
+            out.append("query slot   agree / total   fraction   near ties")
+            for row in summary["per_slot"]:
                 out.append(
-                    f"{row['position']:>14}   {row['agree']:>5} / {row['total']:<5}   "
+                    f"{row['slot']:>10}   {row['agree']:>5} / {row['total']:<5}   "
                     f"{row['fraction']:>8.4f}   {row['near_ties']:>9}"
                 )
             out.append(
-                f"all positions: {summary['agree']} / {summary['total']} agree "
+                f"all slots: {summary['agree']} / {summary['total']} agree "
                 f"({summary['agree'] / summary['total']:.4f}); disagreements: "
                 f"{summary['near_tie_disagreements']} near ties, {self.real_disagreements} not"
             )
         for d in self.disagreements[:SHOW_DISAGREEMENTS]:
             out.append(
-                f"  {d.file} position {d.position}: vLLM {d.vllm}, reference {d.reference} "
+                f"  {d.file} slot {d.slot}: vLLM {d.vllm}, reference {d.reference} "
                 f"(reference top1-top2 {d.top1_minus_top2:.4g}, its logit gap to vLLM's token "
                 f"{d.gap_to_vllm:.4g}: {'near tie' if d.near_tie else 'NOT a near tie'})"
             )
@@ -261,13 +261,13 @@ def replay_steps(
                 )
             )
             tokens[step.name] = ref_tokens
-            for k, (v, r) in enumerate(zip(vllm_tokens, ref_tokens, strict=True)):
+            for k, (v, r) in enumerate(zip(vllm_tokens, ref_tokens, strict=True), 1):
                 if v != r:
                     if 0 <= v < logits.shape[1]:
-                        gap, tie = _near_tie(logits[k], v, r)
+                        gap, tie = _near_tie(logits[k - 1], v, r)
                     else:
                         gap, tie = float("inf"), False
-                    disagreements.append(Disagreement(step.name, k, v, r, margins[k], gap, tie))
+                    disagreements.append(Disagreement(step.name, k, v, r, margins[k - 1], gap, tie))
     return results, disagreements, tokens
 
 
