@@ -42,6 +42,7 @@ KNOBS = (
     "GPU_MEMORY_UTILIZATION",
     "PORT",
     "VLLM_DFLASH_CTX_NOISE",
+    "ENABLE_PREFIX_CACHING",
     "VLLM_DFLASH_DUMP",
     "VLLM_DFLASH_DUMP_STEPS",
     "J0_OVERLAY",
@@ -163,6 +164,10 @@ def test_default_is_the_articles_run(render: Renderer, pins: Pins) -> None:
     assert after(command, "--max-model-len") == "auto"
     assert after(command, "--kv-cache-dtype") == "auto"
     assert after(command, "--gpu-memory-utilization") == "0.90"
+    # what `j0 bench run` reads: per-step acceptance and cached prompt tokens per request
+    assert after(command, "--per-request-spec-decode-metrics") == "detailed"
+    assert "--enable-prompt-tokens-details" in command
+    assert server["environment"]["ENABLE_PREFIX_CACHING"] == "1"  # vLLM's default: on
     assert server["entrypoint"] == ["j0", "serve", "--"]
     assert server["build"]["context"] == str(ROOT)
     assert server["build"]["dockerfile"] == "docker/Dockerfile"
@@ -217,6 +222,32 @@ def test_j0_off(render: Renderer) -> None:
     server = render(VLLM_DFLASH_CTX_NOISE="0")["services"]["server"]
     assert server["environment"]["VLLM_DFLASH_CTX_NOISE"] == "0"
     assert after(server["command"], "--speculative-config") == SPEC_15
+
+
+def test_prefix_caching_knob_reaches_j0_serve(render: Renderer, tmp_path: Path) -> None:
+    """ENABLE_PREFIX_CACHING becomes vLLM's flag in `j0 serve`, which warns only for J0 on with
+    prefix caching on (the rendered command and environment, checked by j0 serve's planner)."""
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps({"num_hidden_layers": 5, "dflash_config": {"causal_head": True, "causal": True}})
+    )
+    for knob, noise, flag, warned in (
+        (None, None, "--enable-prefix-caching", True),
+        ("0", None, "--no-enable-prefix-caching", False),
+        ("1", "0", "--enable-prefix-caching", False),
+    ):
+        switches = {
+            k: v
+            for k, v in (("ENABLE_PREFIX_CACHING", knob), ("VLLM_DFLASH_CTX_NOISE", noise))
+            if v is not None
+        }
+        server = render(**switches)["services"]["server"]
+        args = [a.replace('"/drafter"', json.dumps(str(folder))) for a in server["command"]]
+        env = {k: v for k, v in server["environment"].items() if v is not None}
+        plan = serve_command.plan_serve(args, env, api_key_file=None)
+        assert plan.args[-1] == flag
+        assert any("prefix caching is on with J0 on" in w for w in plan.warnings) is warned
 
 
 def test_dumps_on(render: Renderer, tmp_path: Path) -> None:
@@ -587,7 +618,12 @@ def test_up_serves_the_articles_run(
     assert seen["speculator"]["sha256"] == ARTICLE_SHA and not seen["speculator"]["is_link"]
     assert not seen["api_key_set"] and not seen["hf_token_in_env"]
     assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in run.logs["server"]
-    assert not [x for x in run.logs["server"] if "warning" in x]
+    assert "--per-request-spec-decode-metrics" in seen["args"]
+    assert "--enable-prompt-tokens-details" in seen["args"]
+    assert seen["args"][-1] == "--enable-prefix-caching"
+    # the one warning: J0 on with prefix caching on (vLLM's default)
+    warnings = [x for x in run.logs["server"] if "warning" in x]
+    assert len(warnings) == 1 and "prefix caching is on with J0 on" in warnings[0], warnings
 
 
 @pytest.mark.docker

@@ -138,7 +138,7 @@ def test_no_draft_kv_dtype_under_an_fp8_target_is_refused(tmp_path: Path) -> Non
 
 def test_tested_token_counts_pass_quietly_and_others_warn(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
-    env = {"VLLM_DFLASH_CTX_NOISE": "1"}
+    env = {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": "0"}
     for n in (15, 7):
         plan = serve_command.plan_serve(serve_args(folder, n), env, api_key_file=None)
         assert plan.warnings == []
@@ -147,6 +147,70 @@ def test_tested_token_counts_pass_quietly_and_others_warn(tmp_path: Path) -> Non
     assert plan.warnings == [
         "num_speculative_tokens=3: the article tested 15 and 7 only (NUM_SPEC_TOKENS)"
     ]
+
+
+def test_prefix_caching_knob_and_the_j0_warning(tmp_path: Path) -> None:
+    """ENABLE_PREFIX_CACHING 1/0/empty -> vLLM's flag or its default (on); J0 on with prefix
+    caching on warns, saying what happens to cached prompt positions."""
+    folder = drafter(tmp_path)
+    cases = (
+        ({"VLLM_DFLASH_CTX_NOISE": "1"}, None, "on (vLLM's default)", True),
+        (
+            {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": ""},
+            None,
+            "on (vLLM's default)",
+            True,
+        ),
+        (
+            {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": "1"},
+            "--enable-prefix-caching",
+            "on (--enable-prefix-caching)",
+            True,
+        ),
+        (
+            {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": "0"},
+            "--no-enable-prefix-caching",
+            "off (--no-enable-prefix-caching)",
+            False,
+        ),
+        (
+            {"VLLM_DFLASH_CTX_NOISE": "0", "ENABLE_PREFIX_CACHING": "1"},
+            "--enable-prefix-caching",
+            "on (--enable-prefix-caching)",
+            False,
+        ),
+    )
+    for env, flag, fact, warned in cases:
+        plan = serve_command.plan_serve(serve_args(folder), env, api_key_file=None)
+        assert plan.args[-1] == (flag or "4"), env
+        assert f"prefix caching: {fact}" in plan.facts
+        if warned:
+            assert plan.warnings == [
+                "prefix caching is on with J0 on: J0's history is written only from scheduled "
+                "tokens, so for a request whose prompt prefix comes from the cache, J0 draws the "
+                "tokens of those positions from whatever its request slot's history row still "
+                "holds (another request's tokens); outputs are unchanged, acceptance is not. For "
+                "J0 measurements use ENABLE_PREFIX_CACHING=0 (--no-enable-prefix-caching)"
+            ]
+        else:
+            assert plan.warnings == []
+    # given in the arguments instead of the knob: the same, no flag added
+    plan = serve_command.plan_serve(
+        serve_args(folder, 15, "--no-enable-prefix-caching"),
+        {"VLLM_DFLASH_CTX_NOISE": "1"},
+        api_key_file=None,
+    )
+    assert plan.warnings == [] and plan.args.count("--no-enable-prefix-caching") == 1
+    with pytest.raises(J0Error, match="ENABLE_PREFIX_CACHING=0 and --enable-prefix-caching"):
+        serve_command.plan_serve(
+            serve_args(folder, 15, "--enable-prefix-caching"),
+            {"ENABLE_PREFIX_CACHING": "0"},
+            api_key_file=None,
+        )
+    with pytest.raises(J0Error, match="ENABLE_PREFIX_CACHING='yes': expected 1"):
+        serve_command.plan_serve(
+            serve_args(folder), {"ENABLE_PREFIX_CACHING": "yes"}, api_key_file=None
+        )
 
 
 def test_max_num_seqs_other_than_four_warns(tmp_path: Path) -> None:

@@ -20,9 +20,13 @@ starts it checks them against the article's setup and says what will run:
            VLLM_DFLASH_DUMP_STEPS not a number;
   notes    another key order or spacing, and keys the article did not set (passed to vLLM);
   warns    for num_speculative_tokens other than 15 or 7 (the article's values), --max-num-seqs
-           other than 4, a dump folder without steps and steps without a folder;
-  applies  the API key in --api-key-file (if not empty) as VLLM_API_KEY, the equivalent of
-           vLLM's --api-key that stays out of `ps`; an overlay bind-mounted at --overlay-mount
+           other than 4, a dump folder without steps and steps without a folder, and J0 on
+           with prefix caching on (cached prompt positions take J0 tokens from another
+           request's history);
+  applies  ENABLE_PREFIX_CACHING (1 or 0; empty: vLLM's default, on) as
+           --enable-prefix-caching / --no-enable-prefix-caching; the API key in
+           --api-key-file (if not empty) as VLLM_API_KEY, the equivalent of vLLM's --api-key
+           that stays out of `ps`; an overlay bind-mounted at --overlay-mount
            (compose: J0_OVERLAY), by linking the installed speculator.py to it when the mount did
            not land on it already;
 

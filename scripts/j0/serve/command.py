@@ -29,6 +29,17 @@ SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
 TESTED_NUM_SPEC_TOKENS = (15, 7)
 ARTICLE_MAX_NUM_SEQS = 4
 
+# Prefix caching: vLLM 0.33 has it on by default (vllm/config/cache.py); ENABLE_PREFIX_CACHING
+# (compose.yaml's knob: 1, 0, or empty for vLLM's default) becomes one of these flags.
+PREFIX_CACHING_FLAGS = ("--enable-prefix-caching", "--no-enable-prefix-caching")
+PREFIX_CACHING_WITH_J0 = (
+    "prefix caching is on with J0 on: J0's history is written only from scheduled tokens, so for "
+    "a request whose prompt prefix comes from the cache, J0 draws the tokens of those positions "
+    "from whatever its request slot's history row still holds (another request's tokens); "
+    "outputs are unchanged, acceptance is not. For J0 measurements use ENABLE_PREFIX_CACHING=0 "
+    "(--no-enable-prefix-caching)"
+)
+
 # Where compose.yaml puts things inside the server container.
 DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
 DEFAULT_API_KEY_FILE = Path("/run/secrets/api_key")
@@ -235,6 +246,31 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
         plan.facts.append("dumps: off")
 
 
+def _apply_prefix_caching(plan: Plan) -> None:
+    """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on."""
+    knob = plan.env.get("ENABLE_PREFIX_CACHING", "").strip()
+    if knob not in ("", "0", "1"):
+        raise J0Error(
+            f"ENABLE_PREFIX_CACHING={knob!r}: expected 1 (on), 0 (off) or empty (vLLM's "
+            "default: on)",
+            USAGE,
+        )
+    given = [a for a in plan.args if a in PREFIX_CACHING_FLAGS]
+    if knob and given:
+        raise J0Error(
+            f"ENABLE_PREFIX_CACHING={knob} and {given[-1]} in the arguments: say it once", USAGE
+        )
+    if knob:
+        flag = PREFIX_CACHING_FLAGS[0] if knob == "1" else PREFIX_CACHING_FLAGS[1]
+        plan.args.append(flag)
+        given = [flag]
+    on = not given or given[-1] == PREFIX_CACHING_FLAGS[0]
+    how = given[-1] if given else "vLLM's default"
+    plan.facts.append(f"prefix caching: {'on' if on else 'off'} ({how})")
+    if on and plan.env.get("VLLM_DFLASH_CTX_NOISE") == "1":
+        plan.warnings.append(PREFIX_CACHING_WITH_J0)
+
+
 def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
     if option_value(plan.args, "--api-key") is not None:
         plan.facts.append("API key: from --api-key")
@@ -341,6 +377,7 @@ def plan_serve(
         plan.facts.append(f"--max-num-seqs {seqs}")
     _check_drafter(spec, plan)
     _check_switches(plan.env, plan)
+    _apply_prefix_caching(plan)
     _apply_api_key(api_key_file, plan)
     _apply_hf_token(plan)
     return plan
