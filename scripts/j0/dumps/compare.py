@@ -204,6 +204,29 @@ def _pair_steps(
     return pairs, unpaired_a, unpaired_b
 
 
+def _pair_requests(
+    reqs_a: list[load.Request], reqs_b: list[load.Request]
+) -> list[tuple[load.Request | None, load.Request | None]]:
+    """Requests in order; B's request pairs with A's when one of its steps starts at the same
+    position with the same first input id as one of A's (a set without the context-only steps,
+    as a reference writes it, or without a request that had only such steps, still pairs)."""
+    out: list[tuple[load.Request | None, load.Request | None]] = []
+    j = 0
+    for ra in reqs_a:
+        keys = {(int(s.positions[0]), int(s.input_ids[0])) for s in ra.steps}
+        for jj in range(j, len(reqs_b)):
+            rb = reqs_b[jj]
+            if any((int(s.positions[0]), int(s.input_ids[0])) in keys for s in rb.steps):
+                out += [(None, r) for r in reqs_b[j:jj]]
+                out.append((ra, rb))
+                j = jj + 1
+                break
+        else:
+            out.append((ra, None))
+    out += [(None, r) for r in reqs_b[j:]]
+    return out
+
+
 def _rate(columns: list[list[bool]]) -> list[float]:
     if not columns:
         return []
@@ -215,14 +238,21 @@ def compare_dirs(a: Path, b: Path, rtol: float = DEFAULT_RTOL) -> CompareReport:
     """Compare two dump folders (read leniently: B may lack aux or the context-only steps)."""
     dumps_a = load.load_dir(a, strict=False)
     dumps_b = load.load_dir(b, strict=False)
-    reqs_a = load.group_requests(dumps_a.steps)
-    reqs_b = load.group_requests(dumps_b.steps)
+    reqs_a = load.group_requests(dumps_a.steps, consecutive=False)
+    reqs_b = load.group_requests(dumps_b.steps, consecutive=False)
     diffs: list[Difference] = []
     pairs: list[StepPair] = []
     unpaired_a: list[str] = []
     unpaired_b: list[str] = []
     notes = []
-    for ra, rb in zip(reqs_a, reqs_b, strict=False):
+    for ra, rb in _pair_requests(reqs_a, reqs_b):
+        if ra is None or rb is None:
+            only = ra or rb
+            assert only is not None
+            side = "A" if ra is not None else "B"
+            notes.append(f"{only.label()} is only in {side}")
+            (unpaired_a if side == "A" else unpaired_b).extend(s.name for s in only.steps)
+            continue
         if ra.start_pos != rb.start_pos:
             notes.append(
                 f"request {ra.number} starts at position {ra.start_pos} in A, {rb.start_pos} in B"
@@ -231,10 +261,6 @@ def compare_dirs(a: Path, b: Path, rtol: float = DEFAULT_RTOL) -> CompareReport:
         pairs += p
         unpaired_a += ua
         unpaired_b += ub
-    for extra, side in ((reqs_a[len(reqs_b) :], "A"), (reqs_b[len(reqs_a) :], "B")):
-        for r in extra:
-            notes.append(f"{r.label()} is only in {side}")
-            (unpaired_a if side == "A" else unpaired_b).extend(s.name for s in r.steps)
     for _path, why in [*dumps_a.problems, *dumps_b.problems]:
         notes.append(f"not read: {why}")
     drafts = [p.drafts_agree for p in pairs if p.drafts_agree is not None]

@@ -417,10 +417,13 @@ def step_kind(step: Step, prev_kind: str | None) -> str:
     return PREFILL_LAST if prev_kind == PREFILL_CHUNK else DECODE
 
 
-def group_requests(steps: list[Step]) -> list[Request]:
+def group_requests(steps: list[Step], consecutive: bool = True) -> list[Request]:
     """Cut the steps (in number order) into requests; mark the start-up warm-up ones.
 
-    A step that does not continue the previous one starts a request. The requests before the
+    A step that does not continue the previous one starts a request; with `consecutive`, so does
+    a step whose file number does not follow the previous one's (a missing file: the checks must
+    not bridge it). Without it, a set that leaves steps out (a reference's query steps only)
+    keeps its requests whole. The requests before the
     first one that starts at position 0 and that start elsewhere are vLLM's start-up warm-up
     (with CUDA graphs, vllm/v1/worker/gpu/warmup.py runs requests through the engine before it
     serves; their positions start past 0 because their prefill ran in a batch of several).
@@ -428,7 +431,8 @@ def group_requests(steps: list[Step]) -> list[Request]:
     requests: list[Request] = []
     for step in steps:
         prev = requests[-1].last if requests else None
-        if prev is not None and step.number == prev.number + 1 and continues(prev, step):
+        follows = prev is not None and (not consecutive or step.number == prev.number + 1)
+        if prev is not None and follows and continues(prev, step):
             req = requests[-1]
             req.steps.append(step)
             req.kinds.append(step_kind(step, req.kinds[-1]))
