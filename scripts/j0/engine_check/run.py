@@ -1,0 +1,221 @@
+"""The engine check from start to verdict: make the tiny models, serve them J0 on (dumps kept) and
+then off, send the same prompts to both, run every check, write the JSON report."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.atomic import write_text_atomic
+from j0.engine_check import checks
+from j0.engine_check.requests import Exchange, exchange, get_text
+from j0.engine_check.server import (
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    ContainerServer,
+    LocalServer,
+    Server,
+    ServeSetting,
+    first_model,
+    wait_healthy,
+)
+from j0.pins import load_pins
+
+# What `j0 status` may object to in this check without it being J0's fault: the tiny models are
+# not the article's target and drafter, and the engine may be a vLLM release, not c50aca14.
+STATUS_EXPECTED_HERE = ("model", "target", "drafter", "commit", "engine", "max_model_len")
+
+
+@dataclass
+class Options:
+    here: bool
+    image: str | None
+    tokens: int
+    graphs: bool
+    max_tokens: int
+    dump_steps: int
+    port: int
+    startup_timeout: float
+    keep: Path | None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    server_command: list[str] | None = None  # `--here` only: in the place of `vllm serve`
+    models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
+
+
+@dataclass
+class Run:
+    """One server start's evidence."""
+
+    setting: ServeSetting
+    log: str = ""
+    exchanges: list[Exchange] = field(default_factory=list)
+    metrics_before: str = ""
+    metrics_after: str = ""
+    healthy_after_s: float = 0.0
+    status: dict[str, Any] | None = None
+    status_exit: int | None = None
+
+
+def in_process(argv: list[str]) -> tuple[int, str, str]:
+    """`j0 ARGV` in this process; its exit code, standard output and standard error."""
+    from j0.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def work_dir(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="j0-engine-check-") as tmp:
+        yield Path(tmp)
+
+
+def start(options: Options, setting: ServeSetting, work: Path) -> Server:
+    log = work / f"server-{setting.name}.log"
+    if options.here:
+        return LocalServer(setting, log, options.server_command)
+    assert options.image is not None
+    return ContainerServer(setting, log, options.image, work)
+
+
+def serve_and_ask(
+    options: Options, setting: ServeSetting, work: Path, say: Callable[[str], None]
+) -> Run:
+    run = Run(setting)
+    say(
+        f"==> {setting.name}: starting the server ({'CUDA graphs' if setting.graphs else 'eager'}, "
+        f"{setting.tokens} draft tokens)"
+    )
+    server = start(options, setting, work)
+    try:
+        run.healthy_after_s = wait_healthy(server, options.startup_timeout)
+        say(f"    healthy after {run.healthy_after_s:.0f} s; sending {3 * 2} requests")
+        model = str(first_model(server.url)["id"])
+        run.metrics_before = get_text(f"{server.url}/metrics")
+        run.exchanges = exchange(server.url, model, options.max_tokens)
+        run.metrics_after = get_text(f"{server.url}/metrics")
+        if setting.j0:
+            server.log_text()  # brings a container's log into server.log
+            run.status_exit, printed, _ = in_process(
+                ["status", "--url", server.url, "--log", str(server.log), "--json"]
+            )
+            with contextlib.suppress(json.JSONDecodeError):
+                run.status = json.loads(printed)
+    finally:
+        server.stop()
+        run.log = server.log.read_text(errors="replace")
+    return run
+
+
+def status_check(run: Run) -> checks.Check:
+    name = "j0 status (J0 on)"
+    status = run.status
+    if status is None:
+        return checks.Check(name, False, f"no JSON from `j0 status` (exit {run.status_exit})")
+    j0_ok = status.get("j0") == "on" and status.get("identity") == "article"
+    other = [
+        r
+        for r in status.get("reasons", [])
+        if not any(w in r.lower() for w in STATUS_EXPECTED_HERE)
+    ]
+    if status.get("article_setup"):
+        return checks.Check(name, True, "the article's setup (J0 on)")
+    if j0_ok and not other:
+        return checks.Check(
+            name,
+            True,
+            "J0 on, the article's speculator.py; not the article's setup only because: "
+            + "; ".join(status.get("reasons", [])),
+        )
+    return checks.Check(name, False, "; ".join(status.get("reasons", [])) or "J0 not on")
+
+
+def dumps_check(folder: Path, run_name: str) -> checks.Check:
+    code, printed, errors = in_process(["dumps", "check", str(folder)])
+    last = [line for line in (printed + errors).splitlines() if line.strip()]
+    return checks.from_exit(f"j0 dumps check ({run_name})", code, last[-1] if last else "")
+
+
+def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+    pins = load_pins()
+    started = time.monotonic()
+    with work_dir(options.keep) as work:
+        if options.models is not None:
+            target, draft = options.models / "target", options.models / "draft"
+        else:
+            from j0.engine_check.tiny_models import make_models
+
+            say(f"==> making the tiny models in {work / 'models'}")
+            made = make_models(work / "models")
+            target, draft = made.target, made.draft
+        runs: list[Run] = []
+        for j0 in (True, False):
+            setting = ServeSetting(
+                target=target,
+                draft=draft,
+                tokens=options.tokens,
+                graphs=options.graphs,
+                j0=j0,
+                dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
+                dump_steps=options.dump_steps,
+                port=options.port,
+                extra_env=options.extra_env,
+            )
+            runs.append(serve_and_ask(options, setting, work, say))
+        on, off = runs
+        found: list[checks.Check] = []
+        for run in runs:
+            found.append(checks.identity(run.log, pins, run.setting.name))
+            found.append(
+                checks.patch_log_lines(
+                    run.log, run.setting.j0, run.setting.name, MAX_NUM_SEQS, MAX_MODEL_LEN
+                )
+            )
+        found.append(checks.outputs_identical(on.exchanges, off.exchanges))
+        for run in runs:
+            found.append(dumps_check(run.setting.dumps, run.setting.name))
+        for run in runs:
+            found.append(
+                checks.metrics_agree(
+                    run.exchanges, run.metrics_before, run.metrics_after, run.setting.name
+                )
+            )
+        found.append(status_check(on))
+        for run in runs:
+            (work / f"responses-{run.setting.name}.json").write_text(
+                json.dumps(
+                    [
+                        {"words": e.words, "plain": e.plain, "stream_chunks": e.stream_chunks}
+                        for e in run.exchanges
+                    ]
+                )
+            )
+        passed = all(c.ok for c in found)
+        report = {
+            "verdict": "PASS" if passed else "FAIL",
+            "mode": "here" if options.here else f"image {options.image}",
+            "graphs": options.graphs,
+            "num_speculative_tokens": options.tokens,
+            "max_tokens": options.max_tokens,
+            "seconds": round(time.monotonic() - started, 1),
+            "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in runs},
+            "checks": [c.to_json() for c in found],
+            "status": on.status,
+            "kept": str(work) if options.keep else None,
+        }
+        if options.keep:
+            write_text_atomic(work / "engine-check.json", json.dumps(report, indent=2) + "\n")
+    return report

@@ -1,0 +1,205 @@
+"""Start and stop the server under check: vLLM of this Python (`--here`) or a container of the image
+with the GPU (`--image`), J0 on or off, with its log in a file; wait for /health with a bound.
+
+`--here` logs the identity line first exactly as the image's entrypoint does (`j0 image identity
+--prefix j0-entrypoint`), then runs `python -m vllm.entrypoints.cli.main serve ARGS`. docker-py is
+imported only for `--image`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from j0.errors import CHECK_FAILED, J0Error
+
+MAX_NUM_SEQS = 4
+MAX_MODEL_LEN = 2048
+CONTAINER_WORK = "/j0-engine-check"
+
+
+@dataclass(frozen=True)
+class ServeSetting:
+    """One server start: the models, the draft length, CUDA graphs or eager, J0 on or off."""
+
+    target: Path
+    draft: Path
+    tokens: int
+    graphs: bool
+    j0: bool
+    dumps: Path
+    dump_steps: int
+    port: int
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"j0-{'on' if self.j0 else 'off'}"
+
+    def speculative_config(self, draft: str) -> str:
+        spec = {
+            "method": "dflash",
+            "model": draft,
+            "num_speculative_tokens": self.tokens,
+            "kv_cache_dtype": "auto",
+        }
+        return json.dumps(spec, separators=(",", ":"))
+
+    def vllm_args(self, target: str, draft: str) -> list[str]:
+        """`vllm serve`'s arguments (paths as the server sees them)."""
+        args = [
+            target,
+            "--speculative-config",
+            self.speculative_config(draft),
+            "--max-num-seqs",
+            str(MAX_NUM_SEQS),
+            "--max-model-len",
+            str(MAX_MODEL_LEN),
+            "--gpu-memory-utilization",
+            "0.3",
+            "--port",
+            str(self.port),
+            "--per-request-spec-decode-metrics",
+            "detailed",
+            "--enable-prompt-tokens-details",
+            "--no-enable-prefix-caching",  # J0's history is not written for cached positions
+        ]
+        return args if self.graphs else [*args, "--enforce-eager"]
+
+    def env(self, dumps: str) -> dict[str, str]:
+        return {
+            "VLLM_DFLASH_CTX_NOISE": "1" if self.j0 else "0",
+            "VLLM_DFLASH_DUMP": dumps,
+            "VLLM_DFLASH_DUMP_STEPS": str(self.dump_steps),
+            **self.extra_env,
+        }
+
+
+class Server(Protocol):
+    url: str
+    log: Path
+
+    def alive(self) -> bool: ...
+    def log_text(self) -> str: ...
+    def stop(self) -> None: ...
+
+
+class LocalServer:
+    """vLLM of this Python in a process of its own; its output goes to LOG."""
+
+    def __init__(self, setting: ServeSetting, log: Path, command: list[str] | None = None) -> None:
+        self.url = f"http://127.0.0.1:{setting.port}"
+        self.log = log
+        env = {**os.environ, **setting.env(str(setting.dumps))}
+        serve = command or [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
+        identity = [sys.executable, "-m", "j0", "image", "identity", "--prefix", "j0-entrypoint"]
+        with log.open("wb") as out:
+            subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+        self._out = log.open("ab")
+        args = setting.vllm_args(str(setting.target), str(setting.draft))
+        self._process = subprocess.Popen(
+            [*serve, *args],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.alive():
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._out.close()
+
+
+class ContainerServer:
+    """A container of IMAGE with every GPU, the work folder mounted, the port on 127.0.0.1."""
+
+    def __init__(self, setting: ServeSetting, log: Path, image: str, work: Path) -> None:
+        from j0.optional import require
+
+        docker = require("docker", "j0 engine-check --image")
+        self.url = f"http://127.0.0.1:{setting.port}"
+        self.log = log
+
+        def inside(path: Path) -> str:
+            return f"{CONTAINER_WORK}/{path.resolve().relative_to(work.resolve()).as_posix()}"
+
+        client = docker.from_env()
+        self._container = client.containers.run(
+            image,
+            command=setting.vllm_args(inside(setting.target), inside(setting.draft)),
+            environment=setting.env(inside(setting.dumps)),
+            volumes={str(work.resolve()): {"bind": CONTAINER_WORK, "mode": "rw"}},
+            ports={f"{setting.port}/tcp": ("127.0.0.1", setting.port)},
+            device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])],
+            ipc_mode="host",
+            detach=True,
+        )
+
+    def alive(self) -> bool:
+        self._container.reload()
+        return bool(self._container.status in ("created", "running"))
+
+    def log_text(self) -> str:
+        text = self._container.logs().decode(errors="replace")
+        self.log.write_text(text)
+        return str(text)
+
+    def stop(self) -> None:
+        self.log_text()
+        try:
+            self._container.stop(timeout=60)
+        finally:
+            self._container.remove(force=True)
+
+
+def wait_healthy(server: Server, timeout: float, poll: float = 1.0) -> float:
+    """Seconds until /health answered 200; fail at once when the server has exited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if not server.alive():
+            raise J0Error(
+                "the server exited before it was healthy; its log ends:\n"
+                f"{tail(server.log_text())}",
+                CHECK_FAILED,
+            )
+        try:
+            with urllib.request.urlopen(f"{server.url}/health", timeout=5) as response:
+                if response.status == 200:
+                    return time.monotonic() - started
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(poll)
+    raise J0Error(
+        f"{server.url}/health did not answer within {timeout:.0f} s; the log ends:\n"
+        f"{tail(server.log_text())}",
+        CHECK_FAILED,
+    )
+
+
+def tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def first_model(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as response:
+        return dict(json.loads(response.read())["data"][0])

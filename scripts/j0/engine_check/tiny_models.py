@@ -1,0 +1,85 @@
+"""Tiny random models that vLLM 0.33 serves with DFlash: a Qwen3 target, a DFlash draft of the
+`dflash` package (the DFlash authors' model class) and a word-level tokenizer; no downloads.
+
+Random weights: nothing is accepted, so these models show the plumbing (every line the patch adds),
+not acceptance. The draft's config.json is made causal by `j0 drafter patch-config`'s own code.
+torch, transformers, tokenizers and dflash are imported inside `make_models`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+VOCAB = 4096
+MASK_TOKEN = VOCAB - 1
+TARGET_LAYERS = 4
+TAPPED_LAYERS = (1, 2)
+SEED = 0
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    target: Path
+    draft: Path
+    mask_token_id: int = MASK_TOKEN
+
+
+def word(token_id: int) -> str:
+    """The tokenizer's word for a token id: `t<id>` (whitespace-separated words, one id each)."""
+    return f"t{token_id}"
+
+
+def make_models(out: Path, seed: int = SEED) -> TinyModels:
+    """Write `out/target` and `out/draft` (safetensors, config.json, tokenizer on the target)."""
+    import torch
+    from dflash.model import DFlashDraftModel
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    from j0.drafter import config as drafter_config
+
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=512,
+        intermediate_size=1024,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=128,
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-6,
+        rope_theta=1e6,
+        torch_dtype="bfloat16",
+    )
+    torch.manual_seed(seed)
+    target_dir, draft_dir = out / "target", out / "draft"
+    target_config = Qwen3Config(
+        num_hidden_layers=TARGET_LAYERS,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        **common,
+    )
+    Qwen3ForCausalLM(target_config).to(torch.bfloat16).save_pretrained(target_dir)
+    vocab = {word(i): i for i in range(VOCAB)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=word(0)))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token=word(0),
+        bos_token=word(1),
+        eos_token=word(2),
+        pad_token=word(3),
+    ).save_pretrained(target_dir)
+
+    draft_config = Qwen3Config(num_hidden_layers=2, **common)
+    draft_config.dflash_config = {
+        "mask_token_id": MASK_TOKEN,
+        "target_layer_ids": list(TAPPED_LAYERS),
+        "causal_head": True,
+    }
+    draft_config.block_size = 16
+    draft_config.num_target_layers = TARGET_LAYERS
+    DFlashDraftModel(draft_config).to(torch.bfloat16).save_pretrained(draft_dir)
+    drafter_config.patch_config(draft_dir, None)  # "causal": true, as for the article's drafter
+    return TinyModels(target=target_dir, draft=draft_dir)

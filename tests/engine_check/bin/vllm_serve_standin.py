@@ -1,0 +1,73 @@
+"""In the place of `python -m vllm.entrypoints.cli.main serve` for `j0 engine-check --here
+--server-command ...` in tests without a GPU: takes `vllm serve`'s arguments and environment,
+prints the two log lines the article's patch prints (their exact text recorded from the real
+engine, tests/data/engine-h200-graphs-k15/server-j0-*.log), puts a recorded real dump set of the
+right J0 mode into $VLLM_DFLASH_DUMP, and serves with our vLLM stand-in (tests/servers/) on --port.
+
+Knobs for tampering tests (environment): STANDIN_POOL (the pool printed with J0 on) and
+STANDIN_DUMPS (the dump folder to copy with J0 on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TESTS))
+
+from servers import vllm_server  # noqa: E402
+
+
+def arg(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def main(argv: list[str]) -> int:
+    j0 = os.environ.get("VLLM_DFLASH_CTX_NOISE", "0") == "1"
+    spec = json.loads(arg(argv, "--speculative-config") or "{}")
+    seqs, length = arg(argv, "--max-num-seqs"), arg(argv, "--max-model-len")
+    dump = os.environ.get("VLLM_DFLASH_DUMP", "")
+    steps = os.environ.get("VLLM_DFLASH_DUMP_STEPS", "0")
+    pool = os.environ.get("STANDIN_POOL", f"({seqs}, {length})") if j0 else "(1, 1)"
+    nondefault = {
+        "model_tag": argv[0],
+        "model": argv[0],
+        "max_model_len": int(length or 2048),
+        "enable_prefix_caching": False,
+        "max_num_seqs": int(seqs or 4),
+        "speculative_config": spec,
+    }
+    print(f"(APIServer pid=1) INFO 11-30 13:32:08 [startup.py:96] non-default args: {nondefault!r}")
+    prefix = "(EngineCore pid=1) INFO 11-30 13:33:32 [speculator.py:144]"
+    print(f"{prefix} DFLASH_CTX_NOISE={int(j0)} pool={pool} dump={dump}/{steps}", flush=True)
+    print(
+        "(EngineCore pid=1) INFO 11-30 13:33:35 [speculator.py:263] "
+        f"DFLASH_DRAFT_KV_DTYPES=['{spec.get('kv_cache_dtype', 'auto')}'] "
+        f"spec_kv_cache_dtype={spec.get('kv_cache_dtype', 'auto')}",
+        flush=True,
+    )
+    recorded = TESTS / "data" / "engine-h200" / ("j0-on" if j0 else "j0-off")
+    source = Path(os.environ.get("STANDIN_DUMPS", str(recorded))) if j0 else recorded
+    if dump:
+        shutil.copytree(source, dump, dirs_exist_ok=True)
+    return vllm_server.main(
+        [
+            "--port",
+            arg(argv, "--port") or "8000",
+            "--model",
+            argv[0],
+            "--max-model-len",
+            length or "2048",
+            "--num-spec-tokens",
+            str(spec.get("num_speculative_tokens", 7)),
+            "--no-prefix-caching",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
