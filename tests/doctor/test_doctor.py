@@ -303,7 +303,7 @@ def test_a_driver_that_does_not_answer(
     code, checks = doctor(capsys)
     assert code == 1 and checks["gpu"]["status"] == "fail"
     assert "couldn't communicate with the NVIDIA driver" in checks["gpu"]["detail"]
-    assert "the target needs about" in checks["gpu"]["detail"]
+    assert "the article's server needs a GPU of about" in checks["gpu"]["detail"]
 
 
 def test_gated_target_needs_a_token_that_compose_passes(
@@ -381,7 +381,7 @@ def test_offline_uses_what_is_on_disk(
     assert "1 files in the Hub cache" in memory and f"1 files in {drafter}" in memory
     assert "HF_HUB_OFFLINE is set" in checks["target-repo"]["detail"]
     assert "already in the Hub cache" in checks["target-repo"]["detail"]
-    assert "weights 0 MiB into" in checks["disk"]["detail"]
+    assert "weights 0.0 MiB into" in checks["disk"]["detail"]
     assert code == 0
 
 

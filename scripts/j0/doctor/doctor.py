@@ -103,9 +103,14 @@ def compute_needs(
 
 def gpu_checks(query: gpu.GpuQuery, need: needs.Needs | None, why: str, util: float) -> list[Check]:
     if not query.gpus:
-        required = (
-            f"; the target needs about {needs.gib(need.fixed + need.kv_cache(1))}" if need else ""
-        )
+        required = ""
+        if need is not None:
+            estimated = ", estimated" if need.weights.source.startswith("estimate") else ""
+            required = (
+                f"; the article's server needs a GPU of about "
+                f"{needs.gib((need.fixed + need.kv_cache(1)) / util)} at GPU_MEMORY_UTILIZATION="
+                f"{util:.2f} (one request of {need.max_model_len} tokens{estimated})"
+            )
         return [Check("gpu", FAIL, f"no NVIDIA GPU: {query.problem}{required}", GPU_FIX)]
     listed = "; ".join(
         f"GPU {g.index}: {g.name}, {needs.gib(g.total_bytes)} ({needs.gib(g.free_bytes)} free), "

@@ -211,18 +211,22 @@ class Needs:
         return max(0, int(room // per_token)) if per_token else 0
 
     def summary(self) -> str:
+        assumed = [a.source for a in (self.target, self.drafter) if a.source.startswith("an ")]
+        layout = f"; KV layout: {'; '.join(assumed)}" if assumed else ""
         return (
             f"target weights {gib(self.weights.bytes)} ({self.weights.source}), drafter "
             f"{gib(self.drafter_weights.bytes)} ({self.drafter_weights.source}), KV cache "
             f"{gib(self.kv_cache(self.max_num_seqs))} for {self.max_num_seqs} x "
             f"{self.max_model_len} tokens ({self.max_len_source}; {self.kv_per_token() / 1024:.0f}"
             f" KiB/token, {self.kv_dtype or 'auto'}), J0 history {gib(self.j0_history)}, "
-            f"{gib(OVERHEAD_BYTES)} allowance for activations and CUDA graphs"
+            f"{gib(OVERHEAD_BYTES)} allowance for activations and CUDA graphs{layout}"
         )
 
 
 def gib(value: float) -> str:
     """Bytes for a reader: GiB with one decimal, MiB below 1 GiB."""
+    if abs(value) < 10 * (1 << 20):
+        return f"{value / (1 << 20):.1f} MiB"
     if abs(value) < GIB:
         return f"{value / (1 << 20):.0f} MiB"
     return f"{value / GIB:.1f} GiB"
