@@ -234,6 +234,10 @@ def replay_steps(
             if not step.has_query:
                 results.append(StepReplay(step.name, request.number, "context", not reason, reason))
                 continue
+            if step.draft_tokens is None or step.query_positions is None:
+                raise J0Error(
+                    f"{step.path}: query_ids without draft_tokens and query_positions", INPUT_LACKS
+                )
             vllm_tokens = [int(t) for t in step.draft_tokens]
             query_positions = [int(p) for p in step.query_positions]
             if not reason and query_positions[0] != next_position:
