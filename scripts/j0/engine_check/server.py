@@ -8,8 +8,10 @@ imported only for `--image`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -120,13 +122,17 @@ class LocalServer:
         return self.log.read_text(errors="replace")
 
     def stop(self) -> None:
+        """SIGTERM to the server's whole process group (vLLM's engine core is a child), then
+        SIGKILL after 60 s; the GPU is free when this returns."""
         if self.alive():
-            self._process.terminate()
+            os.killpg(self._process.pid, signal.SIGTERM)
             try:
                 self._process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self._process.kill()
+                os.killpg(self._process.pid, signal.SIGKILL)
                 self._process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)  # leftovers of the group, if any
         self._out.close()
 
 
