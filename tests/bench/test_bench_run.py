@@ -129,6 +129,20 @@ def test_summary_level_uses_the_histogram_and_none_falls_back_to_metrics(tmp_pat
         assert "per_step_accepted" not in doc["requests"][0]
 
 
+def test_a_server_that_does_not_stream(tmp_path: Path) -> None:
+    """One JSON body instead of a stream: the figures come from its metrics all the same."""
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=6, seed=9, ignore_stream=True) as server:
+        assert bench(server.url, out, "--requests", "2", "--max-tokens", "90") == 0
+        truth = server.truth()
+    doc = json.loads(out.read_text())
+    length, rate, per_pos = expected(truth)
+    assert doc["acceptance_length"] == pytest.approx(length)
+    assert doc["acceptance_rate"] == pytest.approx(rate)
+    assert doc["per_position_acceptance"] == pytest.approx(per_pos)
+    assert [r["output_tokens"] for r in doc["requests"]] == [90, 90]
+
+
 def test_other_traffic_during_the_run_is_reported_as_a_mismatch(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     with VllmStandIn(num_spec_tokens=4, seed=2, step_delay=0.002) as server:

@@ -184,6 +184,7 @@ class VllmStandIn(ThreadingHTTPServer):
         engines: int = 2,
         version: str = VERSION,
         chat: bool = True,
+        ignore_stream: bool = False,
     ) -> None:
         super().__init__((host, port), _Handler)
         if spec_metrics not in ("none", "summary", "detailed"):
@@ -207,6 +208,7 @@ class VllmStandIn(ThreadingHTTPServer):
         self.output_len = output_len
         self.version = version
         self.chat = chat  # False: no /v1/chat/completions route (404 Not Found)
+        self.ignore_stream = ignore_stream  # True: answer "stream": true with one JSON body
         self.fingerprint = f"vllm-{version}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
         self.records: list[RequestRecord] = []
         self.dead = False
@@ -690,7 +692,7 @@ class _Handler(BaseHTTPRequestHandler):
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         if max_tokens is None:
             max_tokens = s.max_model_len - len(tokens)
-        stream = bool(body.get("stream"))
+        stream = bool(body.get("stream")) and not s.ignore_stream
         options = body.get("stream_options") or {}
         include_usage = bool(options.get("include_usage"))
         continuous = include_usage and bool(options.get("continuous_usage_stats"))

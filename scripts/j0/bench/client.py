@@ -119,6 +119,16 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                     raise EndpointMissing(f"{url}: HTTP 404 {text}")
                 out.error = f"HTTP {response.status}: {text}"
                 return out
+            if response.content_type == "application/json":  # a server that does not stream
+                whole = await response.json()
+                now = time.perf_counter()
+                first_token_at = last_token_at = now
+                out.ttft_s = now - start
+                _usage_and_metrics(out, whole)
+                for choice in whole.get("choices") or []:
+                    out.finish_reason = choice.get("finish_reason") or out.finish_reason
+                seen = out.output_tokens or 0
+                out.chunk_tokens.append(seen)
             async for raw in response.content:
                 now = time.perf_counter()
                 line = raw.strip()
@@ -129,7 +139,13 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 if data == b"[DONE]":
                     out.client_time_s += time.perf_counter() - now
                     break
-                chunk = json.loads(data)
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    out.error = f"not JSON in the stream: {data[:200]!r}"
+                    return out
+                if not isinstance(chunk, dict):
+                    continue
                 if "error" in chunk and "choices" not in chunk:
                     out.error = f"server error in stream: {json.dumps(chunk)[:300]}"
                     return out
@@ -147,8 +163,7 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 for choice in chunk.get("choices") or []:
                     if choice.get("finish_reason"):
                         out.finish_reason = choice["finish_reason"]
-                if not chunk.get("choices") and isinstance(chunk.get("usage"), dict):
-                    _final_usage(out, chunk)
+                _usage_and_metrics(out, chunk)
                 out.client_time_s += time.perf_counter() - now
     except EndpointMissing:
         raise
@@ -170,13 +185,17 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
     return out
 
 
-def _final_usage(out: Outcome, chunk: dict[str, Any]) -> None:
-    usage = chunk["usage"]
-    out.prompt_tokens = usage.get("prompt_tokens")
-    out.output_tokens = usage.get("completion_tokens")
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and details.get("cached_tokens") is not None:
-        out.cached_tokens = int(details["cached_tokens"])
+def _usage_and_metrics(out: Outcome, chunk: dict[str, Any]) -> None:
+    """Usage (the last one seen wins: continuous usage is cumulative) and the spec metrics."""
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        if usage.get("prompt_tokens") is not None:
+            out.prompt_tokens = int(usage["prompt_tokens"])
+        if usage.get("completion_tokens") is not None:
+            out.output_tokens = int(usage["completion_tokens"])
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and details.get("cached_tokens") is not None:
+            out.cached_tokens = int(details["cached_tokens"])
     metrics = chunk.get("metrics")
     if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
         out.speculative_decoding = metrics["speculative_decoding"]

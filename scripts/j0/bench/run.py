@@ -133,7 +133,11 @@ class _Run:
         if status != 200:
             self.notes.append(f"/metrics answered HTTP {status}")
             return None
-        snap = promcounters.parse(text)
+        try:
+            snap = promcounters.parse(text)
+        except (ValueError, TypeError) as exc:
+            self.notes.append(f"/metrics could not be parsed: {exc}")
+            return None
         if snap is None:
             self.notes.append("/metrics has no vllm:spec_decode_* counters")
         return snap
