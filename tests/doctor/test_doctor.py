@@ -278,6 +278,15 @@ def test_a_base_image_in_the_registry_or_an_unreachable_one(
     assert "its registry cannot be reached" in checks["base-image"]["detail"]
     assert "no such host" in checks["base-image"]["detail"]
     assert "not reachable either" in checks["base-image"]["fix"]
+    # The fallback, there: ready, with a warning that says what it is and is not.
+    host.docker(images={pins.vllm_image_fallback: ""})
+    host.monkeypatch.setenv("VLLM_IMAGE", pins.vllm_image_fallback)
+    code, checks = doctor(capsys)
+    assert code == 0 and checks["base-image"]["status"] == "warn"
+    assert (
+        "the same speculator.py byte for byte, but vLLM commit 4ba787ec9, not c50aca14"
+        in (checks["base-image"]["detail"])
+    )
 
 
 def test_gpu_runtime_needs_nvidia_or_cdi(
@@ -350,7 +359,9 @@ def test_knobs_come_from_dotenv_and_the_environment(
     host.docker(images={"my/vllm:fallback": ""})
     _, checks = doctor(capsys)
     assert "for 4 x 8000 tokens (MAX_MODEL_LEN=8k;" in checks["gpu-memory"]["detail"]
-    assert checks["base-image"]["detail"] == "my/vllm:fallback is present locally"
+    base = checks["base-image"]
+    assert base["status"] == "warn"
+    assert base["detail"].startswith("my/vllm:fallback is present locally; not the pinned ")
     host.monkeypatch.setenv("MAX_MODEL_LEN", "4096")
     _, checks = doctor(capsys)
     assert "for 4 x 4096 tokens" in checks["gpu-memory"]["detail"]

@@ -202,6 +202,29 @@ def _registry(image: str) -> tuple[str, str]:
     return "unreachable", said
 
 
+def _other_engine(name: str, image: str, pins: Pins, detail: str) -> Check:
+    """ok for the pinned image (or its digest form); a warning that says what another base is."""
+    if image == pins.vllm_image or image.startswith(pins.vllm_image + "@sha256:"):
+        return Check(name, OK, detail)
+    release = pins.values.get("VLLM_RELEASE_COMMIT", "")
+    if image == pins.vllm_image_fallback:
+        what = (
+            f"the fallback (VLLM_IMAGE_FALLBACK): the same speculator.py byte for byte, but "
+            f"vLLM commit {release or 'of the release'}, not {pins.vllm_commit[:8]}"
+        )
+    else:
+        what = (
+            f"not the pinned {pins.vllm_image}: the build checks its speculator.py's sha256, and "
+            "`j0 image identity` / `j0 status` name its vLLM commit"
+        )
+    return Check(
+        name,
+        WARN,
+        f"{detail}; {what}",
+        f"for the article's engine: VLLM_IMAGE={pins.vllm_image} (or its @sha256: digest)",
+    )
+
+
 def base_image(state: DockerState, image: str, pins: Pins, source: str) -> Check:
     """VLLM_IMAGE present locally, or pullable; a purged nightly tag named as such, with the
     choices and what each means."""
@@ -214,11 +237,14 @@ def base_image(state: DockerState, image: str, pins: Pins, source: str) -> Check
             "fix the docker check first",
         )
     present, digest = _local_digest(image)
-    if present:
-        return Check(name, OK, f"{image} is present locally" + (f" ({digest})" if digest else ""))
-    found, said = _registry(image)
+    found, said = ("found", "") if present else _registry(image)
     if found == "found":
-        return Check(name, OK, f"{image} is not present locally; the registry has it (pullable)")
+        where = (
+            "present locally" + (f" ({digest})" if digest else "")
+            if present
+            else ("not present locally; the registry has it (pullable)")
+        )
+        return _other_engine(name, image, pins, f"{image} is {where}")
     fallback = pins.vllm_image_fallback
     fallback_there = _local_digest(fallback)[0] or _registry(fallback)[0] == "found"
     release_commit = pins.values.get("VLLM_RELEASE_COMMIT", "")
