@@ -17,7 +17,7 @@ J0 draw in the files is the kernel's, not ours. What the kernels do not make is 
 Scenarios (as vLLM schedules them; vllm/v1/core/sched/scheduler.py `_drafts_unused`: no query
 pass for a non-final prefill chunk or a step that ends the request):
   main    the start-up warm-up of vllm/v1/worker/gpu/warmup.py (4 requests of range(9) batched,
-          decodes of 4, 2 and then 1 request; twice) -> request A in slot 2 (prompt 40 in chunks
+          decodes of 4, 2, 2 and then 1 request; twice; dumped steps start at 12 and 13) -> request A in slot 2 (prompt 40 in chunks
           16+16+8, decodes with 0..7 accepted, a last context-only step) -> request B in slot 3
           (prompt of 3 tokens, decodes); 7 draft tokens, max_model_len 128
   prefix  15 draft tokens, max_model_len 64 (query positions clamp): request C in slot 1, then
@@ -249,9 +249,11 @@ def _req(name: str, slot: int, prompt_len: int, seed: int, prompt: np.ndarray | 
 
 
 def warmup(engine: Engine, round_no: int) -> None:
-    """vllm/v1/worker/gpu/warmup.py `_warmup_kernels`: 4 requests of prompt range(9) prefilled
-    together, a decode of all 4, of requests 0 and 1, then of request 0 alone (with and without
-    draft tokens): only those last two steps have one request, so only they are dumped."""
+    """vllm/v1/worker/gpu/warmup.py `_warmup_kernels` (run twice, with CUDA graphs only): 4
+    requests of prompt range(9) prefilled together, a decode of all 4, two of requests 0 and 1
+    (with and without drafts), then of request 0 alone with and without drafts: only those last
+    two steps have one request, so only they are dumped. With every draft rejected, request 0's
+    anchor then sits at 12, then 13: as in the H200 run with CUDA graphs."""
     reqs = [
         _req(f"warmup{round_no}-{i}", i, 9, 100 + round_no, np.arange(9, dtype=np.int32))
         for i in range(4)
@@ -259,6 +261,7 @@ def warmup(engine: Engine, round_no: int) -> None:
     engine.run([engine.prefill(r, 9) for r in reqs])
     engine.run([engine.decode(r, 0) for r in reqs])
     engine.run([engine.decode(reqs[0], 0), engine.decode(reqs[1], 0, spec=False)])
+    engine.run([engine.decode(reqs[0], 0, spec=False), engine.decode(reqs[1], 0, spec=False)])
     engine.run([engine.decode(reqs[0], 0)])
     engine.run([engine.decode(reqs[0], 0, spec=False)])
 

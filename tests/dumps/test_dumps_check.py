@@ -74,7 +74,7 @@ def test_main_scenario_passes(
 def test_the_warm_up_is_named(sets: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys, "check", str(sets / "main-j0-on"))
     assert code == 0
-    assert "warm-up" in out and "starts at position 11" in out and "PASS" in out
+    assert "warm-up" in out and "starts at position 12" in out and "PASS" in out
 
 
 def test_skip_requests(sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

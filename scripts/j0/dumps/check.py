@@ -279,7 +279,7 @@ class Checker:
     ) -> None:
         import numpy as np
 
-        if req.start_pos != 0:
+        if req.start_pos != 0 and req.first.ctx_noise:
             report.note = (
                 f"starts at position {req.start_pos}: its earlier tokens were never dumped "
                 "(a prefix-cache hit, or steps that ran with other requests); J0 draws below "
