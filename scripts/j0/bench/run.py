@@ -385,6 +385,14 @@ class _Run:
             for f in e["flags"]
         ]
         complete = self.dead is None and len(entries) == len(self.chosen)
+        seen_k = sorted(
+            {
+                int(e["speculative_decoding"]["num_spec_tokens"])
+                for e in entries
+                if (e.get("speculative_decoding") or {}).get("num_spec_tokens") is not None
+            }
+        )
+        self.manifest["num_speculative_tokens_seen"] = seen_k
         self.doc = {
             "kind": results.KIND,
             "format_version": results.FORMAT_VERSION,
