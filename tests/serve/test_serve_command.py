@@ -409,8 +409,51 @@ def test_j0_serve_execs_the_entrypoint_with_the_same_arguments(tmp_path: Path) -
         "api key: k-123 noise: 1",
         "pythonpath: unset",  # j0's own folder is not handed on to vLLM
     ]
-    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in result.stderr
+    # This Python's vLLM is the unpatched 0.33.0 wheel: the switch alone does not give J0.
+    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1, but J0 is absent" in result.stderr
     assert "k-123" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("which", "fact", "warned"),
+    [
+        ("article", "VLLM_DFLASH_CTX_NOISE=1: J0 on (", False),
+        ("base", "VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: ", True),
+        ("other", "VLLM_DFLASH_CTX_NOISE=1: J0 on only if ", False),
+    ],
+)
+def test_j0_on_is_said_only_where_the_running_file_has_it(
+    tmp_path: Path, article_file: Path, base_file: Path, which: str, fact: str, warned: bool
+) -> None:
+    """`j0 serve` names the speculator.py that vLLM will import (a site-packages of ours, first
+    on PYTHONPATH) and says "J0 on" only for the article's file."""
+    folder = drafter(tmp_path)
+    site = tmp_path / "site"
+    target = site / "vllm" / "v1" / "worker" / "gpu" / "spec_decode" / "dflash" / "speculator.py"
+    target.parent.mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("raise ImportError('not to be imported')\n")
+    source = {"article": article_file, "base": base_file}.get(which)
+    target.write_bytes(source.read_bytes() if source else b"# my own speculator\n")
+    none = str(tmp_path / "none")
+    options = ["--dry-run", "--api-key-file", none, "--overlay-mount", none]
+    result = subprocess.run(
+        [sys.executable, "-m", "j0", "serve", *options, "--", *serve_args(folder)],
+        env={
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "scripts")]),
+            "VLLM_DFLASH_CTX_NOISE": "1",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    (line,) = [x for x in lines if x.startswith("j0 serve: VLLM_DFLASH_CTX_NOISE=1")]
+    assert line.startswith("j0 serve: " + fact), line
+    assert str(target) in line
+    assert ("J0 was asked for" in result.stderr) is warned
 
 
 def test_drop_own_pythonpath_keeps_the_rest(tmp_path: Path) -> None:

@@ -383,6 +383,51 @@ def plan_serve(
     return plan
 
 
+def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
+    """Say what VLLM_DFLASH_CTX_NOISE=1 really runs: J0 needs the article's (patched) file. With
+    vLLM's unpatched file the switch does nothing and the baseline runs; say so rather than
+    "J0 on" above an identity line that says base."""
+    from j0.identity import ARTICLE, BASE
+
+    noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
+    if noise_on not in plan.facts:
+        return
+    at = plan.facts.index(noise_on)
+    if kind == ARTICLE:
+        plan.facts[at] = f"{noise_on} ({path} is the article's J0 file)"
+    elif kind == BASE:
+        plan.facts[at] = (
+            f"VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: {path} is vLLM's unpatched "
+            "speculator.py (identity=base), which ignores the switch: this runs the baseline"
+        )
+        plan.warnings.append(
+            f"J0 was asked for (VLLM_DFLASH_CTX_NOISE=1), but {path} is vLLM's unpatched file: "
+            "the baseline runs (build the image, or J0_OVERLAY= the article's file)"
+        )
+    else:
+        plan.facts[at] = (
+            f"VLLM_DFLASH_CTX_NOISE=1: J0 on only if {path} implements it (identity=other: "
+            "not the article's file; `j0 overlay verify` and `j0 selfcheck` tell)"
+        )
+
+
+def identify_running(plan: Plan) -> None:
+    """Identify the speculator.py that vLLM will import (after any overlay swap) and adjust the
+    J0 fact to it; where no vLLM is found, say that the entrypoint's identity line will tell."""
+    from j0.base_sources import installed_speculator
+    from j0.identity import identify
+    from j0.pins import load_pins
+
+    try:
+        pins = load_pins()
+        path = installed_speculator(pins)
+        kind = identify(path.read_bytes(), pins).kind
+    except (J0Error, OSError) as exc:
+        plan.facts.append(f"speculator.py: cannot identify it here ({exc})")
+        return
+    confirm_j0(plan, path, kind)
+
+
 def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
     """Remove the folder holding this `j0` package from PYTHONPATH (the image's `j0` launcher puts
     it there for itself), so that vLLM runs with the environment the image gave it."""
@@ -411,6 +456,7 @@ def run(
         from j0.pins import load_pins
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
+    identify_running(plan)
     for fact in plan.facts:
         print(f"j0 serve: {fact}", file=sys.stderr)
     for warning in plan.warnings:
