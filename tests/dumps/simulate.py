@@ -17,9 +17,10 @@ J0 draw in the files is the kernel's, not ours. What the kernels do not make is 
 Scenarios (as vLLM schedules them; vllm/v1/core/sched/scheduler.py `_drafts_unused`: no query
 pass for a non-final prefill chunk or a step that ends the request):
   main    the start-up warm-up of vllm/v1/worker/gpu/warmup.py (4 requests of range(9) batched,
-          decodes of 4, 2, 2 and then 1 request; twice; dumped steps start at 12 and 13) -> request A in slot 2 (prompt 40 in chunks
-          16+16+8, decodes with 0..7 accepted, a last context-only step) -> request B in slot 3
-          (prompt of 3 tokens, decodes); 7 draft tokens, max_model_len 128
+          decodes of 4, 2, 2 and then 1 request; twice; dumped steps start at 12 and 13) ->
+          request A in slot 2 (prompt 40 in chunks 16+16+8, decodes with 0..7 accepted, a last
+          context-only step) -> request B in slot 3 (prompt of 3 tokens, decodes); 7 draft
+          tokens, max_model_len 128
   prefix  15 draft tokens, max_model_len 64 (query positions clamp): request C in slot 1, then
           the same prompt again with its first 32 tokens "from the prefix cache" (never scheduled,
           so never written to the history), in the same slot

@@ -391,3 +391,27 @@ def test_show_names_a_bad_file(
     (bad / "step0003.pt").write_bytes(b"junk")
     code, out = run(capsys, "show", str(bad))
     assert code == 1 and "step0003.pt" in out
+
+
+def test_unverifiable_draws_of_one_position_must_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Below a request's first position nothing is written while it runs: two draws of the same
+    index read the same token, so changing one of them fails even where neither is checkable."""
+    data = check_json(capsys, tmp_path, str(ENGINE_PREFIX))
+    draws = data["requests"][3]["unverifiable_draws"]
+    assert len(draws) == 200  # the first 200 of 213 are listed
+    by_index: dict[int, list[dict]] = {}
+    for d in draws:
+        by_index.setdefault(d["index"], []).append(d)
+    first, second = next(v for v in by_index.values() if len(v) > 1)[:2]
+    assert first["actual"] == second["actual"]  # the recorded run is consistent
+    bad = copy_set(ENGINE_PREFIX, tmp_path / "bad")
+    edit_step(
+        bad / second["step"],
+        lambda d: d["query_ids"].__setitem__(second["slot"], (second["actual"] + 1) % 4095),
+    )
+    code, out = run(capsys, "check", str(bad))
+    assert code == 1
+    assert f"{second['step']} slot {second['slot']} [j0-draw]" in out
+    assert f"as {first['step']} slot {first['slot']} did" in out

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_SLOTS = 1024  # request slots tried (vLLM's max_num_seqs is at most this in practice)
 FAIL, UNVERIFIABLE, NOTE = "fail", "unverifiable", "note"
 UNWRITTEN = -1
+MAX_LISTED = 200  # unverifiable draws listed per request in the JSON report
+MAX_POSITION = 1 << 26  # positions past this are refused rather than allocated for
 
 
 @dataclass
@@ -81,6 +83,8 @@ class RequestReport:
     mismatched: int = 0
     unverifiable: int = 0
     stale_matches: int = 0  # unverifiable draws equal to what an earlier request left there
+    # The first unverifiable draws: {"step", "slot", "index", "actual"} (JSON report only).
+    unverifiable_draws: list[dict[str, Any]] = field(default_factory=list)
     query_steps: int = 0
     accepted: int = 0
     rejected: int = 0
@@ -286,6 +290,18 @@ class Checker:
                 f"position {req.start_pos} cannot be checked"
             )
         top = max(int(s.positions.max()) for s in req.steps) + (num_spec or 0) + 2
+        if top > MAX_POSITION:
+            worst = max(req.steps, key=lambda s: int(s.positions.max()))
+            self.add(
+                FAIL,
+                "positions",
+                worst,
+                f"a target position beyond {MAX_POSITION} (no model context is that long); "
+                "the request is not checked further",
+                actual=int(worst.positions.max()),
+                request=req.number,
+            )
+            return
         history = np.full(top + 1, UNWRITTEN, dtype=np.int64)
         queries: list[_QueryStep] = []
         table = self._table(num_spec) if num_spec and req.first.ctx_noise else None
@@ -299,7 +315,7 @@ class Checker:
             keep = step.positions[:valid] >= 0
             history[step.positions[:valid][keep]] = step.input_ids[:valid][keep]
             apos = step.anchor_pos
-            if anchor is not None:
+            if anchor is not None and apos >= 0:
                 history[apos] = anchor
             if not step.has_query:
                 continue
@@ -522,6 +538,7 @@ class Checker:
         writers = self.slot_writer.get(slot)
         stale_from: Counter[int] = Counter()
         first_unverifiable: Finding | None = None
+        unwritten_reads: dict[int, tuple[int, str, int]] = {}  # index -> (token, step, slot)
         n_unverifiable_steps = 0
         for q_i, q in enumerate(queries):
             # The reference itself names the indices for this slot (the table is its mirror).
@@ -533,6 +550,26 @@ class Checker:
                 want = int(q.expected[slot, k - 1])
                 if want == UNWRITTEN:
                     step_unverifiable += 1
+                    if len(report.unverifiable_draws) < MAX_LISTED:
+                        report.unverifiable_draws.append(
+                            {"step": q.step.name, "slot": k, "index": idx, "actual": int(actual)}
+                        )
+                    # Nothing writes a position below the request's first one while it runs, so
+                    # two draws of the same index must read the same token.
+                    earlier = unwritten_reads.setdefault(idx, (int(actual), q.step.name, k))
+                    if earlier[0] != int(actual):
+                        self.add(
+                            FAIL,
+                            "j0-draw",
+                            q.step,
+                            f"draws index {idx}, which no dumped step of {req.label()} wrote, "
+                            f"as {earlier[1]} slot {earlier[2]} did, and reads another token: "
+                            "the history cannot change at a position the request never writes",
+                            slot=k,
+                            expected=earlier[0],
+                            actual=int(actual),
+                            request=req.number,
+                        )
                     held = None
                     if stale is not None and idx < len(stale) and stale[idx] != UNWRITTEN:
                         held = int(stale[idx])
