@@ -531,7 +531,8 @@ class Checker:
                 queries[0].step,
                 f"no request slot in 0..{self.max_slots - 1} makes the J0 draws of {req.label()} "
                 f"follow the rule; the closest, slot {slot}, explains {report.verified} of "
-                f"{report.verified + report.mismatched} checkable draws (failures below use it)",
+                f"{report.verified + report.mismatched} checkable draws (failures below use it; "
+                "a server with more request slots needs a larger --max-slots)",
                 request=req.number,
             )
         stale = self.slot_history.get(slot) if len(tied) == 1 else None

@@ -188,6 +188,8 @@ def run_check(args: argparse.Namespace) -> int:
 
     if args.skip_requests < 0:
         raise J0Error(f"--skip-requests {args.skip_requests}: expected 0 or more", 64)
+    if args.max_slots is not None and args.max_slots < 1:
+        raise J0Error(f"--max-slots {args.max_slots}: expected 1 or more", 64)
     seed = args.seed
     if seed is None:
         from j0.pins import load_pins
