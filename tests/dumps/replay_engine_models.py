@@ -3,8 +3,8 @@ our own script), made again here: the same configs, the same seed, the same orde
 the same weights (the target is checked against the dumped taps by the test). Only the models;
 the engine run's word-level tokenizer is not needed to replay dumps.
 
-The dumps of that run (../shared/data/engine-h200/j0-on and j0-off) are copied into
-tests/dumps/engine-h200/.
+The dumps of those runs are in tests/data/ (engine-h200, engine-h200-graphs-k15,
+engine-h200-prefix-cache: all made with these models).
 """
 
 from __future__ import annotations

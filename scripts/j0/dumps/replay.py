@@ -96,7 +96,7 @@ class ReplayReport:
         return sum(not d.near_tie for d in self.disagreements)
 
     def to_json(self) -> dict[str, Any]:
-        replayed = [s for s in self.steps if s.replayed]
+        replayed = [s for s in self.steps if s.replayed and s.kind == "query"]
         total = sum(len(s.vllm) for s in replayed)
         agree = sum(a == b for s in replayed for a, b in zip(s.vllm, s.reference, strict=True))
         return {
