@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 ENGINE = ROOT / "tests" / "data" / "engine-h200"
 ENGINE_PREFIX = ROOT / "tests" / "data" / "engine-h200-prefix-cache" / "dumps"
+ENGINE_GRAPHS = ROOT / "tests" / "data" / "engine-h200-graphs-k15"
 MASK = 4999  # simulate.MASK
 
 # Broken kernels whose faults show in the dumps' query ids: (name, text, replacement). Each is a

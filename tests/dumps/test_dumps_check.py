@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from dumpsets import BROKEN, ENGINE, ENGINE_PREFIX, MASK, copy_set, edit_step, load_step, make_sets
+from dumpsets import (
+    BROKEN,
+    ENGINE,
+    ENGINE_GRAPHS,
+    ENGINE_PREFIX,
+    MASK,
+    copy_set,
+    edit_step,
+    load_step,
+    make_sets,
+)
 
 from j0.cli import main
 
@@ -415,3 +425,23 @@ def test_unverifiable_draws_of_one_position_must_agree(
     assert code == 1
     assert f"{second['step']} slot {second['slot']} [j0-draw]" in out
     assert f"as {first['step']} slot {first['slot']} did" in out
+
+
+@pytest.mark.parametrize("j0", ["on", "off"])
+def test_engine_dumps_with_cuda_graphs_pass(
+    j0: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recorded CUDA-graph run (15 draft tokens): its README says step0000-0003 are the
+    start-up warm-up (positions 20 and 21) and the real request starts at step0004."""
+    data = check_json(capsys, tmp_path, str(ENGINE_GRAPHS / f"j0-{j0}"))
+    assert data["verdict"] == "PASS" and data["exit_code"] == 0, data["findings"][:3]
+    warm1, warm2, real = data["requests"]
+    assert warm1["status"] == warm2["status"] == "warm-up"
+    assert (warm1["first_step"], warm2["first_step"]) == ("step0000.pt", "step0002.pt")
+    assert warm1["start_pos"] == 20
+    assert real["first_step"] == "step0004.pt" and real["start_pos"] == 0
+    assert data["num_spec"] == 15 and real["draws"] == real["verified"] == 36 * 15
+    if j0 == "on":
+        assert real["slot"] == 3
+    else:
+        assert data["mask_token"] == 4095
