@@ -12,6 +12,7 @@ names, with .env and the environment as `docker compose` reads them; the switche
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -31,6 +32,7 @@ from j0.serve.command import option_value, parse_speculative_config
 UP_TIMEOUT_S = 7200.0  # image build and the first drafter download
 HEALTH_TIMEOUT_S = 3600.0  # a 27B target: download (the first time) and load
 POLL_S = 2.0
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
 
 
 @dataclass
@@ -199,7 +201,7 @@ class ComposeBackend:
 
         def server_log() -> str:
             logs = compose(["logs", "--no-color", "--no-log-prefix", "server"], {}, timeout=120)
-            return logs.stdout + logs.stderr
+            return ANSI.sub("", logs.stdout + logs.stderr)
 
         try:
             shown = " ".join(f"{k}={v}" for k, v in switches.items())
