@@ -257,6 +257,13 @@ def test_sharded_matrix_on_the_stand_in_cluster(
     # The stand-in accepts more with J0 on (0.9 vs 0.6): the switch reached each server.
     assert acceptance["k15-j0-on"] > acceptance["k15-j0-off"]
     assert acceptance["k7-j0-on"] > acceptance["k7-j0-off"]
+    # `j0 bench report` merges each setting's shards: all five requests, once each.
+    assert j0_main(["bench", "report", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    for setting in record["settings"]:
+        j0 = "on" if setting["j0"] else "off"
+        row = f"| {setting['name']} | {setting['num_speculative_tokens']} | {j0} | off | 5/5 |"
+        assert row in table, table
     # The results are on the "PVC" too, under the run's name.
     run = record["k8s"]["run"]
     on_pvc = sorted(p.relative_to(node.pvc) for p in (node.pvc / "results" / run).rglob("*.json"))
