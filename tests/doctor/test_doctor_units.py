@@ -69,6 +69,34 @@ def test_knob_precedence_as_compose_has_it(pins: Pins, tmp_path: Path) -> None:
     assert found.hub_cache() == Path("~/.cache/huggingface").expanduser() / "hub"
 
 
+def test_compose_interpolation() -> None:
+    values = {"A": "1", "EMPTY": ""}
+    assert settings.interpolate("${A}-${B:-x}-${EMPTY:-y}-${A:+z}-${B:+w}", values) == "1-x-y-z-"
+    assert settings.interpolate("${HF_HUB_CACHE:-${HF_HOME:-~/hf}/hub}", {}) == "~/hf/hub"
+    assert settings.interpolate("./drafter/${R}", {"R": "3147a351"}) == "./drafter/3147a351"
+
+
+def test_a_default_that_names_another_knob(pins: Pins, tmp_path: Path) -> None:
+    root = tmp_path / "j0"
+    (root / "overlay").mkdir(parents=True)
+    shutil.copy(pins.pins_path, root / "overlay" / "pins.env")
+    (root / "compose.serve.yaml").write_text(
+        "# ${NOT_A_KNOB:-from a comment}\n"
+        "source: ${DRAFTER_DIR:-./drafter/${DRAFTER_REVISION}}\n"
+        "cache: ${HF_HUB_CACHE:-${HF_HOME:-~/.cache/huggingface}/hub}\n"
+    )
+    assert settings.compose_defaults(root) == {
+        "DRAFTER_DIR": "./drafter/${DRAFTER_REVISION}",
+        "HF_HUB_CACHE": "${HF_HOME:-~/.cache/huggingface}/hub",
+        "HF_HOME": "~/.cache/huggingface",
+    }
+    local = Pins(**{**pins.__dict__, "root": root})
+    found = settings.resolve(local, {})
+    assert found.path("DRAFTER_DIR") == root / "drafter" / pins.drafter_revision
+    found = settings.resolve(local, {"DRAFTER_REVISION": "abc"})
+    assert found.get("DRAFTER_DIR") == "./drafter/abc"
+
+
 def test_attention_of_a_hybrid_multimodal_config() -> None:
     """Layers that keep a per-request state (linear attention) carry no per-token KV; a
     multimodal config keeps the language model in text_config."""

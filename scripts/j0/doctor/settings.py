@@ -19,8 +19,7 @@ from pathlib import Path
 from j0.pins import Pins
 
 COMPOSE_SERVICES = "compose.serve.yaml"
-# `${NAME:-default}` with a plain default (nested ones, like the Hub cache's, are resolved below).
-_DEFAULT = re.compile(r"\$\{([A-Z_][A-Z0-9_]*):-([^${}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTENV = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
@@ -42,13 +41,70 @@ def parse_dotenv(text: str) -> dict[str, str]:
     return values
 
 
+def _braced(text: str, start: int) -> int:
+    """The index just past the `}` that closes the `${` at `start` (nesting counted)."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith("${", i):
+            depth, i = depth + 1, i + 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def _expressions(text: str) -> list[tuple[int, int, str, str, str]]:
+    """Each top-level `${NAME}`, `${NAME:-default}`, `${NAME:+alt}` in text: (start, end, name,
+    operator, argument)."""
+    found, i = [], 0
+    while (start := text.find("${", i)) >= 0:
+        end = _braced(text, start)
+        body = text[start + 2 : end - 1]
+        name = _NAME.match(body)
+        if name is not None:
+            rest = body[name.end() :]
+            operator = rest[:2] if rest[:2] in (":-", ":+") else ""
+            found.append((start, end, name.group(), operator, rest[len(operator) :]))
+        i = end
+    return found
+
+
+def interpolate(text: str, values: Mapping[str, str]) -> str:
+    """Compose's `${NAME}`, `${NAME:-default}` and `${NAME:+alt}`, nested defaults included."""
+    out, last = [], 0
+    for start, end, name, operator, argument in _expressions(text):
+        out.append(text[last:start])
+        value = values.get(name, "")
+        if operator == ":-":
+            out.append(value or interpolate(argument, values))
+        elif operator == ":+":
+            out.append(interpolate(argument, values) if value else "")
+        else:
+            out.append(value)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
 def compose_defaults(root: Path) -> dict[str, str]:
+    """`${NAME:-default}` defaults written in compose.serve.yaml (comments skipped), unexpanded:
+    a default may name other knobs (`./drafter/${DRAFTER_REVISION}`)."""
     try:
         text = (root / COMPOSE_SERVICES).read_text(encoding="utf-8")
     except OSError:
         return {}
     code = "\n".join(x for x in text.splitlines() if not x.lstrip().startswith("#"))
-    return dict(_DEFAULT.findall(code))
+    defaults: dict[str, str] = {}
+    pending = [code]
+    while pending:
+        for _, _, name, operator, argument in _expressions(pending.pop()):
+            if operator == ":-":
+                defaults.setdefault(name, argument)
+                pending.append(argument)
+    return defaults
 
 
 @dataclass
@@ -103,6 +159,9 @@ def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
                 settings.values[key] = value
                 settings.sources[key] = name
                 break
+    for key, source in settings.sources.items():  # defaults that name other knobs
+        if source == layers[-1][0]:
+            settings.values[key] = interpolate(settings.values[key], settings.values)
     return settings
 
 
