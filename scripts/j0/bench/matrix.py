@@ -15,6 +15,7 @@ reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -115,10 +116,8 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
     )
     for run in record.runs:
         if args.dry_run:
-            import json
-
             compose = Compose(backend.root, {**backend.environ, **compose_switches(run.setting)})
-            config = compose(["config", "--format", "json"], {}, timeout=120)
+            config = compose(["config", "--format", "json"], timeout=120)
             if config.returncode != 0:
                 raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
             seen, run.server_args, run.server_env = rendered_setting(json.loads(config.stdout))

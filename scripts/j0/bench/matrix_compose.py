@@ -37,19 +37,17 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lin
 
 @dataclass
 class Compose:
-    """`docker compose` in the project folder, with the user's environment plus `switches`."""
+    """`docker compose` in the project folder, with `environ` (the user's plus the switches)."""
 
     root: Path
     environ: Mapping[str, str]
 
-    def __call__(
-        self, args: list[str], switches: Mapping[str, str], timeout: float = 600
-    ) -> subprocess.CompletedProcess[str]:
+    def __call__(self, args: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(
                 ["docker", "compose", "--ansi", "never", *args],
                 cwd=self.root,
-                env={**self.environ, **switches},
+                env=dict(self.environ),
                 capture_output=True,
                 text=True,
                 check=False,
@@ -115,7 +113,7 @@ def prefix_caching_of(command: list[str], environment: Mapping[str, str]) -> boo
 
 
 def _server_state(compose: Compose) -> tuple[str, int | None]:
-    ps = compose(["ps", "--all", "--format", "json", "server"], {}, timeout=60)
+    ps = compose(["ps", "--all", "--format", "json", "server"], timeout=60)
     for line in ps.stdout.splitlines():
         line = line.strip()
         if not line:
@@ -181,7 +179,7 @@ class ComposeBackend:
         setting_dir.mkdir(parents=True, exist_ok=True)
         run.server_log = f"{setting.name}/{SERVER_LOG}"
 
-        config = compose(["config", "--format", "json"], {}, timeout=120)
+        config = compose(["config", "--format", "json"], timeout=120)
         if config.returncode != 0:
             raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}", INPUT_LACKS)
         seen, command, env = rendered_setting(json.loads(config.stdout))
@@ -200,13 +198,13 @@ class ComposeBackend:
             )
 
         def server_log() -> str:
-            logs = compose(["logs", "--no-color", "--no-log-prefix", "server"], {}, timeout=120)
+            logs = compose(["logs", "--no-color", "--no-log-prefix", "server"], timeout=120)
             return ANSI.sub("", logs.stdout + logs.stderr)
 
         try:
             shown = " ".join(f"{k}={v}" for k, v in switches.items())
             self.say(f"{setting.name}: docker compose up -d ({shown})")
-            up = compose(["up", "-d"], {}, timeout=self.up_timeout)
+            up = compose(["up", "-d"], timeout=self.up_timeout)
             if up.returncode != 0:
                 raise J0Error(
                     f"{setting.name}: docker compose up -d failed:\n{_tail(up.stdout + up.stderr)}"
@@ -226,7 +224,7 @@ class ComposeBackend:
                 raise J0Error(f"{setting.name}: j0 bench run exited {code}")
         finally:
             write_text_atomic(setting_dir / SERVER_LOG, server_log())
-            down = compose(["down"], {}, timeout=600)
+            down = compose(["down"], timeout=600)
             if down.returncode != 0:
                 self.say(f"{setting.name}: docker compose down: {down.stderr.strip()}")
             run.finished = now()
