@@ -288,6 +288,12 @@ def test_matrix_on_the_standin_image_with_compose(stack: Stack, tmp_path: Path) 
     # The stand-in accepts more with J0 on: each setting's server got its switch.
     assert acceptance["k15-j0-on"] > acceptance["k15-j0-off"]
     assert acceptance["k7-j0-on"] > acceptance["k7-j0-off"]
+    assert j0_main(["bench", "report", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    for setting in record["settings"]:
+        j0 = "on" if setting["j0"] else "off"
+        row = f"| {setting['name']} | {setting['num_speculative_tokens']} | {j0} | off | 3/3 |"
+        assert row in table, table
     # `down` after each setting: nothing of the project is left running.
     ps = stack.compose("ps", "--all", "--format", "json")
     assert ps.stdout.strip() in ("", "[]"), ps.stdout
