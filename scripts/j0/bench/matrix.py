@@ -49,6 +49,8 @@ def main(args: argparse.Namespace) -> int:
     gpus = getattr(args, "gpus", None)
     if backend == "compose" and shards not in (None, 1):
         raise J0Error("--shards: only with --backend k8s (compose runs one server)", USAGE)
+    if backend == "compose" and (gpus is not None or getattr(args, "namespace", None)):
+        say("--gpus and --namespace are for --backend k8s; compose uses this host's server")
     for name, value in (("--shards", shards), ("--gpus", gpus)):
         if value is not None and value < 1:
             raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
