@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from conftest import OwnImages
 from j0.pins import Pins
 from j0.serve import command as serve_command
 
@@ -538,18 +539,21 @@ class Up:
 
 
 @pytest.fixture(scope="module")
-def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Up]]:
+def ci_stack(
+    pins: Pins, tmp_path_factory: pytest.TempPathFactory, own_images: OwnImages
+) -> Iterator[Callable[..., Up]]:
     """up(**knobs) runs compose.yaml + compose.ci.yaml on stand-in B (python3, the vllm wheel and
-    huggingface_hub; no GPU); the project and the image it builds are removed at the end."""
-    from conftest import require_docker
+    huggingface_hub; no GPU); the project and the images it builds (each `up` may rebuild and move
+    the tag) are removed at the end, nothing else."""
+    from conftest import RUN_ID, require_docker, standin_images
 
     require_docker()
     require_compose()
     from standin import build as standin
 
-    base = standin.image_b(pins)
-    project = f"j0-compose-test-{os.getpid()}"
-    tag = f"j0-test/compose:{os.getpid()}"
+    (base,) = standin_images(lambda: standin.image_b(pins))
+    project = f"j0-compose-test-{RUN_ID}"
+    tag = own_images.tag("compose")
     home = tmp_path_factory.mktemp("home")
     files = ("compose.yaml", "compose.ci.yaml")
 
@@ -562,6 +566,8 @@ def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
             timeout=1200,
         )
         output = ANSI.sub("", result.stdout + result.stderr)
+        own_images.record_output(output)
+        own_images.record_tag(tag)
         assert result.returncode == 0, output
         ps = compose(["-p", project, "ps", "--all", "--format", "json"], env, files)
         assert ps.returncode == 0, ps.stderr
@@ -578,10 +584,6 @@ def ci_stack(pins: Pins, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
     finally:
         env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag)
         compose(["-p", project, "down", "--remove-orphans"], env, files)
-        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
-        from conftest import prune_dangling_j0_images
-
-        prune_dangling_j0_images()
 
 
 @pytest.mark.docker
@@ -617,7 +619,10 @@ def test_up_serves_the_articles_run(
     assert seen["env"]["PYTHONPATH"] is None  # j0's launcher path is not handed on to vLLM
     assert seen["speculator"]["sha256"] == ARTICLE_SHA and not seen["speculator"]["is_link"]
     assert not seen["api_key_set"] and not seen["hf_token_in_env"]
-    assert "j0 serve: VLLM_DFLASH_CTX_NOISE=1: J0 on" in run.logs["server"]
+    assert run.line("server", "j0 serve: VLLM_DFLASH_CTX_NOISE=1").endswith(
+        "J0 on (/usr/local/lib/python3.11/dist-packages/vllm/v1/worker/gpu/spec_decode/dflash/"
+        "speculator.py is the article's J0 file)"
+    )
     assert "--per-request-spec-decode-metrics" in seen["args"]
     assert "--enable-prompt-tokens-details" in seen["args"]
     assert seen["args"][-1] == "--enable-prefix-caching"
