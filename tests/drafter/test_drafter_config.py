@@ -231,6 +231,17 @@ def test_contradictions_and_gaps_are_refused(
     assert not (config.parent / "config.json.orig").exists()
 
 
+def test_a_false_top_level_is_causal_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before anything else, with the reason: vLLM reads it first (the causality check
+    after the patch would refuse it too, without saying why)."""
+    config = write_config(tmp_path / "d", json.dumps({**BASE_CONFIG, "is_causal": False}))
+    assert main(["drafter", "patch-config", str(config.parent)]) == 1
+    err = capsys.readouterr().err
+    assert 'top-level key "is_causal" is false: vLLM 0.33.0 reads it before' in err
+
+
 @pytest.mark.parametrize(
     ("key", "value", "reads"),
     [
