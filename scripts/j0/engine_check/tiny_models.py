@@ -25,8 +25,14 @@ class TinyModels:
     mask_token_id: int = MASK_TOKEN
 
 
+SPECIALS = ("<unk>", "<s>", "</s>", "<pad>")  # ids 0-3; never a prefix of a word below
+
+
 def word(token_id: int) -> str:
-    """The tokenizer's word for a token id: `t<id>` (whitespace-separated words, one id each)."""
+    """The tokenizer's word for a token id >= 4: `t<id>` (whitespace-separated, one id each).
+
+    The special tokens have names of their own: a special token named like a word (`t1`) would be
+    matched inside other words by the tokenizer's added-token splitter (`t17` -> `t1`, `7`)."""
     return f"t{token_id}"
 
 
@@ -61,15 +67,13 @@ def make_models(out: Path, seed: int = SEED) -> TinyModels:
         **common,
     )
     Qwen3ForCausalLM(target_config).to(torch.bfloat16).save_pretrained(target_dir)
-    vocab = {word(i): i for i in range(VOCAB)}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=word(0)))
+    vocab = {name: i for i, name in enumerate(SPECIALS)}
+    vocab |= {word(i): i for i in range(len(SPECIALS), VOCAB)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token=SPECIALS[0]))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    unk, bos, eos, pad = SPECIALS
     PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        unk_token=word(0),
-        bos_token=word(1),
-        eos_token=word(2),
-        pad_token=word(3),
+        tokenizer_object=tokenizer, unk_token=unk, bos_token=bos, eos_token=eos, pad_token=pad
     ).save_pretrained(target_dir)
 
     draft_config = Qwen3Config(num_hidden_layers=2, **common)

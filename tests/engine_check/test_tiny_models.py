@@ -1,0 +1,40 @@
+"""The tiny models engine-check serves, made for real on the CPU: a seeded Qwen3 target, the
+`dflash` package's draft model, a word-level tokenizer, and the draft made causal by `j0 drafter
+patch-config` (checked the way vLLM 0.33 resolves each draft layer's causality)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dflash")
+
+
+@pytest.mark.slow
+def test_make_models_writes_a_causal_draft_and_a_seeded_target(tmp_path: Path) -> None:
+    from safetensors import safe_open
+    from transformers import AutoTokenizer
+
+    from j0.drafter import config as drafter_config
+    from j0.engine_check.tiny_models import MASK_TOKEN, make_models
+
+    made = make_models(tmp_path / "a")
+    config = json.loads((made.draft / "config.json").read_text())
+    assert config["dflash_config"]["causal"] is True
+    assert config["dflash_config"]["mask_token_id"] == MASK_TOKEN == 4095
+    assert (made.draft / "config.json.orig").is_file()  # patch-config kept the original
+    assert "all 2 draft layers causal" in drafter_config.check_causality(made.draft).summary()
+    tokenizer = AutoTokenizer.from_pretrained(made.target)
+    assert tokenizer("t5 t4000 t17")["input_ids"][-3:] == [5, 4000, 17]
+    # the same seed gives the same weights (the recorded H200 dumps were made from these models)
+    again = make_models(tmp_path / "b")
+    for folder_a, folder_b in ((made.target, again.target), (made.draft, again.draft)):
+        with (
+            safe_open(folder_a / "model.safetensors", "pt") as fa,
+            safe_open(folder_b / "model.safetensors", "pt") as fb,
+        ):
+            assert sorted(fa.keys()) == sorted(fb.keys())
+            name = sorted(fa.keys())[0]
+            assert fa.get_tensor(name).equal(fb.get_tensor(name))
