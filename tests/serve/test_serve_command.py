@@ -482,3 +482,15 @@ def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:
         *common, "--then", str(tmp_path / "missing"), "--", *serve_args(folder), env={}
     )
     assert result.returncode == 2 and "cannot run" in result.stderr
+
+
+def test_an_empty_hf_endpoint_is_the_hub(tmp_path: Path) -> None:
+    """`HF_ENDPOINT=` in .env reaches the container as an empty value; vLLM must not get it."""
+    folder = drafter(tmp_path)
+    plan = serve_command.plan_serve(serve_args(folder), {"HF_ENDPOINT": ""}, api_key_file=None)
+    assert "HF_ENDPOINT" not in plan.env
+    assert "HF_ENDPOINT is empty: the Hub (https://huggingface.co)" in plan.facts
+    plan = serve_command.plan_serve(
+        serve_args(folder), {"HF_ENDPOINT": "http://mirror:1"}, api_key_file=None
+    )
+    assert plan.env["HF_ENDPOINT"] == "http://mirror:1"

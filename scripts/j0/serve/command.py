@@ -380,6 +380,11 @@ def plan_serve(
     _apply_prefix_caching(plan)
     _apply_api_key(api_key_file, plan)
     _apply_hf_token(plan)
+    if plan.env.get("HF_ENDPOINT") == "":
+        # Empty means the Hub (an uncommented `HF_ENDPOINT=`); huggingface_hub in vLLM would
+        # take "" as the Hub's address.
+        del plan.env["HF_ENDPOINT"]
+        plan.facts.append("HF_ENDPOINT is empty: the Hub (https://huggingface.co)")
     return plan
 
 
