@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import acceptance, promcounters
-from j0.bench.acceptance import Counts
+from j0 import prometheus_counters, spec_counts
+from j0.spec_counts import Counts
 
 DATA = Path(__file__).parent / "data"
 
@@ -15,9 +15,9 @@ DATA = Path(__file__).parent / "data"
 def test_figures_of_hand_worked_steps() -> None:
     # Steps accepting 0, 3 and 1 of 4 drafts: 3 drafts, 12 draft tokens, 4 accepted.
     # Position 0: steps with more than 0 accepted = 2; position 1: 1; position 2: 1; 3: 0.
-    counts = acceptance.from_steps([0, 3, 1], [4, 4, 4], width=4)
+    counts = spec_counts.from_steps([0, 3, 1], [4, 4, 4], width=4)
     assert counts == Counts(3, 12, 4, [2, 1, 1, 0])
-    figures = acceptance.figures(counts)
+    figures = spec_counts.figures(counts)
     assert figures["acceptance_length"] == pytest.approx(1 + 4 / 3)
     assert figures["acceptance_rate"] == pytest.approx(4 / 12)
     assert figures["per_position_acceptance"] == pytest.approx([2 / 3, 1 / 3, 1 / 3, 0.0])
@@ -25,7 +25,7 @@ def test_figures_of_hand_worked_steps() -> None:
 
 def test_histogram_gives_the_same_counts_as_the_steps() -> None:
     # acceptance_histogram[j] = steps that accepted exactly j: [1, 1, 0, 1, 0] for 0, 1, 3.
-    assert acceptance.from_histogram([1, 1, 0, 1, 0], 12) == Counts(3, 12, 4, [2, 1, 1, 0])
+    assert spec_counts.from_histogram([1, 1, 0, 1, 0], 12) == Counts(3, 12, 4, [2, 1, 1, 0])
 
 
 def test_request_counts_flags_inconsistent_server_fields() -> None:
@@ -37,7 +37,7 @@ def test_request_counts_flags_inconsistent_server_fields() -> None:
         "per_step_accepted": [0, 3, 1],
         "per_step_drafted": [4, 4, 4],
     }
-    counts, problems = acceptance.request_counts(spec)
+    counts, problems = spec_counts.request_counts(spec)
     assert counts is not None and counts.accepted == 4
     assert problems == ["num_accepted_draft_tokens=5 but the steps give 4"]
 
@@ -45,8 +45,8 @@ def test_request_counts_flags_inconsistent_server_fields() -> None:
 def test_step_contexts_and_bins() -> None:
     # 100 prompt tokens; the prefill gives token 1, so the first verify step sees 101 tokens;
     # then each step adds 1 + accepted: 101, 103 (after 1 accepted), 107 (after 3).
-    assert acceptance.step_contexts(100, [1, 3, 0]) == [101, 103, 107]
-    bins = acceptance.by_context([(100, [1, 3, 0]), (250, [2])], bin_size=104)
+    assert spec_counts.step_contexts(100, [1, 3, 0]) == [101, 103, 107]
+    bins = spec_counts.by_context([(100, [1, 3, 0]), (250, [2])], bin_size=104)
     assert bins == [
         {
             "context_start": 0,
@@ -74,7 +74,7 @@ def test_step_contexts_and_bins() -> None:
 
 def test_parse_a_real_vllm_exposition() -> None:
     """The counters of a real vLLM 0.33.0 /metrics (tests/bench/data), `_created` ignored."""
-    snap = promcounters.parse((DATA / "metrics-vllm-0.33.0-h200.txt").read_text())
+    snap = prometheus_counters.parse((DATA / "metrics-vllm-0.33.0-h200.txt").read_text())
     assert snap is not None
     assert snap.counts == Counts(378, 2646, 0, [0] * 7)
     assert snap.engines == ["0"]
@@ -107,8 +107,8 @@ def test_parse_sums_engines_and_deltas_subtract() -> None:
         ]
         return "\n".join(lines) + "\n"
 
-    before = promcounters.parse(exposition((10, 20), (4, 5)))
-    after = promcounters.parse(exposition((13, 21), (6, 5)))
+    before = prometheus_counters.parse(exposition((10, 20), (4, 5)))
+    after = prometheus_counters.parse(exposition((13, 21), (6, 5)))
     assert before is not None and after is not None
     assert before.counts == Counts(30, 60, 9, [9, 0])
     assert after.engines == ["0", "1"]
@@ -116,4 +116,5 @@ def test_parse_sums_engines_and_deltas_subtract() -> None:
 
 
 def test_no_spec_counters_is_none() -> None:
-    assert promcounters.parse("# TYPE process_open_fds gauge\nprocess_open_fds 4.0\n") is None
+    text = "# TYPE process_open_fds gauge\nprocess_open_fds 4.0\n"
+    assert prometheus_counters.parse(text) is None

@@ -786,6 +786,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if dies and n_step >= 3:
                     record.died = True
                     self.wfile.flush()
+                    # A program exits at once, its every connection cut with it (a client's
+                    # pooled keep-alive connection must not answer a /health asked after the cut).
+                    s.socket.close()  # no new connection from here on
+                    if s.exit_on_death:
+                        s.die()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     s.die()

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j0 import spec_counts
 from j0.atomic import write_bytes_atomic, write_text_atomic
-from j0.bench import acceptance, pairing, results, roofline
+from j0.bench import pairing, results, roofline
 from j0.errors import INPUT_LACKS, J0Error
 from j0.optional import require
 
@@ -139,7 +140,7 @@ def figures(setting: Setting) -> dict[str, Any]:
     ok = setting.ok
     counts, _ = results.pooled(ok)
     fig = (
-        acceptance.figures(counts)
+        spec_counts.figures(counts)
         if counts
         else {"acceptance_length": None, "acceptance_rate": None, "per_position_acceptance": []}
     )
@@ -166,7 +167,7 @@ def _per_prompt(setting: Setting, key: str) -> dict[str, float]:
         value = r.get(key)
         if value is None and key == "acceptance_length":
             counts = results.entry_counts(r)
-            value = acceptance.acceptance_length(counts) if counts else None
+            value = spec_counts.acceptance_length(counts) if counts else None
         if value is not None:
             values[_request_key(r)] = float(value)
     return values
@@ -306,7 +307,7 @@ def plots(
             for r in s.ok
             if "per_step_accepted" in r and r.get("prompt_tokens") is not None
         ]
-        bins = acceptance.by_context(pairs_, bin_size)
+        bins = spec_counts.by_context(pairs_, bin_size)
         for b in bins:
             rows.append({"setting": s.name, **b})
         if bins:

@@ -4,7 +4,7 @@ Top-level keys (format_version 1):
 
     acceptance_length, acceptance_rate, per_position_acceptance
                             pooled over the measured requests, from the server's per-request
-                            `metrics.speculative_decoding` (see acceptance.py); from the /metrics
+                            `metrics.speculative_decoding` (see spec_counts.py); from the /metrics
                             deltas only where no response carried per-request metrics
     acceptance_source       "per-request metrics" | "metrics deltas" | null
     counts                  the pooled counts behind them
@@ -27,10 +27,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from j0.bench import acceptance
-from j0.bench.acceptance import Counts
+from j0 import spec_counts
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
+from j0.spec_counts import Counts
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
@@ -54,7 +54,7 @@ def _ms(seconds: float | None) -> float | None:
 def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str, Any]:
     """One measured request as the result file holds it."""
     spec = out.speculative_decoding
-    counts, problems = acceptance.request_counts(spec)
+    counts, problems = spec_counts.request_counts(spec)
     entry: dict[str, Any] = {
         "index": index,
         "prompt_id": prompt.id,
@@ -84,8 +84,8 @@ def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str
         "num_chunks": len(out.chunk_tokens),
         "chunk_tokens": out.chunk_tokens,
         "client_time_s": out.client_time_s,
-        "acceptance_length": acceptance.acceptance_length(counts) if counts else None,
-        "acceptance_rate": acceptance.acceptance_rate(counts) if counts else None,
+        "acceptance_length": spec_counts.acceptance_length(counts) if counts else None,
+        "acceptance_rate": spec_counts.acceptance_rate(counts) if counts else None,
         "speculative_decoding": (
             {k: v for k, v in spec.items() if k not in STEP_KEYS} if spec else None
         ),
@@ -97,7 +97,7 @@ def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str
         entry["per_step_accepted"] = steps
         entry["per_step_drafted"] = [int(d) for d in spec.get("per_step_drafted") or []]
         if out.prompt_tokens is not None:
-            entry["per_step_context_length"] = acceptance.step_contexts(out.prompt_tokens, steps)
+            entry["per_step_context_length"] = spec_counts.step_contexts(out.prompt_tokens, steps)
     if out.cached_tokens:
         if j0 == "on":
             entry["flags"].append(
@@ -118,7 +118,7 @@ def entry_counts(entry: dict[str, Any]) -> Counts | None:
     for key in STEP_KEYS:
         if key in entry:
             spec[key] = entry[key]
-    counts, _ = acceptance.request_counts(spec)
+    counts, _ = spec_counts.request_counts(spec)
     return counts
 
 
@@ -152,9 +152,9 @@ def crosscheck(
         "note": note,
     }
     if per_request is not None:
-        block["per_request"] = {**per_request.to_json(), **acceptance.figures(per_request)}
+        block["per_request"] = {**per_request.to_json(), **spec_counts.figures(per_request)}
     if delta is not None:
-        block["metrics_delta"] = {**delta.to_json(), **acceptance.figures(delta)}
+        block["metrics_delta"] = {**delta.to_json(), **spec_counts.figures(delta)}
     if per_request is None or delta is None:
         return block
     width = max(len(per_request.accepted_per_pos), len(delta.accepted_per_pos))

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0 import prometheus_counters, spec_counts
 from j0.atomic import write_text_atomic
-from j0.bench import acceptance, client, manifest, promcounters, prompts, results
-from j0.bench.acceptance import Counts
+from j0.bench import client, manifest, prompts, results
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.optional import require
+from j0.spec_counts import Counts
 
 DEFAULT_REQUESTS = 10
 CHECKPOINT_EVERY_S = 5.0
@@ -124,7 +125,7 @@ class _Run:
             return False
         return status == 200
 
-    async def _snapshot(self) -> promcounters.Snapshot | None:
+    async def _snapshot(self) -> prometheus_counters.Snapshot | None:
         try:
             status, text = await self._get("/metrics")
         except Exception as exc:
@@ -134,7 +135,7 @@ class _Run:
             self.notes.append(f"/metrics answered HTTP {status}")
             return None
         try:
-            snap = promcounters.parse(text)
+            snap = prometheus_counters.parse(text)
         except (ValueError, TypeError) as exc:
             self.notes.append(f"/metrics could not be parsed: {exc}")
             return None
@@ -320,7 +321,7 @@ class _Run:
             bar.update(1)
             pooled, _ = results.pooled([e for e in self.entries if e])
             if pooled is not None and pooled.drafts:
-                bar.set_postfix(acceptance_length=f"{acceptance.acceptance_length(pooled):.3f}")
+                bar.set_postfix(acceptance_length=f"{spec_counts.acceptance_length(pooled):.3f}")
             if time.monotonic() - self.last_write > CHECKPOINT_EVERY_S:
                 self.finish_doc(pooled, None, [], None, "checkpoint: the run is not finished")
                 self.write()
@@ -365,7 +366,7 @@ class _Run:
                 "per-request and per-context figures)"
             )
         figures = (
-            acceptance.figures(counts)
+            spec_counts.figures(counts)
             if counts is not None
             else {"acceptance_length": None, "acceptance_rate": None, "per_position_acceptance": []}
         )
@@ -406,7 +407,7 @@ class _Run:
             "acceptance_by_context": {
                 "bin_size": self.opts.bin_size,
                 "requests": len(with_steps),
-                "bins": acceptance.by_context(with_steps, self.opts.bin_size),
+                "bins": spec_counts.by_context(with_steps, self.opts.bin_size),
             },
             "summary": results.summary(entries, outcomes, wall),
             "flags": flags,

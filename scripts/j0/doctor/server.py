@@ -18,11 +18,6 @@ from typing import Any
 
 from j0.optional import require
 
-COUNTERS = {
-    "drafts": "vllm:spec_decode_num_drafts",
-    "draft_tokens": "vllm:spec_decode_num_draft_tokens",
-    "accepted": "vllm:spec_decode_num_accepted_tokens",
-}
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
 PROBE_MAX_TOKENS = 32
 TIMEOUT_S = 10.0
@@ -68,19 +63,19 @@ def _request(
 
 
 def parse_counters(text: str) -> dict[str, float]:
-    """The spec-decode counters' sums over engines and models; absent ones are left out."""
-    parser = require("prometheus_client.parser", "j0 status", extra="status")
-    wanted = {family: name for name, family in COUNTERS.items()}
-    found: dict[str, float] = {}
-    for family in parser.text_string_to_metric_families(text):
-        name = wanted.get(family.name)
-        if name is None:
-            continue
-        total = sum(
-            s.value for s in family.samples if s.name in (family.name, family.name + "_total")
-        )
-        found[name] = found.get(name, 0.0) + total
-    return found
+    """The spec-decode counters' sums over engines and models; {} where there are none."""
+    from j0 import prometheus_counters
+
+    require("prometheus_client", "j0 status", extra="status")
+    snapshot = prometheus_counters.parse(text)
+    if snapshot is None:
+        return {}
+    counts = snapshot.counts
+    return {
+        "drafts": float(counts.drafts),
+        "draft_tokens": float(counts.draft_tokens),
+        "accepted": float(counts.accepted),
+    }
 
 
 def _error_words(exc: BaseException) -> str:

@@ -103,22 +103,22 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
     """The per-request `metrics.speculative_decoding` of every response, summed, equals the
     Prometheus counters' deltas around the requests (drafts, draft tokens, accepted, per
     position)."""
-    from j0.bench import acceptance, promcounters
+    from j0 import prometheus_counters, spec_counts
 
     name = f"per-request metrics = /metrics deltas ({run})"
-    summed = acceptance.Counts()
+    summed = spec_counts.Counts()
     problems: list[str] = []
     responses = 0
     for e in exchanges:
         for spec in e.spec_metrics():
-            counts, issues = acceptance.request_counts(spec)
+            counts, issues = spec_counts.request_counts(spec)
             problems += issues
             if counts is not None:
                 summed.add(counts)
                 responses += 1
     if responses != 2 * len(exchanges):
         problems.append(f"{responses} of {2 * len(exchanges)} responses carry spec-decode metrics")
-    snap_after, snap_before = promcounters.parse(after), promcounters.parse(before)
+    snap_after, snap_before = prometheus_counters.parse(after), prometheus_counters.parse(before)
     if snap_after is None:
         return Check(name, False, "no vllm:spec_decode_* counters in /metrics")
     delta = snap_after.minus(snap_before) if snap_before else snap_after.counts
