@@ -596,3 +596,23 @@ def test_an_empty_hf_endpoint_means_the_hub() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "https://huggingface.co"
+
+
+def test_a_config_orig_of_other_bytes_is_not_taken_for_the_hubs(
+    env: Env, repo: FakeRepo, article_sha: str
+) -> None:
+    """A folder whose config.json.orig is not the Hub's config.json (copied from elsewhere, no
+    download record): the original is checked before it is trusted, so config.json is fetched
+    again, and patch-config then refuses to overwrite the foreign .orig."""
+    folder = default_dir(env)
+    folder.mkdir(parents=True)
+    real = json.loads(repo.commits[article_sha].files["config.json"])
+    foreign = {**real, "num_hidden_layers": 4}
+    (folder / "config.json.orig").write_text(json.dumps(foreign, indent=2) + "\n")
+    patched = {**foreign, "dflash_config": {**foreign["dflash_config"], "causal": True}}
+    (folder / "config.json").write_text(json.dumps(patched, indent=2) + "\n")
+    result = env.run()
+    assert result.returncode == 1, result.stderr
+    assert "config.json.orig holds other bytes" in result.stderr
+    assert "never overwritten" in result.stderr
+    assert json.loads((folder / "config.json.orig").read_text()) == foreign
