@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -81,7 +80,6 @@ def standin_images(*builders: Callable[[], str]) -> list[str]:
 
 # Docker tests name what they build with this run's id and remove only that.
 RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
-SESSION_STARTED = time.time()
 _STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -134,30 +132,3 @@ def own_images() -> Iterator[OwnImages]:
         images.remove()
 
 
-def prune_dangling_j0_images() -> None:
-    """Remove untagged images built from docker/Dockerfile (its j0.manifest label) since this
-    test session began. Prefer OwnImages, which removes exactly what its tests built; this one
-    can still reach another run's leftovers made in the same minutes."""
-    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(SESSION_STARTED))
-    listed = subprocess.run(
-        [
-            "docker",
-            "images",
-            "--no-trunc",
-            "--filter",
-            "dangling=true",
-            "--filter",
-            "label=j0.manifest",
-            "--format",
-            "{{.ID}} {{.CreatedAt}}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    for line in listed.splitlines():
-        image, _, created = line.partition(" ")
-        # CreatedAt: "2026-11-30 13:35:12 +0000 UTC"
-        stamp = created[:19].replace(" ", "T")
-        if image and stamp >= started and created.rstrip().endswith("+0000 UTC"):
-            subprocess.run(["docker", "rmi", image], capture_output=True, check=False)

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from conftest import OwnImages
 from j0.bench.matrix_compose import rendered_setting
 from j0.bench.matrix_settings import Setting, matrix_settings
 from j0.cli import main as j0_main
@@ -219,9 +220,12 @@ class Stack:
 
 
 @pytest.fixture
-def stack(pins: Pins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
-    """The environment `j0 bench matrix` runs in: the CI compose files, stand-in B, our Hub."""
-    from conftest import prune_dangling_j0_images, require_docker
+def stack(
+    pins: Pins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_images: OwnImages
+) -> Iterator[Stack]:
+    """The environment `j0 bench matrix` runs in: the CI compose files, stand-in B, our Hub.
+    The image compose builds has a tag of this run's own, removed afterwards (own_images)."""
+    from conftest import require_docker
 
     require_docker()
     require_compose()
@@ -230,7 +234,7 @@ def stack(pins: Pins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     base = standin.image_b(pins)
     hub = Hub()
     project = f"j0-matrix-test-{os.getpid()}"
-    tag = f"j0-test/matrix:{os.getpid()}"
+    tag = own_images.tag("matrix")
     clean_env(
         monkeypatch,
         tmp_path / "home",
@@ -249,8 +253,7 @@ def stack(pins: Pins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     finally:
         hub.stop()
         stack.compose("down", "--remove-orphans")
-        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
-        prune_dangling_j0_images()
+        own_images.record_tag(tag)
 
 
 @pytest.mark.docker
