@@ -6,6 +6,7 @@ import argparse
 import importlib
 from pathlib import Path
 
+from j0.commands import add_command
 from j0.errors import USAGE, J0Error
 
 RUN_DESCRIPTION = """\
@@ -79,11 +80,11 @@ def _count(text: str) -> int:
 
 
 def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "run",
-        help="measure one server setting into FILE.json",
-        description=RUN_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "measure one server setting into FILE.json",
+        RUN_DESCRIPTION,
     )
     p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
     p.add_argument("--out", required=True, type=Path, metavar="FILE.json", help="result file")
@@ -256,11 +257,11 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "report",
-        help="tables and plots of a results folder",
-        description=REPORT_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "tables and plots of a results folder",
+        REPORT_DESCRIPTION,
     )
     p.add_argument("dir", type=Path, metavar="DIR", help="one folder per setting inside")
     p.add_argument(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from j0.commands import add_command
+
 DOCTOR_HELP = """\
 Say whether this host can run the article's `docker compose up`, before anything is pulled or
 downloaded. Each check says ok, warn or fail, with a one-line fix:
@@ -42,20 +44,20 @@ Exit 0: the article's setup (J0 on or off); 1: not, or the server does not answe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    doctor = subparsers.add_parser(
+    doctor = add_command(
+        subparsers,
         "doctor",
-        help="can this host run `docker compose up`? (Docker, GPU, memory, Hub, disk)",
-        description=DOCTOR_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "can this host run `docker compose up`? (Docker, GPU, memory, Hub, disk)",
+        DOCTOR_HELP,
     )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=run_doctor)
 
-    status = subparsers.add_parser(
+    status = add_command(
+        subparsers,
         "status",
-        help="is the running server the article's setup? (health, counters, its log)",
-        description=STATUS_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "is the running server the article's setup? (health, counters, its log)",
+        STATUS_HELP,
     )
     status.add_argument(
         "--url",

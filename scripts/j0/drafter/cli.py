@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.errors import EXIT_CODE_TABLE, J0Error
+from j0.commands import add_command
+from j0.errors import J0Error
 
 FETCH_HELP = """\
 Download the JetSpec++ drafter for Qwen3.8-27B at one full commit and patch its config.json.
@@ -71,13 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     commands.required = True
 
     def add(name: str, summary: str, text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name,
-            help=summary,
-            description=text,
-            epilog=EXIT_CODE_TABLE,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return add_command(commands, name, summary, text)
 
     fetch = add("fetch", "download the drafter at a full commit, then patch-config", FETCH_HELP)
     fetch.add_argument(

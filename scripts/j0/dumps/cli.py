@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from j0.errors import CHECK_FAILED, EXIT_CODE_TABLE, J0Error
+from j0.commands import add_command
+from j0.errors import CHECK_FAILED, J0Error
 
 GROUP_HELP = """\
 The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
@@ -66,23 +67,17 @@ with logit margins where they differ. docs/dumps-replay.md has the conventions.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    group = subparsers.add_parser(
+    group = add_command(
+        subparsers,
         "dumps",
-        help="show, check (J0 draws), compare and replay the patch's step dumps",
-        description=GROUP_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "show, check (J0 draws), compare and replay the patch's step dumps",
+        GROUP_HELP,
     )
     commands = group.add_subparsers(dest="dumps_command", metavar="SUBCOMMAND")
     commands.required = True
 
     def add(name: str, summary: str, text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name,
-            help=summary,
-            description=text,
-            epilog=EXIT_CODE_TABLE,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return add_command(commands, name, summary, text)
 
     show = add("show", "tables of the requests, steps and tensors in a dump folder", SHOW_HELP)
     show.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")

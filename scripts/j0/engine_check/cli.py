@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from j0.errors import EXIT_CODE_TABLE, USAGE, J0Error
+from j0.commands import add_command
+from j0.errors import USAGE, J0Error
 
 HELP = """\
 Prove J0 inside vLLM's real engine on this machine's GPU in a few minutes, before loading 27B
@@ -32,12 +33,11 @@ Exit 0: every check passed; 1: one failed (the verdict line names it).
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "engine-check",
-        help="prove J0 in vLLM's real engine on this GPU with tiny random models (minutes)",
-        description=HELP,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "prove J0 in vLLM's real engine on this GPU with tiny random models (minutes)",
+        HELP,
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--image", help="serve in a container of IMAGE (default: the pinned tag)")

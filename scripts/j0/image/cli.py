@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from j0.errors import EXIT_CODE_TABLE
+from j0.commands import add_command
 
 IMAGE_HELP = """\
 The article's serving image: docker/Dockerfile on vLLM's image of the pinned commit (VLLM_IMAGE in
@@ -44,21 +44,20 @@ found.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    group = subparsers.add_parser(
+    group = add_command(
+        subparsers,
         "image",
-        help="build, smoke-test and inspect the article's Docker image",
-        description=IMAGE_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "build, smoke-test and inspect the article's Docker image",
+        IMAGE_HELP,
     )
     commands = group.add_subparsers(dest="image_command", metavar="SUBCOMMAND")
     commands.required = True
 
-    build = commands.add_parser(
+    build = add_command(
+        commands,
         "build",
-        help="build docker/Dockerfile on the pinned vLLM image",
-        description=BUILD_HELP,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "build docker/Dockerfile on the pinned vLLM image",
+        BUILD_HELP,
     )
     build.add_argument(
         "--base",
@@ -80,12 +79,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.set_defaults(func=run_build)
 
-    smoke = commands.add_parser(
+    smoke = add_command(
+        commands,
         "smoke",
-        help="check an image in containers without network or GPU",
-        description=SMOKE_HELP,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check an image in containers without network or GPU",
+        SMOKE_HELP,
     )
     smoke.add_argument("image", metavar="IMAGE")
     smoke.add_argument(
@@ -97,11 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     smoke.set_defaults(func=run_smoke)
 
-    identity = commands.add_parser(
+    identity = add_command(
+        commands,
         "identity",
-        help="say which speculator.py this Python's vLLM runs (the entrypoint's log line)",
-        description=IDENTITY_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "say which speculator.py this Python's vLLM runs (the entrypoint's log line)",
+        IDENTITY_HELP,
     )
     identity.add_argument("--json", action="store_true", help="print one JSON object instead")
     identity.add_argument("--prefix", default="j0", help="word that starts the line (default j0)")

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from j0 import base_sources
-from j0.errors import EXIT_CODE_TABLE, J0Error
+from j0.commands import add_command
+from j0.errors import J0Error
 from j0.identity import ARTICLE, identify
 from j0.overlay import build as overlay
 from j0.pins import Pins, load_pins
@@ -32,12 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     commands = group.add_subparsers(dest="overlay_command", metavar="SUBCOMMAND")
     commands.required = True
 
-    build = commands.add_parser(
+    build = add_command(
+        commands,
         "build",
-        help="patch the base file into the article's file",
-        description=BUILD_HELP,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "patch the base file into the article's file",
+        BUILD_HELP,
     )
     source = build.add_mutually_exclusive_group()
     source.add_argument("--base", type=Path, metavar="FILE", help="an unpatched speculator.py")
@@ -76,11 +76,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.set_defaults(func=run_build)
 
-    verify = commands.add_parser(
+    verify = add_command(
+        commands,
         "verify",
-        help="say whether a file is the article's, the base or other",
-        description=VERIFY_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "say whether a file is the article's, the base or other",
+        VERIFY_HELP,
     )
     verify.add_argument("file", type=Path, metavar="FILE", help="a speculator.py, or a directory")
     verify.set_defaults(func=run_verify)

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from j0.errors import EXIT_CODE_TABLE, UNAVAILABLE, J0Error
+from j0.commands import add_command
+from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import load_pins
 from j0.selfcheck import kernels as selfcheck
 
@@ -43,12 +44,11 @@ replay and events, host time per call), for 1, 4 and 8 requests and 7/15 draft t
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "selfcheck",
-        help="check J0 in a speculator.py against an independent reference (CPU or GPU)",
-        description=HELP,
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check J0 in a speculator.py against an independent reference (CPU or GPU)",
+        HELP,
     )
     parser.add_argument(
         "--speculator",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from j0.commands import add_command
 from j0.serve import command as serve_command
 
 DESCRIPTION = """\
@@ -36,11 +37,11 @@ identity, then execs `vllm serve ARGS`).
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "serve",
-        help="check the server's arguments and J0 switches, then start vLLM (compose entrypoint)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check the server's arguments and J0 switches, then start vLLM (compose entrypoint)",
+        DESCRIPTION,
     )
     parser.add_argument(
         "--then",
