@@ -90,6 +90,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="CMD",
         help="with --here: run CMD ARGS instead of `python -m vllm... serve ARGS`",
     )
+    parser.add_argument(
+        "--no-gpu",
+        dest="gpus",
+        action="store_false",
+        help="with --image: no GPU for the container (only for a stand-in in the place of vLLM)",
+    )
+    parser.add_argument(
+        "--container-mount",
+        action="append",
+        default=[],
+        metavar="SRC:DST",
+        help="with --image: also mount SRC at DST, read-only (repeatable)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -104,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise J0Error(f"--env {item!r}: expected KEY=VALUE", USAGE)
         extra_env[key] = value
+    mounts = {}
+    for item in args.container_mount:
+        source, sep, target = item.partition(":")
+        if not sep or not source or not target.startswith("/"):
+            raise J0Error(f"--container-mount {item!r}: expected SRC:/ABSOLUTE/DST", USAGE)
+        mounts[str(Path(source).resolve())] = target
     image = args.image
     if not args.here and image is None:
         from j0.image.build import default_tag
@@ -123,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         extra_env=extra_env,
         server_command=args.server_command.split() if args.server_command else None,
         models=args.models,
+        gpus=args.gpus,
+        container_mounts=mounts,
     )
     report = engine_check(options)
     for check in report["checks"]:

@@ -46,6 +46,8 @@ class Options:
     keep: Path | None
     extra_env: dict[str, str] = field(default_factory=dict)
     server_command: list[str] | None = None  # `--here` only: in the place of `vllm serve`
+    gpus: bool = True  # `--image` only: False for a stand-in image without a GPU (tests)
+    container_mounts: dict[str, str] = field(default_factory=dict)  # `--image` only, read-only
     models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
 
 
@@ -88,7 +90,9 @@ def start(options: Options, setting: ServeSetting, work: Path) -> Server:
     if options.here:
         return LocalServer(setting, log, options.server_command)
     assert options.image is not None
-    return ContainerServer(setting, log, options.image, work)
+    return ContainerServer(
+        setting, log, options.image, work, gpus=options.gpus, mounts=options.container_mounts
+    )
 
 
 def serve_and_ask(

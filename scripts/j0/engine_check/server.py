@@ -67,6 +67,8 @@ class ServeSetting:
             str(MAX_MODEL_LEN),
             "--gpu-memory-utilization",
             "0.3",
+            "--host",
+            "127.0.0.1",
             "--port",
             str(self.port),
             "--per-request-spec-decode-metrics",
@@ -137,26 +139,50 @@ class LocalServer:
 
 
 class ContainerServer:
-    """A container of IMAGE with every GPU, the work folder mounted, the port on 127.0.0.1."""
+    """A container of IMAGE running its own entrypoint (identity line, then `vllm serve ARGS`),
+    with every GPU, the work folder mounted, on the host's network (the server listens on
+    127.0.0.1:PORT, as `--here` does). `gpus=False` and `mounts` (read-only) exist for tests that
+    put a stand-in in the place of vLLM inside the image."""
 
-    def __init__(self, setting: ServeSetting, log: Path, image: str, work: Path) -> None:
+    MODELS = "/j0-engine-check-models"
+
+    def __init__(
+        self,
+        setting: ServeSetting,
+        log: Path,
+        image: str,
+        work: Path,
+        *,
+        gpus: bool = True,
+        mounts: dict[str, str] | None = None,
+    ) -> None:
         from j0.optional import require
 
         docker = require("docker", "j0 engine-check --image")
         self.url = f"http://127.0.0.1:{setting.port}"
         self.log = log
+        volumes = {str(work.resolve()): {"bind": CONTAINER_WORK, "mode": "rw"}}
+        models = Path(os.path.commonpath([setting.target.resolve(), setting.draft.resolve()]))
 
         def inside(path: Path) -> str:
-            return f"{CONTAINER_WORK}/{path.resolve().relative_to(work.resolve()).as_posix()}"
+            path = path.resolve()
+            if path.is_relative_to(work.resolve()):
+                return f"{CONTAINER_WORK}/{path.relative_to(work.resolve()).as_posix()}"
+            return f"{self.MODELS}/{path.relative_to(models).as_posix()}"
 
+        if not setting.target.resolve().is_relative_to(work.resolve()):
+            volumes[str(models)] = {"bind": self.MODELS, "mode": "ro"}
+        for source, target in (mounts or {}).items():
+            volumes[source] = {"bind": target, "mode": "ro"}
+        gpu = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
         client = docker.from_env()
         self._container = client.containers.run(
             image,
             command=setting.vllm_args(inside(setting.target), inside(setting.draft)),
             environment=setting.env(inside(setting.dumps)),
-            volumes={str(work.resolve()): {"bind": CONTAINER_WORK, "mode": "rw"}},
-            ports={f"{setting.port}/tcp": ("127.0.0.1", setting.port)},
-            device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])],
+            volumes=volumes,
+            network_mode="host",
+            device_requests=gpu,
             ipc_mode="host",
             detach=True,
         )

@@ -1,0 +1,72 @@
+"""`j0 engine-check --image` end to end on Docker without a GPU: the project's image built by
+`j0 image build` on stand-in base A (the real vllm 0.33.0 wheel's files, patched by the real build
+step), run by the real docker-py code path (host network, the work folder and the models mounted,
+the image's own entrypoint and identity line). Inside, `vllm` is tests/engine_check/container_bin/
+vllm: our vLLM stand-in (tests/servers/vllm_server.py) on 127.0.0.1 with the patch's log lines and
+recorded real engine dumps. `--no-gpu` is the only difference from a GPU host's run."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import OwnImages
+from j0.cli import main
+from j0.pins import Pins
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = ":".join(
+    [
+        "/standin-tests/engine_check/container_bin",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def image(pins: Pins, own_images: OwnImages) -> Iterator[str]:
+    from conftest import require_docker
+
+    require_docker()
+    from standin import build as standin
+
+    tag = own_images.tag("engine-check")
+    assert main(["image", "build", "--base", standin.image_a(pins), "--tag", tag]) == 0
+    own_images.record_tag(tag)
+    yield tag
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_engine_check_in_a_container_of_the_image(image: str, tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    for folder in ("models/target", "models/draft"):
+        (kept / folder).mkdir(parents=True)
+    out = tmp_path / "report.json"
+    code = main(
+        [
+            "engine-check", "--image", image, "--no-gpu", "--models", str(kept / "models"),
+            "--container-mount", f"{ROOT / 'tests'}:/standin-tests", "--env", f"PATH={PATH}",
+            "--port", str(free_port()), "--startup-timeout", "120", "--keep", str(kept),
+            "--json", str(out),
+        ]
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    failed = [c for c in report["checks"] if not c["ok"]]
+    assert code == 0 and report["verdict"] == "PASS", failed
+    assert report["mode"] == f"image {image}"
+    log = (kept / "server-j0-on.log").read_text()
+    # the image's entrypoint wrote the identity line: the build step's patched file, the
+    # wheel's engine (vLLM 0.33.0, commit 4ba787ec9)
+    assert "j0-entrypoint" in log and "identity=article" in log and "4ba787ec9" in log
+    assert sorted(p.name for p in (kept / "dumps-j0-on").iterdir())[0] == "step0000.pt"
