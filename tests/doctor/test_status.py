@@ -234,3 +234,39 @@ def test_metrics_of_the_real_engine() -> None:
     text = (DATA / "metrics-j0-on.txt").read_text()
     assert server.parse_counters(text) == {"drafts": 378.0, "draft_tokens": 2646.0, "accepted": 0.0}
     assert server.parse_counters("# nothing here\n") == {}
+
+
+def test_an_api_key_server_needs_the_key_file(
+    host: Host, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server started with vLLM's --api-key (the stand-in answers /v1 routes 401 without the
+    bearer token, as vLLM's middleware does): with --api-key-file the probe goes through."""
+    log = tmp_path / "server.log"
+    log.write_text(article_log())
+    key = tmp_path / "api_key"
+    key.write_text("sk-test-123\n")
+    with VllmStandIn(max_model_len=40960, num_spec_tokens=15, api_key="sk-test-123") as vllm:
+        code, value = status(capsys, vllm.url, "--log", str(log), "--api-key-file", str(key))
+        probed = len(vllm.records)
+        refused, without = status(capsys, vllm.url, "--log", str(log))
+        after = len(vllm.records)
+    assert code == 0, value["reasons"]
+    assert value["model"] == "Qwen/Qwen3.8-27B" and probed == 1
+    assert "sk-test-123" not in json.dumps(value)  # the key is never printed
+    # Without the key: /v1/models and the probe are refused; nothing was generated.
+    assert refused == 1 and without["article_setup"] is False and after == 1
+    assert without["model"] is None
+    assert any("401, the server wants an API key (--api-key-file)" in r for r in without["reasons"])
+
+
+def test_a_dead_engine_under_a_running_server_is_not_healthy(
+    host: Host, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM's /health answers 503 once its engine died (EngineDeadError): no probe is sent."""
+    log = tmp_path / "server.log"
+    log.write_text(article_log())
+    with VllmStandIn(max_model_len=40960, num_spec_tokens=15, engine_dead=True) as vllm:
+        code, value = status(capsys, vllm.url, "--log", str(log))
+        probed = len(vllm.records)
+    assert code == 1 and value["healthy"] is False and probed == 0
+    assert any("/health 503" in reason for reason in value["reasons"]), value["reasons"]

@@ -41,6 +41,9 @@ of counts used in order, then repeated) or else from a seeded RNG (`seed`, `acce
 GET /_standin/record), with its per-step accepted and drafted counts and the context length at
 each step, so a test compares a client's figures with what the server did.
 
+Access: `api_key` answers every /v1 route 401 without `Authorization: Bearer KEY` (vLLM's
+`--api-key`); `engine_dead` makes /health answer 503 (an engine that died under the API server).
+
 Faults: `step_delay` seconds per engine step (prefill: `prefill_delay`), `die_after=N`: the request
 after the first N generation requests stops mid-stream, its connection is cut and the server stops
 listening (run as a program: the process exits 1).
@@ -185,6 +188,8 @@ class VllmStandIn(ThreadingHTTPServer):
         version: str = VERSION,
         chat: bool = True,
         ignore_stream: bool = False,
+        api_key: str | None = None,
+        engine_dead: bool = False,
     ) -> None:
         super().__init__((host, port), _Handler)
         if spec_metrics not in ("none", "summary", "detailed"):
@@ -209,6 +214,13 @@ class VllmStandIn(ThreadingHTTPServer):
         self.version = version
         self.chat = chat  # False: no /v1/chat/completions route (404 Not Found)
         self.ignore_stream = ignore_stream  # True: answer "stream": true with one JSON body
+        # vLLM's --api-key: every /v1 route wants "Authorization: Bearer KEY", else 401
+        # {"error": "Unauthorized"} (vllm/entrypoints/serve/middleware/authenticate.py); /health,
+        # /version and /metrics stay open.
+        self.api_key = api_key
+        # An engine that died under a running API server: /health answers 503
+        # (vllm/entrypoints/serve/instrumentator/health.py, EngineDeadError).
+        self.engine_dead = engine_dead
         self.fingerprint = f"vllm-{version}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
         self.records: list[RequestRecord] = []
         self.dead = False
@@ -589,11 +601,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ---------------------------------------------------------------------------------
 
+    def _unauthorized(self, path: str) -> bool:
+        """vLLM's API-key middleware: a /v1 route without the right bearer token gets 401."""
+        key = self.server.api_key
+        if key is None or not path.startswith("/v1"):
+            return False
+        if self.headers.get("Authorization", "") == f"Bearer {key}":
+            return False
+        self._json(401, {"error": "Unauthorized"})
+        return True
+
     def do_GET(self) -> None:
         s = self.server
         path = self.path.split("?", 1)[0]
+        if self._unauthorized(path):
+            return
         if path == "/health":
-            self._send(200, b"")
+            self._send(503 if s.engine_dead else 200, b"")
         elif path == "/version":
             self._json(200, {"version": s.version})
         elif path == "/v1/models":
@@ -641,6 +665,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         length = int(self.headers.get("content-length") or 0)
+        if self._unauthorized(path):
+            self.rfile.read(length)
+            return
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError as exc:
