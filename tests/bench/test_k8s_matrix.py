@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -36,16 +35,11 @@ from j0.bench import k8s_pod
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from servers.k8s_api import INDEX, K8sApiStandIn, PodResult
+from servers.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN_BIN = ROOT / "tests" / "bench" / "matrix_bin" / "vllm"
 VLLM_SERVER = ROOT / "tests" / "servers" / "vllm_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def get(url: str) -> tuple[int, bytes]:

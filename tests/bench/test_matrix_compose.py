@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +29,7 @@ from j0.bench.matrix_settings import Setting, matrix_settings
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from j0.pins import Pins
+from servers.local import HubProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_FILES = ("compose.yaml", "compose.ci.yaml", "tests/bench/compose.matrix-ci.yaml")
@@ -179,35 +177,6 @@ def test_a_project_that_ignores_a_switch_is_refused(
 # --- the matrix on the stand-in image -----------------------------------------------------------
 
 
-class Hub:
-    """tests/servers/hub_server.py in its own process on 127.0.0.1 (the drafter service's Hub)."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "servers" / "hub_server.py"), "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        first = self.process.stdout.readline()
-        found = re.search(r" at (http://127\.0\.0\.1:\d+) ", first)
-        if found is None:
-            self.stop()
-            pytest.fail(f"hub_server did not start: {first!r}")
-        self.url = found.group(1)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Stack:
     env: dict[str, str]
@@ -232,7 +201,7 @@ def stack(
     from standin import build as standin
 
     base = standin.image_b(pins)
-    hub = Hub()
+    hub = HubProcess()
     project = f"j0-matrix-test-{os.getpid()}"
     tag = own_images.tag("matrix")
     clean_env(

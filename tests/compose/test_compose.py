@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from conftest import OwnImages
 from j0.pins import Pins
 from j0.serve import command as serve_command
+from servers.local import HubProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("compose.yaml", "compose.serve.yaml", "compose.ci.yaml")
@@ -488,36 +488,6 @@ ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
 BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
 
 
-class Hub:
-    """tests/servers/hub_server.py as its own process on 127.0.0.1 (the real huggingface_hub
-    client in the drafter container talks to it through HF_ENDPOINT and host networking)."""
-
-    def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "tests" / "servers" / "hub_server.py"),
-                "--port",
-                "0",
-                *args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        first = self.process.stdout.readline()
-        found = re.search(r" at (http://127\.0\.0\.1:\d+) ", first)
-        if found is None:
-            self.stop()
-            pytest.fail(f"hub_server did not start: {first!r}")
-        self.url = found.group(1)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-
-
 @dataclass
 class Up:
     """One `docker compose up`: exit codes of the services and their log lines."""
@@ -592,7 +562,7 @@ def test_up_serves_the_articles_run(
     ci_stack: Callable[..., Up], pins: Pins, tmp_path: Path
 ) -> None:
     """Default switches: the drafter is fetched from our Hub and patched, the server sees it."""
-    hub = Hub()
+    hub = HubProcess()
     drafter_dir = tmp_path / "drafter"
     try:
         run = ci_stack(HF_ENDPOINT=hub.url, DRAFTER_DIR=str(drafter_dir))
@@ -641,7 +611,7 @@ def test_up_with_seven_tokens_j0_off_dumps_swap_and_secrets(
     token, key = "hf_TestTokenFromSecret42", "api-key-from-secret-17"
     (tmp_path / "hf_token").write_text(token + "\n")
     (tmp_path / "api_key").write_text(key + "\n")
-    hub = Hub("--token-file", str(tmp_path / "hf_token"))
+    hub = HubProcess("--token-file", str(tmp_path / "hf_token"))
     dumps = tmp_path / "dumps"
     try:
         run = ci_stack(
@@ -691,7 +661,7 @@ def test_up_offline_rerun_and_an_untested_token_count(
 ) -> None:
     """A second `up` with HF_HUB_OFFLINE=1 (no Hub at all) works from the drafter folder; N=9
     runs, with the warning in the server's log."""
-    hub = Hub()
+    hub = HubProcess()
     drafter_dir = tmp_path / "drafter"
     try:
         first = ci_stack(HF_ENDPOINT=hub.url, DRAFTER_DIR=str(drafter_dir))

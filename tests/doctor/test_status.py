@@ -6,7 +6,6 @@ recorded logs (tests/doctor/data) and logs written as our entrypoint and `j0 ser
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from j0.identity import Identity
 from j0.image.identity import identity_line
 from j0.pins import Pins
 from j0.vllm_version import VllmVersion
+from servers.local import free_port
 from servers.vllm_server import VllmStandIn
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -182,9 +182,7 @@ def test_counters_that_do_not_move(
 
 
 def test_no_server_and_no_log(host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # nothing listens here once the socket is closed
+    port = free_port()
     code, value = status(capsys, f"http://127.0.0.1:{port}")
     assert code == 1 and value["healthy"] is False
     assert value["reasons"][0].startswith(f"no server answers at http://127.0.0.1:{port}")

@@ -8,7 +8,6 @@ recorded real engine dumps. `--no-gpu` is the only difference from a GPU host's 
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from conftest import OwnImages
 from j0.cli import main
 from j0.pins import Pins
+from servers.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ":".join(
@@ -25,12 +25,6 @@ PATH = ":".join(
         "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     ]
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,16 +16,11 @@ from pathlib import Path
 import pytest
 
 from j0.cli import main
+from servers.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = Path(__file__).resolve().parent / "bin" / "vllm_serve_standin.py"
 SPECULATOR = "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ used. The first tests need no engine: the engine's error texts, as seen here, cl
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 
@@ -19,6 +18,7 @@ from j0.cli import main
 from j0.image.build import pull_advice
 from j0.pins import Pins
 from j0.pull import DENIED, NOT_FOUND, OTHER, UNREACHABLE, PullError, pull_failure, registry_of
+from servers.local import free_port
 from servers.registry_server import RegistryServer
 
 RUN = uuid.uuid4().hex[:8]  # unique names for this run's images
@@ -107,12 +107,6 @@ def registry() -> Iterator[RegistryServer]:
         server.stop()
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.docker
 def test_image_build_on_a_deleted_tag_suggests_the_fallback(
     registry: RegistryServer, pins: Pins, capsys: pytest.CaptureFixture[str]
@@ -131,7 +125,7 @@ def test_image_build_without_a_registry_says_so(capsys: pytest.CaptureFixture[st
     from conftest import require_docker
 
     require_docker()
-    where = f"127.0.0.1:{closed_port()}"
+    where = f"127.0.0.1:{free_port()}"
     base = f"{where}/vllm/vllm-openai:v0.33.0"
     assert main(["image", "build", "--base", base, "--tag", f"j0-test/never:{RUN}"]) == 1
     err = capsys.readouterr().err
