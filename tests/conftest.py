@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from j0 import base_sources
+from j0.engine import base_sources
 from j0.pins import Pins, load_pins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,5 +130,3 @@ def own_images() -> Iterator[OwnImages]:
         yield images
     finally:
         images.remove()
-
-

@@ -1,5 +1,8 @@
-"""The package's shape: one subpackage per command, each with a docstring and a `cli.py` that the
-entry point registers, and no import cycle anywhere in `j0` (read from the source with ast)."""
+"""The package's shape, read from the source with ast: no import cycle anywhere in `j0`; one
+subpackage per command, each with a docstring and a `cli.py` that only the entry point imports; a
+shared floor (packages without `cli.py`) that imports no command; no call through the front door
+(`j0.cli`, `importlib`) below it; at most 8 top-level modules; no unit over 200 lines and no module
+over 600 (scripts and tests alike)."""
 
 from __future__ import annotations
 
@@ -76,20 +79,162 @@ def test_no_import_cycle_in_j0() -> None:
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
-def command_packages() -> list[Path]:
+def top_packages() -> list[Path]:
     return sorted(p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
 
 
-def test_every_command_package_has_a_docstring_and_a_cli_the_entry_point_registers() -> None:
+def command_packages() -> list[Path]:
+    """The rooms: a package with a `cli.py` is a command (its handlers live in the package)."""
+    return [p for p in top_packages() if (p / "cli.py").is_file()]
+
+
+def shared_packages() -> list[Path]:
+    """The floor below the commands: what several commands share, named for what it holds."""
+    return [p for p in top_packages() if not (p / "cli.py").is_file()]
+
+
+def test_every_package_has_a_two_line_docstring() -> None:
+    for package in top_packages():
+        for init in sorted(package.rglob("__init__.py")):
+            doc = ast.get_docstring(ast.parse(init.read_text()))
+            assert doc and len(doc.splitlines()) >= 2, f"{init}: no two-line docstring"
+
+
+def test_every_command_package_has_a_cli_the_entry_point_registers() -> None:
     from j0.cli import COMMAND_MODULES
 
     packages = command_packages()
     assert {p.name for p in packages} >= {"overlay", "selfcheck", "image", "drafter", "serve"}
     for package in packages:
-        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
-        assert doc and len(doc.splitlines()) >= 2, f"{package}/__init__.py: no two-line docstring"
-        assert (package / "cli.py").is_file(), f"{package}: no cli.py"
         assert f"j0.{package.name}.cli" in COMMAND_MODULES, package.name
+    assert len(COMMAND_MODULES) == len(packages), COMMAND_MODULES
+
+
+def test_the_shared_floor_imports_no_command() -> None:
+    """A shared package (no cli.py) is below every command: it never imports one."""
+    graph = import_graph()
+    commands = {f"j0.{p.name}" for p in command_packages()}
+    floors = {f"j0.{p.name}" for p in shared_packages()}
+    assert floors >= {"j0.engine", "j0.article", "j0.reference"}, floors
+    wrong = [
+        f"{module} imports {dep}"
+        for module, deps in graph.items()
+        if any(module == f or module.startswith(f + ".") for f in floors)
+        for dep in deps
+        if any(dep == c or dep.startswith(c + ".") for c in commands)
+    ]
+    assert not wrong, wrong
+
+
+def test_at_most_eight_modules_at_the_top() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, top
+
+
+# The roof: the entry point (and `python -m j0`). Nothing below it reaches a command through it.
+ROOF = {"j0.cli", "j0.__main__"}
+# Modules that import a computed name, and why: optional third-party packages (errors.require);
+# vLLM's package above the speculator file under test (selfcheck.kernels). A constant "j0..."
+# name is refused everywhere below the roof.
+IMPORTS_BY_NAME = {"j0.errors", "j0.selfcheck.kernels"}
+
+
+def front_door_uses(path: Path) -> list[str]:
+    """Ways `path` reaches another command through the front door rather than its functions:
+    importing `j0.cli` or any command's `cli` module from outside that command, or importing
+    modules by name (`importlib.import_module`, `__import__`)."""
+    name = module_name(path)
+    own = ".".join(name.split(".")[:2])
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        for target in targets:
+            is_cli = target == "j0.cli" or (target.endswith(".cli") and target.startswith("j0."))
+            if is_cli and not target.startswith(own + "."):
+                found.append(f"{name}:{node.lineno}: imports {target}")
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called not in ("import_module", "__import__") or not node.args:
+                continue
+            arg = node.args[0]
+            constant = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            if (constant and arg.value.startswith("j0")) or (
+                not constant and name not in IMPORTS_BY_NAME
+            ):
+                found.append(f"{name}:{node.lineno}: {called}(...)")
+    return found
+
+
+def test_front_door_finder_finds_planted_uses(tmp_path: Path) -> None:
+    planted = PACKAGE / "bench" / "_planted_front_door.py"
+    planted.write_text(
+        "import importlib\nfrom j0.cli import main\nfrom j0.dumps.cli import register\n"
+        "def f(name):\n    importlib.import_module('j0.dumps.check')\n"
+        "    importlib.import_module(name)\n    importlib.import_module('numpy')\n"
+    )
+    try:
+        found = front_door_uses(planted)
+    finally:
+        planted.unlink()
+    assert len(found) == 4, found  # the numpy import is not one
+    assert front_door_uses(PACKAGE / "dumps" / "check.py") == []
+
+
+def test_no_call_through_the_front_door_below_the_roof() -> None:
+    uses = [
+        use
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in path.parts and module_name(path) not in ROOF
+        for use in front_door_uses(path)
+    ]
+    assert not uses, uses
+
+
+MAX_UNIT_LINES = 200
+MAX_MODULE_LINES = 600
+
+
+def oversized(path: Path) -> list[str]:
+    text = path.read_text()
+    found = []
+    if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+        found.append(f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_UNIT_LINES:
+                found.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} is {length} lines"
+                    f" (at most {MAX_UNIT_LINES})"
+                )
+    return found
+
+
+def test_size_finder_finds_a_planted_long_function(tmp_path: Path) -> None:
+    planted = ROOT / "tests" / "_planted_long.py"
+    planted.write_text("def f():\n" + "    x = 1\n" * MAX_UNIT_LINES)
+    try:
+        assert oversized(planted) == [
+            f"tests/_planted_long.py:1: f is {MAX_UNIT_LINES + 1} lines (at most {MAX_UNIT_LINES})"
+        ]
+    finally:
+        planted.unlink()
+
+
+def test_no_unit_over_200_lines_and_no_module_over_600() -> None:
+    found = [
+        problem
+        for top in (PACKAGE, ROOT / "tests")
+        for path in sorted(top.rglob("*.py"))
+        if "__pycache__" not in path.parts
+        for problem in oversized(path)
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_help_is_fast_and_imports_nothing_heavy() -> None:

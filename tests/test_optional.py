@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.errors import J0Error
-from j0.optional import available, require
+from j0.errors import J0Error, available, require
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_J0 = (
@@ -57,7 +56,7 @@ def test_a_plain_install_names_the_extra(
 def test_the_extras_named_exist_in_pyproject() -> None:
     import tomllib
 
-    from j0.optional import EXTRA_OF
+    from j0.errors import EXTRA_OF
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"

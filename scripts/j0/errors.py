@@ -1,6 +1,20 @@
-"""Exit codes shared by every `j0` command, and the error that carries one."""
+"""Exit codes shared by every `j0` command, the error that carries one, and optional imports.
+
+`pip install -e .` installs the standard-library core only (overlay, serve, the image's build
+step); a command that needs more says so instead of dying with a ModuleNotFoundError traceback:
+
+    j0: error: j0 image build needs the Python package `docker`, which is not installed for
+    /usr/bin/python3: pip install -e '.[docker]' (in the j0 checkout)
+
+Standard library only.
+"""
 
 from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from types import ModuleType
 
 OK = 0
 CHECK_FAILED = 1
@@ -28,3 +42,54 @@ class J0Error(Exception):
     def __init__(self, message: str, exit_code: int = CHECK_FAILED) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+# --- Optional dependencies ---------------------------------------------------------------
+# The extras of pyproject.toml's [project.optional-dependencies], by the module each one brings.
+EXTRA_OF = {
+    "docker": "docker",
+    "requests": "docker",
+    "huggingface_hub": "hub",
+    "prometheus_client": "status",
+}
+# Distribution (pip) names where they differ from the module's.
+DISTRIBUTION_OF = {"huggingface_hub": "huggingface_hub", "prometheus_client": "prometheus_client"}
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install -e '.[{extra}]' (in the j0 checkout)"
+
+
+def missing_error(module: str, purpose: str, extra: str | None = None) -> J0Error:
+    """The J0Error for `module` missing, for `purpose` (the command, e.g. "j0 image build")."""
+    top = module.split(".", 1)[0]
+    extra = extra or EXTRA_OF.get(top, top)
+    package = DISTRIBUTION_OF.get(top, top)
+    return J0Error(
+        f"{purpose} needs the Python package `{package}`, which is not installed for "
+        f"{sys.executable}: {install_hint(extra)}",
+        CHECK_FAILED,
+    )
+
+
+def require(module: str, purpose: str, extra: str | None = None) -> ModuleType:
+    """Import `module`, or raise a J0Error naming the extra that provides it.
+
+    Only the module itself being absent is turned into that message; an ImportError from inside
+    an installed package (a broken install) propagates, so that its own message stays visible.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        top = module.split(".", 1)[0]
+        if exc.name not in (module, top):
+            raise
+        raise missing_error(module, purpose, extra) from None
+
+
+def available(module: str) -> bool:
+    """Whether `module` is installed (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from j0 import prometheus_counters, spec_counts
-from j0.spec_counts import Counts
+from j0.engine import prometheus_counters, spec_counts
+from j0.engine.spec_counts import Counts
 
 DATA = Path(__file__).parent / "data"
 

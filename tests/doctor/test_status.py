@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from doctor_env import Host
 
+from j0.article.identity import Identity
 from j0.cli import main
 from j0.doctor import server, server_log
-from j0.identity import Identity
+from j0.engine.vllm_version import VllmVersion
 from j0.image.identity import identity_line
 from j0.pins import Pins
-from j0.vllm_version import VllmVersion
 from servers.local import free_port
 from servers.vllm_server import VllmStandIn
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from j0.cli import main
-from j0.drafter import causality as drafter_causality
 from j0.drafter import config as drafter_config
+from j0.engine import causality as drafter_causality
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from j0.article.identity import identify
 from j0.engine_check import checks
 from j0.engine_check.requests import Exchange, parse_sse
-from j0.identity import identify
 from j0.image.identity import identity_line
 from j0.pins import Pins
 

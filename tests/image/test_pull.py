@@ -15,9 +15,17 @@ from collections.abc import Iterator
 import pytest
 
 from j0.cli import main
+from j0.engine.pull import (
+    DENIED,
+    NOT_FOUND,
+    OTHER,
+    UNREACHABLE,
+    PullError,
+    pull_failure,
+    registry_of,
+)
 from j0.image.build import pull_advice
 from j0.pins import Pins
-from j0.pull import DENIED, NOT_FOUND, OTHER, UNREACHABLE, PullError, pull_failure, registry_of
 from servers.local import free_port
 from servers.registry_server import RegistryServer
 

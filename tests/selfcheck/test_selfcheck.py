@@ -22,7 +22,9 @@ import pytest
 
 from j0.cli import main
 from j0.pins import Pins
-from j0.selfcheck import batches, philox, reference
+from j0.reference import philox
+from j0.selfcheck import batches
+from j0.selfcheck import expected as reference
 from j0.selfcheck import kernels as selfcheck
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -396,7 +398,7 @@ def test_article_passes_on_cuda(pins: Pins, tmp_path: Path) -> None:
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
     if subprocess.run([sys.executable, "-c", probe], check=False).returncode != 0:
         pytest.skip("no CUDA GPU")
-    from j0 import base_sources
+    from j0.engine import base_sources
     from j0.overlay import build as overlay
 
     base = base_sources.from_installed(pins)

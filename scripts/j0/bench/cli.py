@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 from j0.commands import add_command
-from j0.errors import USAGE, J0Error
 
 RUN_DESCRIPTION = """\
 Send prompts to a running vLLM server with speculative decoding (one at a time by default,
@@ -247,12 +245,8 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    try:
-        matrix = importlib.import_module("j0.bench.matrix")
-    except ModuleNotFoundError as exc:
-        if exc.name != "j0.bench.matrix":
-            raise
-        raise J0Error("j0 bench matrix is not yet available in this checkout", USAGE) from None
+    from j0.bench import matrix
+
     return int(matrix.main(args))
 
 

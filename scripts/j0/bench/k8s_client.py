@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0 import optional
+from j0 import errors as optional
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 PURPOSE = "j0 bench matrix --backend k8s"

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.errors import INPUT_LACKS, USAGE, J0Error
-from j0.optional import require
+from j0.errors import INPUT_LACKS, USAGE, J0Error, require
 
 # dflash 0.1.0, benchmark.py (DATASETS): "{problem}\n" + this, for math500 and gsm8k alike.
 REASONING_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."

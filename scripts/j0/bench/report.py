@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0 import spec_counts
 from j0.atomic import write_bytes_atomic, write_text_atomic
 from j0.bench import pairing, results, roofline
-from j0.errors import INPUT_LACKS, J0Error
-from j0.optional import require
+from j0.engine import spec_counts
+from j0.errors import INPUT_LACKS, J0Error, require
 
 _NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
 

@@ -27,10 +27,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from j0 import spec_counts
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
-from j0.spec_counts import Counts
+from j0.engine import spec_counts
+from j0.engine.spec_counts import Counts
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0 import prometheus_counters, spec_counts
 from j0.atomic import write_text_atomic
 from j0.bench import client, manifest, prompts, results
-from j0.errors import CHECK_FAILED, USAGE, J0Error
-from j0.optional import require
-from j0.spec_counts import Counts
+from j0.engine import prometheus_counters, spec_counts
+from j0.engine.spec_counts import Counts
+from j0.errors import CHECK_FAILED, USAGE, J0Error, require
 
 DEFAULT_REQUESTS = 10
 CHECKPOINT_EVERY_S = 5.0

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.optional import available
+from j0.errors import available
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 HUB_TIMEOUT_S = 10.0

@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.optional import require
+from j0.errors import require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
 PROBE_MAX_TOKENS = 32
@@ -64,7 +64,7 @@ def _request(
 
 def parse_counters(text: str) -> dict[str, float]:
     """The spec-decode counters' sums over engines and models; {} where there are none."""
-    from j0 import prometheus_counters
+    from j0.engine import prometheus_counters
 
     require("prometheus_client", "j0 status", extra="status")
     snapshot = prometheus_counters.parse(text)

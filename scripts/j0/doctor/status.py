@@ -20,6 +20,7 @@ from typing import Any
 from j0.doctor import host, server, server_log
 from j0.doctor.report import FAIL, OK, WARN, Check, Report
 from j0.doctor.settings import Settings, resolve
+from j0.engine.vllm_version import VllmVersion
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import Pins, load_pins
 from j0.serve.command import (
@@ -28,7 +29,6 @@ from j0.serve.command import (
     SPEC_METHOD,
     TESTED_NUM_SPEC_TOKENS,
 )
-from j0.vllm_version import VllmVersion
 
 
 def read_log(args: argparse.Namespace, pins: Pins) -> server_log.LogFacts | None:

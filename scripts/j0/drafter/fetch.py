@@ -48,8 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from j0.drafter import config as drafter_config
-from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
-from j0.optional import require
+from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error, require
 from j0.pins import PINS_RELPATH, Pins, load_pins, set_pin
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")

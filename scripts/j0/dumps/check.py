@@ -11,7 +11,7 @@ Per request (load.group_requests), in step order, as the patch's kernels see it:
 * query block: positions `anchor_pos + k` (vLLM clamps them to max_model_len - 1), slot 0 the
   anchor, which comes back as the next step's first input id;
 * J0 on: slot k > 0 holds the committed token at index `r mod L`, `L = last_valid_pos + 2`,
-  `r = tl.randint(J0_SEED, req_state_idx * 64 + k)` (j0.selfcheck.philox / reference). The
+  `r = tl.randint(J0_SEED, req_state_idx * 64 + k)` (j0.reference.philox / reference). The
   committed tokens are rebuilt from the dumps exactly as the patch's `_ctx_pool_write_kernel`
   writes them: each step's inputs except the rejected ones at their positions, then the anchor
   (the next step's first input). The request slot is not dumped: every slot up to --max-slots
@@ -120,19 +120,14 @@ class CheckReport:
 
 def draw_table(seed: int, num_spec: int, max_slots: int) -> np.ndarray:
     """r[s, k-1] = tl.randint(seed, s * 64 + k) as uint32, for slots 0..max_slots-1 (philox.py)."""
-    import numpy as np
+    from j0.reference import draws
 
-    from j0.selfcheck import philox, reference
-
-    slots = np.arange(max_slots, dtype=np.int64)[:, None]
-    ks = np.arange(1, num_spec + 1, dtype=np.int64)[None, :]
-    offsets = (slots * reference.OFFSET_STRIDE + ks).astype(np.uint32)
-    return philox.randint(seed, offsets).astype(np.int64)
+    return draws.draw_table(seed, num_spec, max_slots)
 
 
 def reference_indices(seed: int, slot: int, num_spec: int, committed: int) -> list[int]:
-    """The reference's own `r mod L` for one slot (j0.selfcheck.reference.draws)."""
-    from j0.selfcheck import reference
+    """The reference's own `r mod L` for one slot (j0.reference.draws.draws)."""
+    from j0.reference import draws as reference
 
     return [d.index for d in reference.draws(seed, slot, num_spec, committed)]
 
@@ -408,7 +403,7 @@ class Checker:
         self, req: load.Request, step: load.Step, nxt: load.Step | None
     ) -> int | None:
         """Check the hand-over to the next step; return the anchor token the history gets."""
-        from j0.selfcheck import reference
+        from j0.reference import draws as reference
 
         apos = reference.anchor_position(int(step.positions[0]), step.num_tokens, step.num_rejected)
         if nxt is None:

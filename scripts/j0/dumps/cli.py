@@ -150,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _console():  # type: ignore[no-untyped-def]
-    from j0 import optional
+    from j0 import errors as optional
 
     rich_console = optional.require("rich.console", "j0 dumps", "dumps")
     # Piped output (logs, CI) gets 120 columns rather than rich's 80, so tables stay whole.
@@ -160,7 +160,7 @@ def _console():  # type: ignore[no-untyped-def]
 
 
 def _need_torch() -> None:
-    from j0 import optional
+    from j0 import errors as optional
 
     optional.require("torch", "j0 dumps", "dumps")
     optional.require("numpy", "j0 dumps", "dumps")

@@ -330,7 +330,7 @@ def replay(dump_dir: Path, drafter: Path, target: Path, device: str, out_dir: Pa
 
 def main(args: argparse.Namespace) -> int:
     """The `j0 dumps replay` command: 0 when every disagreement is a near tie, else 1."""
-    from j0.optional import require
+    from j0.errors import require
 
     for module in ("torch", "transformers", "safetensors"):
         require(module, "j0 dumps replay", "dumps")

@@ -103,7 +103,7 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
     """The per-request `metrics.speculative_decoding` of every response, summed, equals the
     Prometheus counters' deltas around the requests (drafts, draft tokens, accepted, per
     position)."""
-    from j0 import prometheus_counters, spec_counts
+    from j0.engine import prometheus_counters, spec_counts
 
     name = f"per-request metrics = /metrics deltas ({run})"
     summed = spec_counts.Counts()

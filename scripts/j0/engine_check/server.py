@@ -156,7 +156,7 @@ class ContainerServer:
         gpus: bool = True,
         mounts: dict[str, str] | None = None,
     ) -> None:
-        from j0.optional import require
+        from j0.errors import require
 
         docker = require("docker", "j0 engine-check --image")
         self.url = f"http://127.0.0.1:{setting.port}"

@@ -16,13 +16,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from j0 import vllm_version
-from j0.errors import J0Error
+from j0.engine import vllm_version
+from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
+from j0.engine.vllm_version import VllmVersion
+from j0.errors import J0Error, require
 from j0.image.build_step import PIN_LABELS, engine_warning
-from j0.optional import require
 from j0.pins import Pins, load_pins
-from j0.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
-from j0.vllm_version import VllmVersion
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"

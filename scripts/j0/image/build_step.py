@@ -13,8 +13,9 @@ a base image may lack, and it never imports vLLM. What it does:
    fresh, hash-checked one;
 5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed. The manifest
    records the base's vLLM version and commit, read from `vllm/_version.py` as text
-   (j0.vllm_version), and a warning (not an error) says when that commit is not VLLM_COMMIT: the
-   v0.33.0 release, for one, holds the pinned speculator.py but is commit 4ba787ec9.
+   (j0.engine.vllm_version), and a warning (not an error) says when that commit is not
+   VLLM_COMMIT: the v0.33.0 release, for one, holds the pinned speculator.py but is commit
+   4ba787ec9.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j0 import __version__
+from j0.article.identity import ARTICLE, identify
+from j0.article.patching import available_tool
 from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
-from j0.base_sources import installed_vllm_dir
+from j0.engine.base_sources import installed_vllm_dir
+from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
-from j0.identity import ARTICLE, identify
 from j0.overlay.build import patch_base
-from j0.patching import available_tool
 from j0.pins import Pins, load_pins
-from j0.vllm_version import VllmVersion, read_version
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"

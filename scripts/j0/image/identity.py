@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from j0.base_sources import installed_speculator, installed_vllm_dir
-from j0.identity import Identity, identify
+from j0.article.identity import Identity, identify
+from j0.engine.base_sources import installed_speculator, installed_vllm_dir
+from j0.engine.vllm_version import VllmVersion, read_version
 from j0.pins import Pins
-from j0.vllm_version import VllmVersion, read_version
 
 
 def installed_identity(pins: Pins) -> tuple[Path, Identity]:

@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0 import vllm_version
-from j0.errors import J0Error
-from j0.identity import ARTICLE
+from j0.article.identity import ARTICLE
+from j0.engine import vllm_version
+from j0.engine.vllm_version import VllmVersion
+from j0.errors import J0Error, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
-from j0.optional import require
 from j0.pins import Pins, load_pins
-from j0.vllm_version import VllmVersion
 
 PASSED, FAILED, SKIPPED, WARNED = "ok", "FAILED", "skipped", "warning"
 

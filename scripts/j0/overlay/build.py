@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from j0 import errors
+from j0.article.identity import ARTICLE, BASE, diff_summary, identify, j0_pieces
+from j0.article.patching import apply_patch
 from j0.atomic import sha256_bytes, sha256_file, write_bytes_atomic
 from j0.errors import J0Error
-from j0.identity import ARTICLE, BASE, diff_summary, identify, j0_pieces
-from j0.patching import apply_patch
 from j0.pins import Pins
 
 

@@ -100,7 +100,7 @@ NEEDED = {
 def check_installed(python: str = sys.executable) -> None:
     """Refuse, before starting the check, a Python that lacks what the check imports: a raw
     ModuleNotFoundError and exit 1 would read as "J0 deviates"."""
-    from j0.optional import available
+    from j0.errors import available
 
     missing = [name for name in NEEDED if not available(name)]
     if missing:
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     if args.speculator is not None:
         path = args.speculator
     else:
-        from j0.base_sources import installed_speculator
+        from j0.engine.base_sources import installed_speculator
 
         path = installed_speculator(pins)
     if not path.is_file():

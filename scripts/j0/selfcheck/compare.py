@@ -153,7 +153,8 @@ def compare_history(
 def run_case(module: Any, case: Case, device: str, j0_seed: int) -> Mismatch | None:
     import torch
 
-    from j0.selfcheck import batches, reference
+    from j0.selfcheck import batches
+    from j0.selfcheck import expected as reference
 
     storage_np = batches.initial_pool(case)
     storage = torch.from_numpy(storage_np.copy()).to(device)

@@ -172,7 +172,7 @@ class Plan:
 
 
 def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
-    from j0.drafter import causality as drafter_causality
+    from j0.engine import causality as drafter_causality
 
     config_path = Path(spec.model) / "config.json"
     if not config_path.is_file():
@@ -392,7 +392,7 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
     """Say what VLLM_DFLASH_CTX_NOISE=1 really runs: J0 needs the article's (patched) file. With
     vLLM's unpatched file the switch does nothing and the baseline runs; say so rather than
     "J0 on" above an identity line that says base."""
-    from j0.identity import ARTICLE, BASE
+    from j0.article.identity import ARTICLE, BASE
 
     noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
     if noise_on not in plan.facts:
@@ -419,8 +419,8 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
 def identify_running(plan: Plan) -> None:
     """Identify the speculator.py that vLLM will import (after any overlay swap) and adjust the
     J0 fact to it; where no vLLM is found, say that the entrypoint's identity line will tell."""
-    from j0.base_sources import installed_speculator
-    from j0.identity import identify
+    from j0.article.identity import identify
+    from j0.engine.base_sources import installed_speculator
     from j0.pins import load_pins
 
     try:
@@ -457,7 +457,7 @@ def run(
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
     if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
-        from j0.base_sources import installed_speculator
+        from j0.engine.base_sources import installed_speculator
         from j0.pins import load_pins
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)

@@ -1,4 +1,4 @@
-"""j0.selfcheck.philox is Triton's tl.randint: Random123's known answers, then Triton itself.
+"""j0.reference.philox is Triton's tl.randint: Random123's known answers, then Triton itself.
 
 The Triton comparison runs a tiny @triton.jit kernel in a child process with TRITON_INTERPRET=1
 (set before Triton is imported, which this test process cannot promise), over many seeds and
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from j0.selfcheck import philox
+from j0.reference import philox
 
 # Random123's known-answer vectors for philox4x32_10 (kat_vectors): counter, key -> output.
 KNOWN_ANSWERS = [

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from j0.optional import require
-from j0.spec_counts import Counts
+from j0.engine.spec_counts import Counts
+from j0.errors import require
 
 PREFIX = "vllm:spec_decode_num_"
 FAMILIES = {

@@ -1,17 +1,6 @@
-"""An independent reference of what `prepare_dflash_inputs` must write, J0 on and off.
-
-Written from the seed's prose and vLLM's documented DFlash layout, never by calling a kernel:
-
-J0 (the seed, "VLLM_DFLASH_CTX_NOISE=1"):
-* slot 0 of each request's query block stays the anchor: the bonus token when the step sampled
-  (num_sampled > 0), else the next prefill token (chunked prefill);
-* slot k > 0 takes the committed token at index r mod L, where L is the number of committed
-  tokens including the anchor and r = tl.randint(J0_SEED, req_state_idx * 64 + k) as uint32
-  (Philox, j0.selfcheck.philox);
-* a [max_num_seqs, max_model_len] int32 history holds the committed tokens: each step writes its
-  accepted (not rejected) target tokens at their positions and the anchor after them, before the
-  draw; nothing else is written, and the history persists across steps.
-With J0 off, slots k > 0 hold the mask token (parallel_drafting_token_id) and no history exists.
+"""What `prepare_dflash_inputs` must write for one simulated step, J0 on and off, built on the
+J0 draws of j0.reference.draws and written from vLLM's documented DFlash layout, never by calling
+a kernel.
 
 The DFlash layout (vLLM's docstrings in speculator.py): each request gets 1 + num_spec query rows
 at positions anchor_pos + k (clamped to max_model_len - 1), the context rows carry the target's
@@ -25,45 +14,19 @@ too, so a fault in this reference shows as an internal error rather than as a ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from j0.selfcheck import philox
+from j0.reference.draws import Draw, anchor_position, draws
 from j0.selfcheck.batches import Case, Step
 
 if TYPE_CHECKING:
     import numpy as np
 
 PAD_SLOT_ID = -1  # vLLM's marker for "no KV-cache slot"
-OFFSET_STRIDE = 64  # J0's Philox offset is req_state_idx * 64 + k
 
 
 class ReferenceError(AssertionError):
     """The reference contradicts itself: a bug in j0, not in the file under test."""
-
-
-@dataclass(frozen=True)
-class Draw:
-    """How the reference filled one query slot k > 0 with J0 on."""
-
-    r: int  # the Philox draw
-    committed: int  # L
-    index: int  # r mod L
-
-
-def anchor_position(start_pos: int, num_tokens: int, num_rejected: int) -> int:
-    """The anchor sits right after the last accepted target token (start + accepted - 1)."""
-    return start_pos + (num_tokens - num_rejected)
-
-
-def draws(seed: int, req_state_idx: int, num_spec: int, committed: int) -> list[Draw]:
-    """The J0 draws for slots 1..num_spec of one request."""
-    import numpy as np
-
-    ks = np.arange(1, num_spec + 1, dtype=np.int64)
-    offsets = (req_state_idx * OFFSET_STRIDE + ks).astype(np.uint32)
-    r = philox.randint(seed, offsets)
-    return [Draw(int(x), committed, int(x) % committed) for x in r]
 
 
 def update_history(history: np.ndarray, case: Case, step: Step) -> np.ndarray:

@@ -120,12 +120,12 @@ FIND_VLLM_DIR = (
 def from_image(image: str, pins: Pins) -> BaseFile:
     """Read speculator.py out of a Docker image (docker-py; pulled first when absent); its own
     python3 finds vLLM."""
-    from j0.optional import require
+    from j0.errors import require
 
     docker = require("docker", "j0 overlay build --from-image")  # heavy and optional
     from docker.errors import DockerException
 
-    from j0.pull import ensure_image
+    from j0.engine.pull import ensure_image
 
     try:
         client = docker.from_env()
