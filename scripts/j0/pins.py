@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,3 +137,45 @@ def set_pin(key: str, value: str, root: Path | None = None) -> bool:
         return False
     write_text_atomic(path, new_text)
     return True
+
+
+@dataclass(frozen=True)
+class CheckoutRevision:
+    """The j0 checkout's git commit and whether tracked files have changes; None for each outside
+    a git checkout (or without git)."""
+
+    commit: str | None
+    dirty: bool | None
+
+    def label(self) -> str:
+        """The commit with `-dirty` for uncommitted changes, or "" outside a checkout."""
+        if not self.commit:
+            return ""
+        return self.commit + ("-dirty" if self.dirty else "")
+
+
+def _git(root: Path, *args: str, timeout: float = 10.0) -> str | None:
+    """`git -C root ARGS`'s output, stripped; None when git is absent or fails."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def checkout_revision(root: Path) -> CheckoutRevision:
+    """What `git rev-parse HEAD` and `git status --porcelain --untracked-files=no` say in `root`."""
+    commit = _git(root, "rev-parse", "HEAD") or None
+    status = _git(root, "status", "--porcelain", "--untracked-files=no") if commit else None
+    return CheckoutRevision(commit, bool(status) if status is not None else None)
+
+
+def checkout_origin(root: Path) -> str:
+    """The checkout's `origin` remote URL, or "" where there is none."""
+    return _git(root, "remote", "get-url", "origin") or ""

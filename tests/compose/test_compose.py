@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from conftest import OwnImages
+from j0.article import serving
 from j0.pins import Pins
 from j0.serve import command as serve_command
 from servers.local import HubProcess
@@ -215,7 +216,7 @@ def test_every_rendered_speculative_config_passes_j0_serve(render: Renderer) -> 
         raw = after(
             render(NUM_SPEC_TOKENS=n)["services"]["server"]["command"], "--speculative-config"
         )
-        spec = serve_command.parse_speculative_config(raw)
+        spec = serving.parse_speculative_config(raw)
         assert spec.num_speculative_tokens == int(n) and spec.model == "/drafter"
 
 

@@ -14,7 +14,8 @@ from doctor_env import Host
 
 from j0.article.identity import Identity
 from j0.cli import main
-from j0.doctor import server, server_log
+from j0.doctor import server
+from j0.engine import server_log
 from j0.engine.vllm_version import VllmVersion
 from j0.image.identity import identity_line
 from j0.pins import Pins

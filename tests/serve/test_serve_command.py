@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from j0.article import serving
 from j0.errors import J0Error
 from j0.serve import command as serve_command
 
@@ -38,13 +39,13 @@ def drafter(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
 
 
 def serve_args(folder: Path, n: int = 15, *extra: str) -> list[str]:
-    spec = serve_command.render_speculative_config(str(folder), n)
+    spec = serving.render_speculative_config(str(folder), n)
     return ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4", *extra]
 
 
 def test_render_is_the_seeds_form() -> None:
-    assert serve_command.render_speculative_config("/drafter", 15) == ARTICLE_15
-    assert serve_command.render_speculative_config("/drafter", 7) == ARTICLE_15.replace("15", "7")
+    assert serving.render_speculative_config("/drafter", 15) == ARTICLE_15
+    assert serving.render_speculative_config("/drafter", 7) == ARTICLE_15.replace("15", "7")
 
 
 @pytest.mark.parametrize(
@@ -87,7 +88,7 @@ def test_render_is_the_seeds_form() -> None:
 )
 def test_speculative_config_other_than_the_articles_is_refused(raw: str, message: str) -> None:
     with pytest.raises(J0Error, match=message) as info:
-        serve_command.parse_speculative_config(raw)
+        serving.parse_speculative_config(raw)
     assert info.value.exit_code == 64
 
 
@@ -116,11 +117,11 @@ def test_speculative_config_other_than_the_articles_is_refused(raw: str, message
 )
 def test_speculative_config_in_another_form_is_accepted_with_a_note(raw: str, note: str) -> None:
     """Only what contradicts the article's setup is refused (method, drafter, draft KV dtype)."""
-    spec = serve_command.parse_speculative_config(raw)
+    spec = serving.parse_speculative_config(raw)
     assert (spec.method, spec.model, spec.num_speculative_tokens) == ("dflash", "/d", 7)
     assert spec.kv_cache_dtype == "auto"
     assert len(spec.notes) == 1 and note in spec.notes[0]
-    assert serve_command.parse_speculative_config(ARTICLE_15).notes == ()
+    assert serving.parse_speculative_config(ARTICLE_15).notes == ()
 
 
 def test_no_draft_kv_dtype_under_an_fp8_target_is_refused(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ they are recorded as "unknown". Standard library only.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from j0 import __version__
 from j0.errors import INPUT_LACKS, J0Error
-from j0.pins import load_pins, project_root
+from j0.pins import checkout_revision, load_pins, project_root
 
 J0_KEYS = ("j0", "j0_on", "ctx_noise", "VLLM_DFLASH_CTX_NOISE", "dflash_ctx_noise")
 IDENTITY_KEYS = ("overlay_identity", "speculator_identity", "identity")
@@ -73,19 +72,8 @@ def read_status(path: Path) -> dict[str, Any]:
 
 def git_revision(root: Path) -> dict[str, Any]:
     """The j0 checkout's commit and whether it has changes (None outside a git checkout)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(dirty) if dirty is not None else None}
+    revision = checkout_revision(root)
+    return {"commit": revision.commit, "dirty": revision.dirty}
 
 
 def drafter_pin() -> dict[str, Any]:

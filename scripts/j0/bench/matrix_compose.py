@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0.article.serving import option_value, parse_speculative_config
 from j0.atomic import write_text_atomic
 from j0.bench.matrix_layout import SERVER_LOG, SettingRun, now, result_name
 from j0.bench.matrix_server import compose_switches
 from j0.bench.matrix_settings import Setting
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
-from j0.serve.command import option_value, parse_speculative_config
 
 UP_TIMEOUT_S = 7200.0  # image build and the first drafter download
 HEALTH_TIMEOUT_S = 3600.0  # a 27B target: download (the first time) and load

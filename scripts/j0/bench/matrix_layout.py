@@ -14,7 +14,6 @@ Standard library only.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench.matrix_settings import Setting
 from j0.errors import INPUT_LACKS, J0Error
+from j0.pins import checkout_revision
 
 MATRIX_JSON = "matrix.json"
 SERVER_LOG = "server.log"
@@ -52,20 +52,7 @@ def now() -> str:
 
 def j0_revision(root: Path) -> str:
     """The checkout's git commit (with -dirty for uncommitted changes), or "unknown"."""
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, check=False
-            )
-        except OSError:
-            return ""
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    head = git("rev-parse", "HEAD")
-    if head and git("status", "--porcelain", "--untracked-files=no"):
-        head += "-dirty"
-    return head or "unknown"
+    return checkout_revision(root).label() or "unknown"
 
 
 @dataclass

@@ -10,9 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
 from j0.bench.matrix_settings import Setting
 from j0.pins import Pins
-from j0.serve.command import ARTICLE_MAX_NUM_SEQS, render_speculative_config
 
 # Where compose.yaml (and the manifests) put things inside the server container.
 DRAFTER_MOUNT = "/drafter"

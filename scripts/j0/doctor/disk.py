@@ -10,8 +10,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from j0.checks import FAIL, OK, WARN, Check
 from j0.doctor.needs import gib
-from j0.doctor.report import FAIL, OK, WARN, Check
 
 MARGIN_BYTES = 10 << 30  # room left after the downloads, below which a warning is given
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0.checks import FAIL, OK, WARN, Check
 from j0.doctor import host
-from j0.doctor.report import FAIL, OK, WARN, Check
 from j0.pins import Pins
 
 COMPOSE_MIN = (2, 20)

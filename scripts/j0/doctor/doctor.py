@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.checks import FAIL, OK, WARN, Check, Report
 from j0.doctor import disk, docker_checks, gpu, hub, needs
-from j0.doctor.report import FAIL, OK, WARN, Check, Report
 from j0.doctor.settings import Settings
 from j0.pins import Pins
-from j0.serve.command import ARTICLE_MAX_NUM_SEQS
 
 GPU_FIX = (
     "run on a host with an NVIDIA GPU and its driver (`nvidia-smi` must list the GPU); the "

@@ -17,18 +17,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from j0.doctor import host, server, server_log
-from j0.doctor.report import FAIL, OK, WARN, Check, Report
-from j0.doctor.settings import Settings, resolve
-from j0.engine.vllm_version import VllmVersion
-from j0.errors import INPUT_LACKS, J0Error
-from j0.pins import Pins, load_pins
-from j0.serve.command import (
+from j0.article.serving import (
     ARTICLE_MAX_NUM_SEQS,
     SPEC_DRAFT_KV_CACHE_DTYPE,
     SPEC_METHOD,
     TESTED_NUM_SPEC_TOKENS,
 )
+from j0.checks import FAIL, OK, WARN, Check, Report
+from j0.doctor import host, server
+from j0.doctor.settings import Settings, resolve
+from j0.engine import server_log
+from j0.engine.vllm_version import VllmVersion
+from j0.errors import INPUT_LACKS, J0Error
+from j0.pins import Pins, load_pins
 
 
 def read_log(args: argparse.Namespace, pins: Pins) -> server_log.LogFacts | None:

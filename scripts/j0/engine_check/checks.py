@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from j0.checks import Check
 from j0.engine_check.requests import Exchange
 from j0.pins import Pins
 
@@ -21,30 +20,20 @@ KV_DTYPES_LINE = re.compile(r"DFLASH_DRAFT_KV_DTYPES=(\[[^\]]*\])(?: spec_kv_cac
 IDENTITY_LINE = re.compile(r"sha256=([0-9a-f]{64}) identity=(\w+)")
 
 
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
-
-
 def identity(log: str, pins: Pins, run: str) -> Check:
     """The identity line (`j0 image identity`, first thing the entrypoint logs) names the article's
     speculator.py by its sha256."""
     lines = [line for line in log.splitlines() if "j0-entrypoint" in line and "sha256=" in line]
     name = f"identity ({run})"
     if not lines:
-        return Check(name, False, "no `j0-entrypoint ... sha256=` identity line in the log")
+        return Check.of(name, False, "no `j0-entrypoint ... sha256=` identity line in the log")
     found = IDENTITY_LINE.search(lines[0])
     if not found:
-        return Check(name, False, f"unreadable identity line: {lines[0]}")
+        return Check.of(name, False, f"unreadable identity line: {lines[0]}")
     sha, kind = found.groups()
     ok = sha == pins.patched_sha256 and kind == "article"
     want = f"sha256={pins.patched_sha256[:12]}… identity=article"
-    return Check(name, ok, lines[0].strip() if ok else f"{lines[0].strip()} (expected {want})")
+    return Check.of(name, ok, lines[0].strip() if ok else f"{lines[0].strip()} (expected {want})")
 
 
 def patch_log_lines(log: str, j0_on: bool, run: str, max_num_seqs: int, max_len: int) -> Check:
@@ -57,19 +46,19 @@ def patch_log_lines(log: str, j0_on: bool, run: str, max_num_seqs: int, max_len:
         missing = [
             w for w, m in (("DFLASH_CTX_NOISE", noise), ("DFLASH_DRAFT_KV_DTYPES", dtypes)) if not m
         ]
-        return Check(name, False, f"missing from the log: {', '.join(missing)}")
+        return Check.of(name, False, f"missing from the log: {', '.join(missing)}")
     flag, rows, cols = (int(x) for x in noise.groups())
     want = (1, max_num_seqs, max_len) if j0_on else (0, 1, 1)
     detail = (
         f"DFLASH_CTX_NOISE={flag} pool=({rows}, {cols}); DFLASH_DRAFT_KV_DTYPES={dtypes.group(1)}"
     )
     if (flag, rows, cols) != want:
-        return Check(
+        return Check.of(
             name,
             False,
             f"{detail} (expected DFLASH_CTX_NOISE={want[0]} pool=({want[1]}, {want[2]}))",
         )
-    return Check(name, True, detail)
+    return Check.of(name, True, detail)
 
 
 def outputs_identical(on: Sequence[Exchange], off: Sequence[Exchange]) -> Check:
@@ -77,7 +66,7 @@ def outputs_identical(on: Sequence[Exchange], off: Sequence[Exchange]) -> Check:
     plain and streamed alike."""
     name = "greedy outputs J0 on = off"
     if len(on) != len(off) or not on:
-        return Check(name, False, f"{len(on)} responses with J0 on, {len(off)} off")
+        return Check.of(name, False, f"{len(on)} responses with J0 on, {len(off)} off")
     for a, b in zip(on, off, strict=True):
         for label, x, y in (
             ("plain", a.output(), b.output()),
@@ -89,14 +78,14 @@ def outputs_identical(on: Sequence[Exchange], off: Sequence[Exchange]) -> Check:
                     (i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q),
                     min(len(x), len(y)),
                 )
-                return Check(
+                return Check.of(
                     name,
                     False,
                     f"{a.words}-word prompt, {label}: token {at} differs "
                     f"({x[at] if at < len(x) else 'end'} vs {y[at] if at < len(y) else 'end'})",
                 )
     total = sum(len(e.output()) for e in on)
-    return Check(name, True, f"{len(on)} prompts x (plain + streamed), {total} tokens each way")
+    return Check.of(name, True, f"{len(on)} prompts x (plain + streamed), {total} tokens each way")
 
 
 def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: str) -> Check:
@@ -120,15 +109,15 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
         problems.append(f"{responses} of {2 * len(exchanges)} responses carry spec-decode metrics")
     snap_after, snap_before = prometheus_counters.parse(after), prometheus_counters.parse(before)
     if snap_after is None:
-        return Check(name, False, "no vllm:spec_decode_* counters in /metrics")
+        return Check.of(name, False, "no vllm:spec_decode_* counters in /metrics")
     delta = snap_after.minus(snap_before) if snap_before else snap_after.counts
     width = max(len(delta.accepted_per_pos), len(summed.accepted_per_pos))
     mine, theirs = summed.widened(width).to_json(), delta.widened(width).to_json()
     if mine != theirs:
         problems.append(f"responses {mine} vs counters {theirs}")
     if problems:
-        return Check(name, False, "; ".join(problems))
-    return Check(
+        return Check.of(name, False, "; ".join(problems))
+    return Check.of(
         name,
         True,
         f"{responses} responses: {delta.drafts} drafts, {delta.draft_tokens} draft tokens, "
@@ -137,4 +126,4 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
 
 
 def from_exit(name: str, code: int, detail: str, ok_codes: Sequence[int] = (0,)) -> Check:
-    return Check(name, code in ok_codes, f"exit {code}: {detail}")
+    return Check.of(name, code in ok_codes, f"exit {code}: {detail}")

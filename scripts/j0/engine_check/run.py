@@ -128,7 +128,7 @@ def status_check(run: Run) -> checks.Check:
     name = "j0 status (J0 on)"
     status = run.status
     if status is None:
-        return checks.Check(name, False, f"no JSON from `j0 status` (exit {run.status_exit})")
+        return checks.Check.of(name, False, f"no JSON from `j0 status` (exit {run.status_exit})")
     j0_ok = status.get("j0") == "on" and status.get("identity") == "article"
     other = [
         r
@@ -136,15 +136,15 @@ def status_check(run: Run) -> checks.Check:
         if not any(w in r.lower() for w in STATUS_EXPECTED_HERE)
     ]
     if status.get("article_setup"):
-        return checks.Check(name, True, "the article's setup (J0 on)")
+        return checks.Check.of(name, True, "the article's setup (J0 on)")
     if j0_ok and not other:
-        return checks.Check(
+        return checks.Check.of(
             name,
             True,
             "J0 on, the article's speculator.py; not the article's setup only because: "
             + "; ".join(status.get("reasons", [])),
         )
-    return checks.Check(name, False, "; ".join(status.get("reasons", [])) or "J0 not on")
+    return checks.Check.of(name, False, "; ".join(status.get("reasons", [])) or "J0 not on")
 
 
 def dumps_check(folder: Path, run_name: str) -> checks.Check:
@@ -216,7 +216,7 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
             "max_tokens": options.max_tokens,
             "seconds": round(time.monotonic() - started, 1),
             "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in runs},
-            "checks": [c.to_json() for c in found],
+            "checks": [c.to_verdict_json() for c in found],
             "status": on.status,
             "kept": str(work) if options.keep else None,
         }

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -21,7 +20,7 @@ from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_ima
 from j0.engine.vllm_version import VllmVersion
 from j0.errors import J0Error, require
 from j0.image.build_step import PIN_LABELS, engine_warning
-from j0.pins import Pins, load_pins
+from j0.pins import Pins, checkout_origin, checkout_revision, load_pins
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
@@ -49,21 +48,8 @@ def docker_client(timeout: int = 3600, purpose: str = "j0 image") -> Any:
     return client
 
 
-def _git(root: Path, *args: str) -> str:
-    try:
-        result = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, check=False
-        )
-    except OSError:
-        return ""
-    return result.stdout.strip() if result.returncode == 0 else ""
-
-
 def _revision(root: Path) -> str:
-    head = _git(root, "rev-parse", "HEAD")
-    if head and _git(root, "status", "--porcelain", "--untracked-files=no"):
-        head += "-dirty"
-    return head
+    return checkout_revision(root).label()
 
 
 def pull_advice(error: PullError, base: str, fallback: str) -> str:
@@ -143,7 +129,7 @@ def build_args(
         "VLLM_BASE_COMMIT": engine.commit if engine else "",
         **{key: pins.values[key] for key in PIN_LABELS},
         "J0_REVISION": _revision(pins.root),
-        "J0_SOURCE": _git(pins.root, "remote", "get-url", "origin"),
+        "J0_SOURCE": checkout_origin(pins.root),
         "BUILD_DATE": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 

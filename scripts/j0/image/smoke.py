@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE
+from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
 from j0.engine.vllm_version import VllmVersion
 from j0.errors import J0Error, require
@@ -22,7 +23,9 @@ from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
 from j0.pins import Pins, load_pins
 
-PASSED, FAILED, SKIPPED, WARNED = "ok", "FAILED", "skipped", "warning"
+PASSED, FAILED, SKIPPED, WARNED = OK, FAIL, SKIP, WARN
+# How the smoke test prints each status.
+LABELS = {OK: "ok", FAIL: "FAILED", SKIP: "skipped", WARN: "warning"}
 
 FIND_SPECULATOR = """\
 import hashlib, importlib.util, json, pathlib
@@ -46,13 +49,6 @@ FAKE_VLLM = (
     "chmod +x /tmp/j0-smoke-bin/vllm; "
     'PATH="/tmp/j0-smoke-bin:$PATH" exec "$0" "$@"'
 )
-
-
-@dataclass
-class Check:
-    name: str
-    status: str
-    detail: str
 
 
 @dataclass
@@ -308,7 +304,7 @@ def smoke(image: str, timeout: float = 600.0) -> int:
         check = step()
         checks.append(check)
         detail = check.detail.replace("\n", "\n    ")
-        print(f"{check.name:<11} {check.status}: {detail}", flush=True)
+        print(f"{check.name:<11} {LABELS[check.status]}: {detail}", flush=True)
     failed = [c.name for c in checks if c.status == FAILED]
     if failed:
         raise J0Error(f"smoke test of {image} failed: {', '.join(failed)}")

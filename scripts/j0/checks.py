@@ -1,4 +1,6 @@
-"""Checks with a status (ok / warn / fail), a one-line detail and a one-line fix, and their report.
+"""One check's outcome, shared by every command that reports checks (doctor, status, engine-check,
+the image's smoke test): a name, a status (ok / warn / fail), a one-line detail and, where there is
+something to do, a one-line fix; and a titled list of them with its verdict.
 
 Standard library only.
 """
@@ -8,16 +10,40 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+SKIP = "skip"  # not run here (the image smoke test: no GPU, no network)
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    status: str
+    status: str  # OK, WARN, FAIL or SKIP
     detail: str
     fix: str = ""  # one line: what to do; empty when nothing is to be done
+
+    @classmethod
+    def of(cls, name: str, ok: bool, detail: str) -> Check:
+        """A pass/fail check (no warning level)."""
+        return cls(name, OK if ok else FAIL, detail)
+
+    @classmethod
+    def from_exit(cls, name: str, code: int, detail: str, ok_codes: Iterable[int] = (0,)) -> Check:
+        """A check that passed when a step ended with one of `ok_codes`."""
+        return cls.of(name, code in tuple(ok_codes), f"exit {code}: {detail}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status != FAIL
+
+    def to_json(self) -> dict[str, Any]:
+        """{"name", "status", "detail", "fix"}: the form of `j0 doctor --json`."""
+        return asdict(self)
+
+    def to_verdict_json(self) -> dict[str, Any]:
+        """{"name", "ok", "detail"}: the pass/fail form of the engine check's report."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
 @dataclass
@@ -63,7 +89,7 @@ class Report:
                 "title": self.title,
                 "ready": self.ready,
                 "verdict": self.verdict(),
-                "checks": [asdict(c) for c in self.checks],
+                "checks": [c.to_json() for c in self.checks],
             },
             indent=2,
         )

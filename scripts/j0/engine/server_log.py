@@ -13,7 +13,7 @@ Lines read (the last of each kind wins: a log may hold several starts):
         SpeculativeConfig(method='dflash', model='...', num_spec_tokens=7), ...
 
 The last two are vLLM 0.33.0's own (vllm/entrypoints/cli/serve startup, vllm/v1/engine/core.py),
-as in the real engine's log of /work/shared/data/engine-h200/.
+as in the real engine's logs kept under tests/data/engine-h200/.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _IDENTITY = re.compile(
 _SERVE_SPEC = re.compile(r"j0 serve: --speculative-config (?P<json>\{.*\})\s*$")
 _CTX_NOISE = re.compile(r"DFLASH_CTX_NOISE=(?P<on>\d+) pool=\((?P<rows>\d+), (?P<cols>\d+)\)")
 _KV_DTYPES = re.compile(
-    r"DFLASH_DRAFT_KV_DTYPES=(?P<dtypes>\[[^\]]*\]) spec_kv_cache_dtype=(?P<spec>\S+)"
+    r"DFLASH_DRAFT_KV_DTYPES=(?P<dtypes>\[[^\]]*\])(?: spec_kv_cache_dtype=(?P<spec>\S+))?"
 )
 _NON_DEFAULT = re.compile(r"non-default args: (?P<args>\{.*\})\s*$")
 _ENGINE = re.compile(
@@ -56,6 +56,8 @@ class LogFacts:
     speculative_config: dict[str, Any] | None = None
     max_num_seqs: int | None = None
     lines: dict[str, str] = field(default_factory=dict)  # kind -> the line it came from
+    # kind -> a line that carries the kind's marker but not its grammar (the last such line)
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def _literal(text: str) -> Any:
@@ -69,6 +71,8 @@ def parse(text: str, source: str) -> LogFacts:
     facts = LogFacts(source)
     for raw in text.splitlines():
         line = raw.rstrip("\r")
+        if "j0-entrypoint" in line and "sha256=" in line and not _IDENTITY.search(line):
+            facts.unreadable["identity"] = line.strip()
         if "j0-entrypoint: " in line and (m := _IDENTITY.search(line)):
             facts.identity, facts.speculator_sha256 = m["kind"], m["sha"]
             facts.speculator_path = m["path"]

@@ -1,0 +1,152 @@
+"""The article's serving rules, which `j0 serve` enforces and bench and doctor read.
+
+The speculative config key for key (method dflash, the drafter's folder, the draft-token count,
+the draft's KV cache dtype "auto"), the draft-token counts the article tested (15 and 7),
+--max-num-seqs 4, and prefix caching (vLLM 0.33's default on; with J0 on it lets J0 draw another
+request's tokens). Also reading options out of a `vllm serve` command line.
+
+Standard library only: `j0 serve` runs inside the image, on the base image's python3.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from j0.errors import USAGE, J0Error
+
+# The article's speculative config, key for key and in this order (the seed's serving flags).
+# Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
+# not: another method, no drafter folder, a draft KV cache dtype other than "auto".
+SPEC_KEYS = ("method", "model", "num_speculative_tokens", "kv_cache_dtype")
+SPEC_METHOD = "dflash"
+SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
+TESTED_NUM_SPEC_TOKENS = (15, 7)
+ARTICLE_MAX_NUM_SEQS = 4
+
+# Prefix caching: vLLM 0.33 has it on by default (vllm/config/cache.py); ENABLE_PREFIX_CACHING
+# (compose.yaml's knob: 1, 0, or empty for vLLM's default) becomes one of these flags.
+PREFIX_CACHING_FLAGS = ("--enable-prefix-caching", "--no-enable-prefix-caching")
+PREFIX_CACHING_WITH_J0 = (
+    "prefix caching is on with J0 on: J0's history is written only from scheduled tokens, so for "
+    "a request whose prompt prefix comes from the cache, J0 draws the tokens of those positions "
+    "from whatever its request slot's history row still holds (another request's tokens); "
+    "outputs are unchanged, acceptance is not. For J0 measurements use ENABLE_PREFIX_CACHING=0 "
+    "(--no-enable-prefix-caching)"
+)
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    method: str
+    model: str
+    num_speculative_tokens: int
+    kv_cache_dtype: str
+    # What differs from the article's form without contradicting it, said when the server starts.
+    notes: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        return render_speculative_config(self.model, self.num_speculative_tokens)
+
+
+def render_speculative_config(drafter_dir: str, num_speculative_tokens: int) -> str:
+    """The `--speculative-config` value exactly as the article passed it (compact JSON)."""
+    value = {
+        "method": SPEC_METHOD,
+        "model": drafter_dir,
+        "num_speculative_tokens": num_speculative_tokens,
+        "kv_cache_dtype": SPEC_DRAFT_KV_CACHE_DTYPE,
+    }
+    return json.dumps(value, separators=(",", ":"))
+
+
+def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None) -> SpecConfig:
+    """Parse a `--speculative-config` value; refuse what contradicts the article's setup.
+
+    Refused: another method (or none: vLLM would guess it from the drafter's path), no drafter
+    folder, a num_speculative_tokens that is not a positive integer, a draft kv_cache_dtype other
+    than "auto" (or none while the target's --kv-cache-dtype is not auto: the draft would inherit
+    it). Accepted with a note: keys in another order, other spacing, keys the article did not set
+    (passed to vLLM as given; vLLM 0.33 refuses keys its SpeculativeConfig does not know).
+    """
+    where = f"--speculative-config {raw!r}"
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if '"num_speculative_tokens":,' in raw or '"num_speculative_tokens":}' in raw:
+            hint = " (is NUM_SPEC_TOKENS empty?)"
+        raise J0Error(f"{where}: not valid JSON: {exc}{hint}", USAGE) from exc
+    if not isinstance(value, dict):
+        raise J0Error(f"{where}: expected a JSON object", USAGE)
+    method = value.get("method")
+    if method != SPEC_METHOD:
+        what = f"method is {method!r}"
+        if method is None:
+            what = "no method (vLLM would guess one from the drafter's path)"
+        raise J0Error(f"{where}: {what}, expected {SPEC_METHOD!r}", USAGE)
+    model = value.get("model")
+    if not isinstance(model, str) or not model:
+        raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
+    n = value.get("num_speculative_tokens")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise J0Error(
+            f"{where}: num_speculative_tokens is {n!r}, expected a positive integer "
+            f"(the article ran {TESTED_NUM_SPEC_TOKENS[0]}, and {TESTED_NUM_SPEC_TOKENS[1]})",
+            USAGE,
+        )
+    notes: list[str] = []
+    kv = value.get("kv_cache_dtype")
+    if kv is None and target_kv_cache_dtype in (None, SPEC_DRAFT_KV_CACHE_DTYPE):
+        notes.append(
+            'no "kv_cache_dtype": the draft inherits the target\'s --kv-cache-dtype auto, which '
+            'is what the article\'s "kv_cache_dtype":"auto" gives'
+        )
+        kv = SPEC_DRAFT_KV_CACHE_DTYPE
+    elif kv is None:
+        raise J0Error(
+            f'{where}: no "kv_cache_dtype": the draft would inherit the target\'s --kv-cache-dtype '
+            f'{target_kv_cache_dtype}; the article sets "kv_cache_dtype":"auto", which keeps the '
+            "draft's KV cache BF16 under an FP8 target",
+            USAGE,
+        )
+    if kv != SPEC_DRAFT_KV_CACHE_DTYPE:
+        raise J0Error(
+            f"{where}: kv_cache_dtype is {kv!r}, expected "
+            f"{SPEC_DRAFT_KV_CACHE_DTYPE!r} (it keeps the draft's KV cache BF16 under an FP8 "
+            "target)",
+            USAGE,
+        )
+    extra = {key: val for key, val in value.items() if key not in SPEC_KEYS}
+    for key, val in extra.items():
+        notes.append(
+            f"--speculative-config sets {key}={json.dumps(val)}, which the article's did not "
+            "(passed to vLLM as given)"
+        )
+    article = render_speculative_config(model, n)
+    if not notes and raw != article:
+        notes.append(
+            f"--speculative-config is the article's {article} in another key order or spacing"
+        )
+    return SpecConfig(SPEC_METHOD, model, n, kv, tuple(notes))
+
+
+def option_value(args: Sequence[str], name: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` (the last one wins, as in argparse)."""
+    found: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name:
+            if i + 1 >= len(args):
+                raise J0Error(f"{name} is given without a value", USAGE)
+            found = args[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1 :]
+    return found
+
+
+def target_model(args: Sequence[str]) -> str | None:
+    """`vllm serve`'s model: the first argument when it is not an option, else `--model`."""
+    if args and not args[0].startswith("-"):
+        return args[0]
+    return option_value(args, "--model")
