@@ -1,2 +1,2 @@
-"""`j0 doctor` and `j0 status`: whether this host can run the article's `docker compose up`, and
-whether a running server is the article's setup (health, counters, its log's identity lines)."""
+"""`j0 doctor`: whether this host can run the article's `docker compose up` (Docker, GPU, memory,
+the Hub, disk), before anything is pulled or downloaded."""

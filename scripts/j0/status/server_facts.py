@@ -1,27 +1,27 @@
-"""What a running vLLM server says: /health, /version, /v1/models, /metrics, and one short probe.
+"""A client of the running vLLM server: what it says on /health, /version, /v1/models, /metrics,
+and to one short probe request.
 
 vLLM 0.33.0's endpoints (vllm/entrypoints/serve/instrumentator/health.py and basic.py, the
 OpenAI-compatible /v1 routes, prometheus /metrics). The spec-decode counters
 (vllm/v1/spec_decode/metrics.py) are `vllm:spec_decode_num_drafts_total`,
 `..._num_draft_tokens_total` and `..._num_accepted_tokens_total`, one series per engine and model;
 prometheus_client's parser names each family without `_total`. /metrics and /health need no API
-key; /v1 does when the server has one.
+key; /v1 does when the server has one. Every request goes through j0.engine.endpoints.request.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
 
+from j0.engine.endpoints import request
 from j0.errors import require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
 PROBE_MAX_TOKENS = 32
-TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 300.0
+NO_ANSWER = (urllib.error.URLError, OSError)
 
 
 @dataclass
@@ -42,24 +42,6 @@ class ServerFacts:
         if self.counters_before is None or self.counters_after is None:
             return None
         return self.counters_after.get(name, 0.0) - self.counters_before.get(name, 0.0)
-
-
-def _request(
-    url: str, api_key: str | None, body: dict[str, Any] | None = None, timeout: float = TIMEOUT_S
-) -> tuple[int, bytes]:
-    headers = {"Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return int(response.status), response.read()
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read()
 
 
 def parse_counters(text: str) -> dict[str, float]:
@@ -84,24 +66,51 @@ def _error_words(exc: BaseException) -> str:
 
 
 def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
+    """Everything the server says, in order: /health (nothing more where no server answers),
+    /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again."""
     require("prometheus_client", "j0 status", extra="status")
     facts = ServerFacts(url.rstrip("/"))
-    base = facts.url
-    try:
-        status, _ = _request(base + "/health", None)
-    except (urllib.error.URLError, OSError) as exc:
-        facts.health = f"no server answers at {base} ({_error_words(exc)})"
+    if not _ask_health(facts):
         return facts
+    _ask_version(facts)
+    _ask_models(facts, api_key)
+    facts.counters_before = _counters(facts)
+    if not probe:
+        facts.probe = "not sent (--no-probe)"
+        return facts
+    if not facts.healthy or facts.model is None or facts.counters_before is None:
+        facts.probe = "not sent (the server is not healthy, serves no model, or has no /metrics)"
+        return facts
+    if _send_probe(facts, api_key):
+        facts.counters_after = _counters(facts)
+    return facts
+
+
+def _ask_health(facts: ServerFacts) -> bool:
+    """/health into `facts`; False where no server answers at all."""
+    try:
+        status, _ = request(facts.url + "/health")
+    except NO_ANSWER as exc:
+        facts.health = f"no server answers at {facts.url} ({_error_words(exc)})"
+        return False
     facts.healthy = status == 200
     facts.health = f"/health {status}" + ("" if facts.healthy else " (loading, or unhealthy)")
+    return True
+
+
+def _ask_version(facts: ServerFacts) -> None:
     try:
-        status, body = _request(base + "/version", None)
+        status, body = request(facts.url + "/version")
         if status == 200:
             facts.version = str(json.loads(body).get("version") or "") or None
-    except (urllib.error.URLError, OSError, ValueError):
+    except (*NO_ANSWER, ValueError):
         pass
+
+
+def _ask_models(facts: ServerFacts, api_key: str | None) -> None:
+    """The first model of /v1/models (id, root, max_model_len), or a problem saying why not."""
     try:
-        status, body = _request(base + "/v1/models", api_key)
+        status, body = request(facts.url + "/v1/models", api_key)
         if status == 401:
             facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
         elif status == 200:
@@ -113,15 +122,12 @@ def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
                 facts.max_model_len = int(length) if isinstance(length, int) else None
         else:
             facts.problems.append(f"/v1/models answered {status}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (*NO_ANSWER, ValueError) as exc:
         facts.problems.append(f"/v1/models: {_error_words(exc)}")
-    facts.counters_before = _counters(base, facts)
-    if not probe:
-        facts.probe = "not sent (--no-probe)"
-        return facts
-    if not facts.healthy or facts.model is None or facts.counters_before is None:
-        facts.probe = "not sent (the server is not healthy, serves no model, or has no /metrics)"
-        return facts
+
+
+def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
+    """One short greedy completion; `facts.probe` says what it did. True where it was answered."""
     body = {
         "model": facts.model,
         "prompt": PROBE_PROMPT,
@@ -129,26 +135,25 @@ def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
         "temperature": 0,
     }
     try:
-        status, reply = _request(base + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
-    except (urllib.error.URLError, OSError) as exc:
+        status, reply = request(facts.url + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
+    except NO_ANSWER as exc:
         facts.probe = f"failed: {_error_words(exc)}"
-        return facts
+        return False
     if status != 200:
         facts.probe = f"answered {status}: {reply[:200].decode('utf-8', 'replace')}"
-        return facts
+        return False
     try:
         usage = json.loads(reply).get("usage") or {}
     except ValueError:
         usage = {}
     facts.probe = f"{usage.get('completion_tokens', '?')} tokens generated"
-    facts.counters_after = _counters(base, facts)
-    return facts
+    return True
 
 
-def _counters(base: str, facts: ServerFacts) -> dict[str, float] | None:
+def _counters(facts: ServerFacts) -> dict[str, float] | None:
     try:
-        status, body = _request(base + "/metrics", None)
-    except (urllib.error.URLError, OSError) as exc:
+        status, body = request(facts.url + "/metrics")
+    except NO_ANSWER as exc:
         facts.problems.append(f"/metrics: {_error_words(exc)}")
         return None
     if status != 200:

@@ -1,6 +1,6 @@
 """`j0 status` against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py: /health,
 /v1/models, /metrics as vLLM 0.33.0 writes them, completions) and server logs: the real engine's
-recorded logs (tests/doctor/data) and logs written as our entrypoint and `j0 serve` write them.
+recorded logs (tests/status/data) and logs written as our entrypoint and `j0 serve` write them.
 /metrics is parsed by the real prometheus_client."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doctor_env import Host
 
+from doctor.doctor_env import Host
 from j0.article.identity import Identity
 from j0.cli import main
-from j0.doctor import server
 from j0.engine import server_log
 from j0.engine.vllm_version import VllmVersion
 from j0.image.identity import identity_line
 from j0.pins import Pins
+from j0.status import server_facts
 from servers.local import free_port
 from servers.vllm_server import VllmStandIn
 
@@ -231,8 +231,12 @@ def test_metrics_of_the_real_engine() -> None:
     """prometheus_client's parser on the real engine's /metrics (typed from the file: 378 drafts
     of 7 tokens, none accepted by the random tiny models)."""
     text = (DATA / "metrics-j0-on.txt").read_text()
-    assert server.parse_counters(text) == {"drafts": 378.0, "draft_tokens": 2646.0, "accepted": 0.0}
-    assert server.parse_counters("# nothing here\n") == {}
+    assert server_facts.parse_counters(text) == {
+        "drafts": 378.0,
+        "draft_tokens": 2646.0,
+        "accepted": 0.0,
+    }
+    assert server_facts.parse_counters("# nothing here\n") == {}
 
 
 def test_an_api_key_server_needs_the_key_file(

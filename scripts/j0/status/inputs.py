@@ -1,0 +1,43 @@
+"""What `j0 status` reads besides the server: the server's log (a file, or `docker compose logs
+server` in the j0 checkout) and the server's API key (a file, never printed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from j0.doctor import host
+from j0.doctor.settings import Settings
+from j0.engine import server_log
+from j0.errors import INPUT_LACKS, J0Error
+from j0.pins import Pins
+
+
+def read_log(log: Path | None, compose: bool, pins: Pins) -> server_log.LogFacts | None:
+    """The facts of the log in the file `log`, else of compose's server (`compose`), else None."""
+    if log is not None:
+        try:
+            text = Path(log).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise J0Error(f"--log {log}: cannot read it: {exc}", INPUT_LACKS) from None
+        return server_log.parse(text, str(log))
+    if compose:
+        compose_file = pins.root / "compose.yaml"
+        ran = host.run(
+            ["docker", "compose", "-f", str(compose_file), "logs", "--no-color", "server"],
+            timeout=60,
+        )
+        if not ran.ok:
+            raise J0Error(f"`docker compose logs server` failed: {ran.said()}")
+        return server_log.parse(ran.stdout + ran.stderr, "docker compose logs server")
+    return None
+
+
+def read_api_key(api_key_file: Path | None, settings: Settings) -> str | None:
+    """The key in `api_key_file`, else in compose's API_KEY_FILE; None for none or /dev/null."""
+    path = api_key_file or settings.path("API_KEY_FILE")
+    if path is None or str(path) == "/dev/null":
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() or None
+    except OSError as exc:
+        raise J0Error(f"API key file {path}: cannot read it: {exc}", INPUT_LACKS) from None

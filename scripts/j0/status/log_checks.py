@@ -1,0 +1,173 @@
+"""`j0 status`'s checks of what the server's log says: which speculator.py and which vLLM run,
+J0 on/off and its history's shape, the draft's KV cache dtypes, the speculative config and
+--max-num-seqs, each against the pins and the article's serving rules."""
+
+from __future__ import annotations
+
+import json
+
+from j0.article.serving import (
+    ARTICLE_MAX_NUM_SEQS,
+    SPEC_DRAFT_KV_CACHE_DTYPE,
+    SPEC_METHOD,
+    TESTED_NUM_SPEC_TOKENS,
+)
+from j0.checks import FAIL, OK
+from j0.engine.server_log import LogFacts
+from j0.engine.vllm_version import VllmVersion
+from j0.pins import Pins
+from j0.status.finding import Finding
+from j0.status.server_facts import ServerFacts
+
+
+def no_log() -> Finding:
+    return Finding.of(
+        "log",
+        FAIL,
+        "no server log read: give --compose (docker compose logs server) or --log FILE",
+        "which speculator.py and vLLM run is not known (no log)",
+    )
+
+
+def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
+    """Every log check, in the order `j0 status` prints them."""
+    found = [
+        speculator(log, pins),
+        engine(log, pins),
+        j0_history(log, facts),
+        draft_kv(log),
+        spec_config(log),
+    ]
+    seqs = max_num_seqs(log)
+    return found if seqs is None else [*found, seqs]
+
+
+def speculator(log: LogFacts, pins: Pins) -> Finding:
+    """The entrypoint's identity line names the article's speculator.py (identity and sha256)."""
+    if log.identity is None:
+        return Finding.of(
+            "speculator",
+            FAIL,
+            f"no `j0-entrypoint: ... identity=...` line in {log.source}: not started by the "
+            "image's entrypoint, or the log is cut",
+            "which speculator.py runs is not known",
+        )
+    if log.identity != "article" or log.speculator_sha256 != pins.patched_sha256:
+        return Finding.of(
+            "speculator",
+            FAIL,
+            f"{log.speculator_path}: sha256 {log.speculator_sha256} identity={log.identity}",
+            f"speculator.py is identity={log.identity}, not the article's file",
+        )
+    return Finding.of(
+        "speculator", OK, f"{log.speculator_path}: the article's file (identity=article)"
+    )
+
+
+def engine(log: LogFacts, pins: Pins) -> Finding:
+    """The identity line's vLLM commit is the pinned one (the release's commit is named)."""
+    if log.vllm_commit is None:
+        return Finding.of(
+            "engine",
+            FAIL,
+            f"the vLLM commit is not in {log.source} (an image built before j0 recorded it)",
+            "the vLLM commit is unknown",
+        )
+    found = VllmVersion("", log.vllm_version or "", log.vllm_commit)
+    if found.matches(pins.vllm_commit):
+        return Finding.of("engine", OK, f"{found.describe()}: the pinned commit")
+    release = pins.values.get("VLLM_RELEASE_COMMIT", "")
+    which = (
+        f" (the {pins.vllm_release} release, VLLM_IMAGE_FALLBACK)"
+        if release and found.matches(release)
+        else ""
+    )
+    return Finding.of(
+        "engine",
+        FAIL,
+        f"{found.describe()}{which}, not the pinned {pins.vllm_commit[:8]}",
+        f"vLLM commit {found.commit or 'unknown'}{which} is not the pinned "
+        f"{pins.vllm_commit[:8]}: the engine differs from the article's",
+    )
+
+
+def j0_history(log: LogFacts, facts: ServerFacts) -> Finding:
+    """The patch's `DFLASH_CTX_NOISE=... pool=(...)` line: J0 on with a (max_num_seqs,
+    max_model_len) history, or off (the baseline)."""
+    if log.j0 is None:
+        return Finding.of(
+            "j0",
+            FAIL,
+            f"no `DFLASH_CTX_NOISE=... pool=(...)` line in {log.source}: the patched "
+            "speculator.py did not start (or the log is cut)",
+            "J0 on/off is not known (no patch line in the log)",
+        )
+    shape = tuple(log.pool_shape or ())
+    words = f"{log.j0}: history pool={shape}"
+    if log.j0 != "on":
+        return Finding.of("j0", OK, words + " (the baseline: vLLM's mask tokens)")
+    cols = facts.max_model_len or (shape[1] if len(shape) == 2 else 0)
+    want = (ARTICLE_MAX_NUM_SEQS, cols)
+    if shape != want:
+        return Finding.of(
+            "j0",
+            FAIL,
+            f"{words}, expected {want} (max_num_seqs, max_model_len)",
+            f"J0's history is {shape}, not {want}",
+        )
+    return Finding.of("j0", OK, words + " (max_num_seqs x max_model_len)")
+
+
+def draft_kv(log: LogFacts) -> Finding:
+    """The patch's `DFLASH_DRAFT_KV_DTYPES=...` line: the draft's KV cache is its own ("auto")."""
+    if log.draft_kv_dtypes is None:
+        return Finding.of(
+            "draft-kv",
+            FAIL,
+            f"no `DFLASH_DRAFT_KV_DTYPES=...` line in {log.source}",
+            "the draft's KV cache dtype is not known",
+        )
+    words = (
+        f"DFLASH_DRAFT_KV_DTYPES={log.draft_kv_dtypes} "
+        f"spec_kv_cache_dtype={log.spec_kv_cache_dtype}"
+    )
+    good = set(log.draft_kv_dtypes) == {SPEC_DRAFT_KV_CACHE_DTYPE}
+    good = good and log.spec_kv_cache_dtype == SPEC_DRAFT_KV_CACHE_DTYPE
+    if good:
+        return Finding.of("draft-kv", OK, words + " (the draft's own BF16)")
+    return Finding.of("draft-kv", FAIL, words, f'the draft KV cache is {words}, not "auto"')
+
+
+def spec_config(log: LogFacts) -> Finding:
+    """The speculative config: DFlash, with a draft length the article ran."""
+    spec = log.speculative_config
+    if spec is None:
+        return Finding.of(
+            "spec-config", FAIL, f"no speculative config in {log.source}", "no speculative config"
+        )
+    n = spec.get("num_speculative_tokens")
+    words = json.dumps(spec, separators=(",", ":"))
+    if spec.get("method") != SPEC_METHOD:
+        return Finding.of("spec-config", FAIL, words, f"speculative method {spec.get('method')!r}")
+    if n not in TESTED_NUM_SPEC_TOKENS:
+        tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
+        return Finding.of(
+            "spec-config", FAIL, words, f"num_speculative_tokens={n}: the article ran {tested}"
+        )
+    return Finding.of("spec-config", OK, words)
+
+
+def max_num_seqs(log: LogFacts) -> Finding | None:
+    """--max-num-seqs (vLLM's non-default args, else J0's history rows) where it is not the
+    article's; None where it is, or where the log does not say."""
+    seqs = log.max_num_seqs
+    if seqs is None and log.j0 == "on" and log.pool_shape:
+        seqs = log.pool_shape[0]
+    if seqs is None or seqs == ARTICLE_MAX_NUM_SEQS:
+        return None
+    return Finding.of(
+        "max-num-seqs",
+        FAIL,
+        f"--max-num-seqs {seqs}",
+        f"--max-num-seqs {seqs}, the article ran {ARTICLE_MAX_NUM_SEQS}",
+    )

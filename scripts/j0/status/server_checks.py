@@ -1,0 +1,61 @@
+"""`j0 status`'s checks of what the server says: /health, the model it serves, and spec-decode
+counters that are present and move after the probe."""
+
+from __future__ import annotations
+
+from j0.checks import FAIL, OK, WARN
+from j0.pins import Pins
+from j0.status.finding import Finding
+from j0.status.server_facts import ServerFacts
+
+
+def health(facts: ServerFacts) -> Finding:
+    return Finding.of("health", OK if facts.healthy else FAIL, facts.health)
+
+
+def model(facts: ServerFacts, pins: Pins) -> Finding:
+    """The first model of /v1/models is the article's target (by its name or its root)."""
+    words = facts.model or "none"
+    if facts.root and facts.root != facts.model:
+        words += f" (root {facts.root})"
+    if facts.max_model_len is not None:
+        words += f", max_model_len {facts.max_model_len}"
+    if facts.model is None:
+        return Finding.of("model", FAIL, "no model in /v1/models; " + "; ".join(facts.problems))
+    if pins.target_model not in (facts.model, facts.root):
+        return Finding.of(
+            "model",
+            WARN,
+            words,
+            f"serves {facts.model}, not the article's target {pins.target_model}",
+        )
+    return Finding.of("model", OK, words)
+
+
+def spec_decode(facts: ServerFacts) -> Finding:
+    """vllm:spec_decode_* counters in /metrics, and the probe made them move."""
+    before, after = facts.counters_before, facts.counters_after
+    if before is None:
+        return Finding.of("spec-decode", FAIL, "no /metrics: " + "; ".join(facts.problems))
+    if "drafts" not in before:
+        return Finding.of(
+            "spec-decode",
+            FAIL,
+            "no vllm:spec_decode_* counters in /metrics: speculative decoding is off",
+        )
+    if after is None and facts.probe.startswith("not sent (--no-probe)"):
+        return Finding.of("spec-decode", OK, "counters present (not shown moving: --no-probe)")
+    if after is None:
+        return Finding.of(
+            "spec-decode", WARN, f"counters present; probe {facts.probe}", f"probe {facts.probe}"
+        )
+    drafts = facts.delta("drafts") or 0.0
+    tokens = facts.delta("draft_tokens") or 0.0
+    accepted = facts.delta("accepted") or 0.0
+    words = (
+        f"counters present; the probe ({facts.probe}) drafted {tokens:.0f} tokens in "
+        f"{drafts:.0f} steps, {accepted:.0f} accepted"
+    )
+    if drafts > 0:
+        return Finding.of("spec-decode", OK, words)
+    return Finding.of("spec-decode", FAIL, words, "the probe request drafted nothing")
