@@ -8,49 +8,49 @@ two different channels of the server (per-request metrics vs Prometheus counters
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from j0.checks import Check
+from j0.engine import server_log
 from j0.engine_check.requests import Exchange
 from j0.pins import Pins
-
-CTX_NOISE_LINE = re.compile(r"DFLASH_CTX_NOISE=(\d+) pool=\((\d+), (\d+)\)")
-KV_DTYPES_LINE = re.compile(r"DFLASH_DRAFT_KV_DTYPES=(\[[^\]]*\])(?: spec_kv_cache_dtype=(\S+))?")
-IDENTITY_LINE = re.compile(r"sha256=([0-9a-f]{64}) identity=(\w+)")
 
 
 def identity(log: str, pins: Pins, run: str) -> Check:
     """The identity line (`j0 image identity`, first thing the entrypoint logs) names the article's
     speculator.py by its sha256."""
-    lines = [line for line in log.splitlines() if "j0-entrypoint" in line and "sha256=" in line]
+    facts = server_log.parse(log, run)
     name = f"identity ({run})"
-    if not lines:
+    if facts.identity is None:
+        if "identity" in facts.unreadable:
+            return Check.of(
+                name, False, f"unreadable identity line: {facts.unreadable['identity']}"
+            )
         return Check.of(name, False, "no `j0-entrypoint ... sha256=` identity line in the log")
-    found = IDENTITY_LINE.search(lines[0])
-    if not found:
-        return Check.of(name, False, f"unreadable identity line: {lines[0]}")
-    sha, kind = found.groups()
-    ok = sha == pins.patched_sha256 and kind == "article"
+    line = facts.lines["identity"]
+    ok = facts.speculator_sha256 == pins.patched_sha256 and facts.identity == "article"
     want = f"sha256={pins.patched_sha256[:12]}… identity=article"
-    return Check.of(name, ok, lines[0].strip() if ok else f"{lines[0].strip()} (expected {want})")
+    return Check.of(name, ok, line if ok else f"{line} (expected {want})")
 
 
 def patch_log_lines(log: str, j0_on: bool, run: str, max_num_seqs: int, max_len: int) -> Check:
     """The patch's own log lines: `DFLASH_CTX_NOISE=1 pool=(max_num_seqs, max_model_len)` with J0
     on (`=0 pool=(1, 1)` off) and `DFLASH_DRAFT_KV_DTYPES=[...]` at the draft's load."""
+    facts = server_log.parse(log, run)
     name = f"patch log lines ({run})"
-    noise = CTX_NOISE_LINE.search(log)
-    dtypes = KV_DTYPES_LINE.search(log)
+    noise = facts.j0 is not None and facts.pool_shape is not None
+    dtypes = facts.draft_kv_dtypes is not None
     if not noise or not dtypes:
         missing = [
             w for w, m in (("DFLASH_CTX_NOISE", noise), ("DFLASH_DRAFT_KV_DTYPES", dtypes)) if not m
         ]
         return Check.of(name, False, f"missing from the log: {', '.join(missing)}")
-    flag, rows, cols = (int(x) for x in noise.groups())
+    flag = 1 if facts.j0 == "on" else 0
+    rows, cols = facts.pool_shape or (0, 0)
     want = (1, max_num_seqs, max_len) if j0_on else (0, 1, 1)
     detail = (
-        f"DFLASH_CTX_NOISE={flag} pool=({rows}, {cols}); DFLASH_DRAFT_KV_DTYPES={dtypes.group(1)}"
+        f"DFLASH_CTX_NOISE={flag} pool=({rows}, {cols}); "
+        f"DFLASH_DRAFT_KV_DTYPES={facts.draft_kv_dtypes}"
     )
     if (flag, rows, cols) != want:
         return Check.of(

@@ -62,11 +62,6 @@ def _post(url: str, body: dict[str, Any], timeout: float) -> bytes:
         return bytes(response.read())
 
 
-def get_text(url: str, timeout: float = 30.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return str(response.read().decode())
-
-
 def parse_sse(raw: str) -> list[dict[str, Any]]:
     """The JSON events of a server-sent-events body, without the final `[DONE]`."""
     events = []

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
+from j0.engine.endpoints import first_model, get_text
 from j0.engine_check import checks
-from j0.engine_check.requests import Exchange, exchange, get_text
+from j0.engine_check.requests import Exchange, exchange
 from j0.engine_check.server import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
@@ -23,10 +24,12 @@ from j0.engine_check.server import (
     LocalServer,
     Server,
     ServeSetting,
-    first_model,
     wait_healthy,
 )
+from j0.errors import J0Error
 from j0.pins import load_pins
+from j0.status.run import StatusOptions, run_status
+from j0.status.status_report import StatusReport
 
 # What `j0 status` may object to in this check without it being J0's fault: the tiny models are
 # not the article's target and drafter, and the engine may be a vLLM release, not c50aca14.
@@ -61,7 +64,7 @@ class Run:
     metrics_before: str = ""
     metrics_after: str = ""
     healthy_after_s: float = 0.0
-    status: dict[str, Any] | None = None
+    status: StatusReport | None = None
     status_exit: int | None = None
 
 
@@ -113,15 +116,21 @@ def serve_and_ask(
         run.metrics_after = get_text(f"{server.url}/metrics")
         if setting.j0:
             server.log_text()  # brings a container's log into server.log
-            run.status_exit, printed, _ = in_process(
-                ["status", "--url", server.url, "--log", str(server.log), "--json"]
-            )
-            with contextlib.suppress(json.JSONDecodeError):
-                run.status = json.loads(printed)
+            run.status_exit, run.status = ask_status(server)
     finally:
         server.stop()
         run.log = server.log.read_text(errors="replace")
     return run
+
+
+def ask_status(server: Server) -> tuple[int, StatusReport | None]:
+    """`j0 status --url URL --log LOG` of the server, in this process: its exit code and its
+    report (None where it stopped with an error)."""
+    try:
+        outcome = run_status(StatusOptions(url=server.url, log=server.log))
+    except J0Error as exc:
+        return exc.exit_code, None
+    return outcome.exit_code, outcome.report
 
 
 def status_check(run: Run) -> checks.Check:
@@ -129,22 +138,18 @@ def status_check(run: Run) -> checks.Check:
     status = run.status
     if status is None:
         return checks.Check.of(name, False, f"no JSON from `j0 status` (exit {run.status_exit})")
-    j0_ok = status.get("j0") == "on" and status.get("identity") == "article"
-    other = [
-        r
-        for r in status.get("reasons", [])
-        if not any(w in r.lower() for w in STATUS_EXPECTED_HERE)
-    ]
-    if status.get("article_setup"):
+    j0_ok = status.j0 == "on" and status.identity == "article"
+    other = [r for r in status.reasons if not any(w in r.lower() for w in STATUS_EXPECTED_HERE)]
+    if status.article_setup:
         return checks.Check.of(name, True, "the article's setup (J0 on)")
     if j0_ok and not other:
         return checks.Check.of(
             name,
             True,
             "J0 on, the article's speculator.py; not the article's setup only because: "
-            + "; ".join(status.get("reasons", [])),
+            + "; ".join(status.reasons),
         )
-    return checks.Check.of(name, False, "; ".join(status.get("reasons", [])) or "J0 not on")
+    return checks.Check.of(name, False, "; ".join(status.reasons) or "J0 not on")
 
 
 def dumps_check(folder: Path, run_name: str) -> checks.Check:
@@ -217,7 +222,7 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
             "seconds": round(time.monotonic() - started, 1),
             "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in runs},
             "checks": [c.to_verdict_json() for c in found],
-            "status": on.status,
+            "status": on.status.to_json() if on.status is not None else None,
             "kept": str(work) if options.keep else None,
         }
         if options.keep:

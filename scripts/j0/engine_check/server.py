@@ -14,14 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from j0.errors import CHECK_FAILED, J0Error
+from j0.engine.endpoints import wait_for_health
+from j0.errors import CHECK_FAILED
 
 MAX_NUM_SEQS = 4
 MAX_MODEL_LEN = 2048
@@ -206,32 +204,22 @@ class ContainerServer:
 
 def wait_healthy(server: Server, timeout: float, poll: float = 1.0) -> float:
     """Seconds until /health answered 200; fail at once when the server has exited."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if not server.alive():
-            raise J0Error(
-                "the server exited before it was healthy; its log ends:\n"
-                f"{tail(server.log_text())}",
-                CHECK_FAILED,
-            )
-        try:
-            with urllib.request.urlopen(f"{server.url}/health", timeout=5) as response:
-                if response.status == 200:
-                    return time.monotonic() - started
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(poll)
-    raise J0Error(
-        f"{server.url}/health did not answer within {timeout:.0f} s; the log ends:\n"
-        f"{tail(server.log_text())}",
-        CHECK_FAILED,
+
+    def exited() -> str | None:
+        if server.alive():
+            return None
+        return f"the server exited before it was healthy; its log ends:\n{tail(server.log_text())}"
+
+    def timed_out(last: str) -> str:
+        return (
+            f"{server.url}/health did not answer within {timeout:.0f} s; the log ends:\n"
+            f"{tail(server.log_text())}"
+        )
+
+    return wait_for_health(
+        server.url, timeout, exited=exited, timed_out=timed_out, poll=poll, exit_code=CHECK_FAILED
     )
 
 
 def tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def first_model(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as response:
-        return dict(json.loads(response.read())["data"][0])
