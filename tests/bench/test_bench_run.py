@@ -271,9 +271,9 @@ def test_manifest_reads_status_json(tmp_path: Path) -> None:
     status.write_text(
         json.dumps(
             {
-                "server": {"url": "x"},
-                "j0": {"on": True, "env": {"VLLM_DFLASH_CTX_NOISE": "1"}},
-                "speculator": {"identity": "article"},
+                "url": "x",
+                "j0": "on",
+                "identity": "article",
                 "speculative_config": {"method": "dflash", "num_speculative_tokens": 15},
             }
         )

@@ -9,64 +9,32 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from j0 import __version__
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision, load_pins, project_root
-
-J0_KEYS = ("j0", "j0_on", "ctx_noise", "VLLM_DFLASH_CTX_NOISE", "dflash_ctx_noise")
-IDENTITY_KEYS = ("overlay_identity", "speculator_identity", "identity")
-SPEC_KEYS = ("speculative_config", "speculative-config")
-
-
-def _walk(obj: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
-    if depth > 6:
-        return
-    if isinstance(obj, Mapping):
-        for key, value in obj.items():
-            yield str(key), value
-            yield from _walk(value, depth + 1)
-    elif isinstance(obj, list):
-        for item in obj:
-            yield from _walk(item, depth + 1)
-
-
-def j0_state(value: Any) -> bool | None:
-    """True/False from a value that says J0 on or off (True, "on", 1, "1", {"on": true}...)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return {1: True, 0: False}.get(value)
-    if isinstance(value, str):
-        return {"on": True, "1": True, "true": True, "off": False, "0": False, "false": False}.get(
-            value.strip().lower()
-        )
-    if isinstance(value, Mapping):
-        for key in ("on", "enabled", "state", "value"):
-            if key in value:
-                return j0_state(value[key])
-    return None
+from j0.status.status_report import StatusReport
 
 
 def read_status(path: Path) -> dict[str, Any]:
-    """What a `j0 status --json` file says about J0, the overlay and the speculative config."""
+    """What a `j0 status --json` file says about J0, the overlay and the speculative config:
+    "j0_on", "overlay_identity" and "speculative_config" where the file knows them."""
     try:
-        status = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise J0Error(f"--status-json {path}: no such file", INPUT_LACKS) from None
     except json.JSONDecodeError as exc:
         raise J0Error(f"--status-json {path}: not JSON ({exc})", INPUT_LACKS) from None
-    found: dict[str, Any] = {"file": str(path), "status": status}
-    for key, value in _walk(status):
-        if key in J0_KEYS and "j0_on" not in found and j0_state(value) is not None:
-            found["j0_on"] = j0_state(value)
-        elif key in IDENTITY_KEYS and "overlay_identity" not in found and value is not None:
-            found["overlay_identity"] = value if isinstance(value, str | Mapping) else str(value)
-        elif key in SPEC_KEYS and "speculative_config" not in found and value:
-            found["speculative_config"] = value
+    status = StatusReport.from_json(value, f"--status-json {path}")
+    found: dict[str, Any] = {"file": str(path), "status": value}
+    if status.j0 is not None:
+        found["j0_on"] = status.j0 == "on"
+    if status.identity is not None:
+        found["overlay_identity"] = status.identity
+    if status.speculative_config:
+        found["speculative_config"] = status.speculative_config
     return found
 
 
