@@ -29,7 +29,8 @@ from j0.bench.matrix_settings import Setting, matrix_settings
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from j0.pins import Pins
-from servers.local import HubProcess, free_port
+from servers.base import free_port
+from servers.local import HubProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_FILES = ("compose.yaml", "compose.ci.yaml", "tests/bench/compose.matrix-ci.yaml")

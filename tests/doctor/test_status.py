@@ -18,7 +18,7 @@ from j0.doctor import server, server_log
 from j0.engine.vllm_version import VllmVersion
 from j0.image.identity import identity_line
 from j0.pins import Pins
-from servers.local import free_port
+from servers.base import free_port
 from servers.vllm_server import VllmStandIn
 
 DATA = Path(__file__).resolve().parent / "data"
