@@ -34,7 +34,7 @@ from servers.local import HubProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_FILES = ("compose.yaml", "compose.ci.yaml", "tests/bench/compose.matrix-ci.yaml")
-# Compose knobs that the shell must not leak into these tests (test_compose.py's list and ours).
+# Compose knobs that the shell must not leak into these tests (compose/compose_cli.py's and ours).
 KNOBS = (
     "TARGET_MODEL VLLM_IMAGE DRAFTER_REPO DRAFTER_REVISION J0_IMAGE NUM_SPEC_TOKENS MAX_MODEL_LEN "
     "KV_CACHE_DTYPE GPU_MEMORY_UTILIZATION PORT VLLM_DFLASH_CTX_NOISE VLLM_DFLASH_DUMP "
