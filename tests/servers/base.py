@@ -8,6 +8,7 @@ run as programs in containers that have nothing but python3.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 from collections.abc import Mapping
@@ -29,7 +30,8 @@ def free_port() -> int:
 
 
 class StandInServer(ThreadingHTTPServer):
-    """A threaded HTTP server on `host` (127.0.0.1) and `port` (0: any free one).
+    """A threaded HTTP server on `host` (127.0.0.1; a loopback address only) and `port` (0: any
+    free one).
 
     start() serves in a daemon thread and stop() ends it; `with server:` does both. A program
     calls serve_until_interrupted() instead."""
@@ -40,6 +42,8 @@ class StandInServer(ThreadingHTTPServer):
     def __init__(
         self, handler: type[BaseHTTPRequestHandler], host: str = LOCALHOST, port: int = 0
     ) -> None:
+        if not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+            raise ValueError(f"{host}: a stand-in listens on a loopback address only")
         super().__init__((host, port), handler)
         self._thread: Thread | None = None
 

@@ -124,7 +124,9 @@ class HubServer(StandInServer):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     parser.add_argument("--repo-dir", type=Path, help="serve the repo written by --write-repo")
     parser.add_argument("--repo-id", default=DEFAULT_REPO_ID, help="id of the built-in repo")

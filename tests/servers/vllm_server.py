@@ -1,6 +1,6 @@
 """A stand-in for vLLM 0.33's OpenAI-compatible API server (`vllm serve`) with speculative
-decoding, of ours: tests run j0's real clients against it (`j0 bench` and `j0 status` with their
-HTTP clients, `j0 engine-check --here` and the bench matrix's containers through
+decoding, of ours: tests run j0's real clients against it (`j0 bench run`'s streaming client and
+`j0 status`'s probes, `j0 engine-check --here` and the bench matrix's servers through
 tests/engine_check/bin and tests/bench/matrix_bin), and it listens on 127.0.0.1 only.
 
 It speaks vLLM 0.33.0's wire format (field names, field order, which fields are null and which
@@ -205,7 +205,9 @@ class VllmStandIn(StandInServer):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="served model name")
     parser.add_argument("--max-model-len", type=int, default=40960)
