@@ -34,8 +34,8 @@ import pytest
 from j0.bench import k8s_pod
 from j0.cli import main as j0_main
 from j0.errors import J0Error
+from servers.base import free_port
 from servers.k8s_api import INDEX, K8sApiStandIn, PodResult
-from servers.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN_BIN = ROOT / "tests" / "bench" / "matrix_bin" / "vllm"

@@ -27,7 +27,7 @@ from j0.pins import Pins
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "k8s"
 OLDEST = "1.29.0"
-# Compose knobs that the shell must not leak into rendering (tests/compose/test_compose.py's list).
+# Compose knobs that the shell must not leak into rendering (tests/compose/compose_cli.py's list).
 COMPOSE_KNOBS = (
     "TARGET_MODEL VLLM_IMAGE DRAFTER_REPO DRAFTER_REVISION J0_IMAGE NUM_SPEC_TOKENS MAX_MODEL_LEN "
     "KV_CACHE_DTYPE GPU_MEMORY_UTILIZATION PORT VLLM_DFLASH_CTX_NOISE VLLM_DFLASH_DUMP "

@@ -29,11 +29,12 @@ from j0.bench.matrix_settings import Setting, matrix_settings
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from j0.pins import Pins
-from servers.local import HubProcess, free_port
+from servers.base import free_port
+from servers.local import HubProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_FILES = ("compose.yaml", "compose.ci.yaml", "tests/bench/compose.matrix-ci.yaml")
-# Compose knobs that the shell must not leak into these tests (test_compose.py's list and ours).
+# Compose knobs that the shell must not leak into these tests (compose/compose_cli.py's and ours).
 KNOBS = (
     "TARGET_MODEL VLLM_IMAGE DRAFTER_REPO DRAFTER_REVISION J0_IMAGE NUM_SPEC_TOKENS MAX_MODEL_LEN "
     "KV_CACHE_DTYPE GPU_MEMORY_UTILIZATION PORT VLLM_DFLASH_CTX_NOISE VLLM_DFLASH_DUMP "

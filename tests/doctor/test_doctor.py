@@ -21,7 +21,6 @@ from servers.hub_server import (
     FakeCommit,
     FakeRepo,
     HubServer,
-    _Handler,
     article_repo,
     fake_commit_id,
     safetensors_bytes,
@@ -65,34 +64,9 @@ def drafter_weight_bytes() -> int:
     return sum(len(v) for k, v in article.files.items() if k.endswith(".safetensors"))
 
 
-class GatedHandler(_Handler):
-    """The Hub for a gated repo: model info says "gated": "manual"; files need the token."""
-
-    def _model_info(self, repo: FakeRepo, commit: FakeCommit) -> None:
-        original = self._json
-
-        def gated(data: Any, headers: dict[str, str] | None = None) -> None:
-            original({**data, "gated": "manual"}, headers)
-
-        self._json = gated  # type: ignore[method-assign]
-        try:
-            super()._model_info(repo, commit)
-        finally:
-            del self._json
-
-    def _dispatch(self) -> None:
-        if "/resolve/" in self.path and self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            self.server.record({"method": self.command, "path": self.path, "gated": True})
-            self._error(403, "GatedRepo", "Access to this model is restricted; please log in.")
-            return
-        super()._dispatch()
-
-
 def start_hub(gated: bool = False) -> HubServer:
-    hub = HubServer([target_repo(), article_repo()])
-    if gated:
-        hub.RequestHandlerClass = GatedHandler
-    return hub.start()
+    gated_token = TOKEN if gated else None
+    return HubServer([target_repo(), article_repo()], gated_token=gated_token).start()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from conftest import OwnImages
 from j0.cli import main
 from j0.pins import Pins
-from servers.local import free_port
+from servers.base import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ":".join(

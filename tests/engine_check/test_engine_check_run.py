@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from j0.cli import main
-from servers.local import free_port
+from servers.base import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = Path(__file__).resolve().parent / "bin" / "vllm_serve_standin.py"

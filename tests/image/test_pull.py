@@ -26,7 +26,7 @@ from j0.engine.pull import (
 )
 from j0.image.build import pull_advice
 from j0.pins import Pins
-from servers.local import free_port
+from servers.base import free_port
 from servers.registry_server import RegistryServer
 
 RUN = uuid.uuid4().hex[:8]  # unique names for this run's images

@@ -1,10 +1,9 @@
-"""Helpers for tests that run our servers: a free port on 127.0.0.1, and the Hub-like server
-(hub_server.py) in a process of its own (for clients in containers or other processes)."""
+"""The Hub stand-in (hub_server.py) in a process of its own on 127.0.0.1, for clients in
+containers or other processes. (A free port on 127.0.0.1 is base.py's free_port.)"""
 
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +11,6 @@ from pathlib import Path
 import pytest
 
 HUB_SERVER = Path(__file__).resolve().parent / "hub_server.py"
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on once this returns."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class HubProcess:

@@ -1,4 +1,6 @@
-"""A Docker registry look-alike on 127.0.0.1 that has no images: every manifest is unknown.
+"""A stand-in for a Docker registry (the distribution API v2), of ours, that has no images: every
+manifest is unknown. The tests run the real Docker engine's `docker pull` against it (and j0's
+image commands through it); it listens on 127.0.0.1 only.
 
 The Docker engine pulls from 127.0.0.0/8 over plain HTTP without configuration, so a pull of
 `127.0.0.1:PORT/some/image:tag` meets this server exactly as it would meet a registry whose tag
@@ -12,76 +14,46 @@ Standalone: python3 tests/servers/registry_server.py --port 5000
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+if not __package__:  # run as a file: import this folder as the package it is
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+    __package__ = Path(__file__).resolve().parent.name
+
+from .base import LOCALHOST, StandInHandler, StandInServer
+
 _MANIFEST = re.compile(r"^/v2/(.+)/manifests/([^/]+)$")
+_NAME_UNKNOWN = {"code": "NAME_UNKNOWN", "message": "repository name not known to registry"}
 
 
-class RegistryServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        super().__init__((host, port), _Handler)
+class RegistryServer(StandInServer):
+    def __init__(self, host: str = LOCALHOST, port: int = 0) -> None:
+        super().__init__(_Handler, host, port)
         self.log: list[tuple[str, str]] = []
-        self._thread: threading.Thread | None = None
-
-    @property
-    def address(self) -> str:
-        host, port = self.server_address[:2]
-        return f"{host}:{port}"
-
-    def start(self) -> RegistryServer:
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(StandInHandler):
     server: RegistryServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Docker-Distribution-API-Version", "registry/2.0")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        self.send_json(status, body, {"Docker-Distribution-API-Version": "registry/2.0"})
 
     def _answer(self) -> None:
         self.server.log.append((self.command, self.path))
         if self.path.rstrip("/") == "/v2":
             self._send(200, {})
             return
-        match = _MANIFEST.match(self.path.split("?", 1)[0])
+        match = _MANIFEST.match(self.split_path()[0])
         if match:
             name, reference = match.groups()
             error = {"code": "MANIFEST_UNKNOWN", "message": "manifest unknown", "detail": {}}
             error["detail"] = {"Name": name, "Revision": reference}
             self._send(404, {"errors": [error]})
             return
-        self._send(
-            404,
-            {
-                "errors": [
-                    {"code": "NAME_UNKNOWN", "message": "repository name not known to registry"}
-                ]
-            },
-        )
+        self._send(404, {"errors": [_NAME_UNKNOWN]})
 
     def do_GET(self) -> None:
         self._answer()
@@ -96,12 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server = RegistryServer(port=args.port)
     print(f"registry_server: serving at {server.address}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    server.serve_until_interrupted()
     return 0
 
 

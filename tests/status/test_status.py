@@ -19,7 +19,7 @@ from j0.engine.vllm_version import VllmVersion
 from j0.image.identity import identity_line
 from j0.pins import Pins
 from j0.status import server_facts
-from servers.local import free_port
+from servers.base import free_port
 from servers.vllm_server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, BASE_SHA, INSTALLED, SPEC_15, article_log
 

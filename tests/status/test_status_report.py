@@ -13,7 +13,7 @@ import pytest
 from doctor.doctor_env import Host
 from j0.errors import INPUT_LACKS, J0Error
 from j0.status.status_report import StatusReport
-from servers.local import free_port
+from servers.base import free_port
 from servers.vllm_server import VllmStandIn
 from status.status_logs import article_log, status_json
 

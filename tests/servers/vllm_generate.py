@@ -1,0 +1,131 @@
+"""The vLLM stand-in's POST /v1/completions and /v1/chat/completions: the request read as vLLM
+reads it (model, prompt or messages, max_tokens / max_completion_tokens, stream, stream_options,
+chat_template_kwargs.enable_thinking), its errors, and the whole (not streamed) answer; a streamed
+one is vllm_stream.py's. `die_after=N`: the request after the first N stops at its fourth step.
+Part of vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from . import vllm_bodies as bodies
+from .vllm_engine import Step
+from .vllm_prompts import chat_tokens, tokenize
+from .vllm_records import RequestRecord
+from .vllm_stream import DYING_STEP, StreamOptions, send_stream
+
+if TYPE_CHECKING:
+    from .vllm_routes import VllmHandler
+
+Prompt = tuple[list[str], bool | None]  # its tokens, and whether thinking is on (chat only)
+
+
+def read_prompt(handler: VllmHandler, body: dict[str, Any], chat: bool) -> Prompt | None:
+    """The request's prompt (messages through the chat template), or None after a 400 answer."""
+    if chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            handler.send_openai_error(
+                400, "messages: a non-empty list is required", "BadRequestError"
+            )
+            return None
+        kwargs = body.get("chat_template_kwargs") or {}
+        enable_thinking = bool(kwargs.get("enable_thinking", True))
+        return chat_tokens(messages, enable_thinking), enable_thinking
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        return [str(t) for t in prompt], None
+    if isinstance(prompt, str):
+        return tokenize(prompt), None
+    handler.send_openai_error(
+        400, "prompt: a string or a list of token ids is required", "BadRequestError"
+    )
+    return None
+
+
+def generate(handler: VllmHandler, body: dict[str, Any], chat: bool) -> None:
+    server = handler.server
+    model = body.get("model") or server.model
+    if model != server.model:
+        handler.send_openai_error(404, f"The model `{model}` does not exist.", "NotFoundError")
+        return
+    prompt = read_prompt(handler, body, chat)
+    if prompt is None:
+        return
+    tokens, enable_thinking = prompt
+    if len(tokens) >= server.max_model_len:
+        handler.send_openai_error(
+            400,
+            f"This model's maximum context length is {server.max_model_len} "
+            f"tokens. However, your request has {len(tokens)} input tokens.",
+            "BadRequestError",
+        )
+        return
+    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+    if max_tokens is None:
+        max_tokens = server.max_model_len - len(tokens)
+    stream = bool(body.get("stream")) and not server.ignore_stream
+    options = body.get("stream_options") or {}
+    include_usage = bool(options.get("include_usage"))
+    continuous = include_usage and bool(options.get("continuous_usage_stats"))
+    cached = server.prefix_cache.cached_tokens_for(tokens)
+    record = server.engine.new_record(
+        request_id=f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:16]}",
+        endpoint="chat" if chat else "completions",
+        model=model,
+        stream=stream,
+        prompt_tokens=len(tokens),
+        cached_tokens=cached,
+        max_tokens=int(max_tokens),
+        enable_thinking=enable_thinking,
+    )
+    if record is None:  # the server died
+        handler.close_connection = True
+        return
+    dies = server.die_after is not None and record.index >= server.die_after
+    steps = server.engine.generate(record, " ".join(tokens))
+    if stream:
+        send_stream(handler, record, steps, StreamOptions(chat, include_usage, continuous, dies))
+    else:
+        send_whole(handler, record, steps, chat, dies)
+
+
+def send_whole(
+    handler: VllmHandler, record: RequestRecord, steps: Iterator[Step], chat: bool, dies: bool
+) -> None:
+    server = handler.server
+    reasoning = content = ""
+    reason = None
+    for n_step, (token_ids, step_reason) in enumerate(steps):
+        if dies and n_step >= DYING_STEP:
+            record.died = True
+            handler.close_connection = True
+            server.die()
+            return
+        before = record.add_output(len(token_ids))
+        r, c = bodies.split_output(record, token_ids, before, server.reasoning_tokens)
+        reasoning += r
+        content += c
+        reason = step_reason
+    assert reason is not None
+    server.engine.finish(record, reason)
+    usage = bodies.usage(record, True, server.prompt_tokens_details)
+    if "prompt_tokens_details" in usage:
+        usage["prompt_tokens_details"].update(created_cache_tokens=None, multimodal_tokens=None)
+    usage["completion_tokens_details"] = None
+    spec = bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics)
+    tail = {
+        "system_fingerprint": server.fingerprint,
+        "usage": usage,
+        "metrics": bodies.whole_metrics(spec),
+    }
+    created = int(time.time())
+    if chat:
+        answer = bodies.chat_completion(record, created, (reasoning, content), reason, tail)
+    else:
+        answer = bodies.text_completion(record, created, reasoning + content, reason, tail)
+    handler.send_json(200, answer)
