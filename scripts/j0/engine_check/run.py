@@ -148,9 +148,11 @@ def status_check(run: Run) -> checks.Check:
 
 
 def dumps_check(folder: Path, run_name: str) -> checks.Check:
-    code, printed, errors = in_process(["dumps", "check", str(folder)])
-    last = [line for line in (printed + errors).splitlines() if line.strip()]
-    return checks.from_exit(f"j0 dumps check ({run_name})", code, last[-1] if last else "")
+    """`j0 dumps check FOLDER` through its entry point; the detail: the line it prints last."""
+    from j0.dumps.check import CheckOptions, run_check
+
+    result = run_check(CheckOptions(folder))
+    return checks.from_exit(f"j0 dumps check ({run_name})", result.exit_code, result.summary)
 
 
 def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
