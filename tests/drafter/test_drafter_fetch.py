@@ -1,9 +1,11 @@
-"""`j0 drafter fetch` with the real huggingface_hub client against our Hub-like server.
+"""`j0 drafter fetch` with the real huggingface_hub client against our Hub-like server: the
+download and its re-runs (resumed, completed, unchanged), the token, revisions, offline runs,
+folder names, and where the pin is recorded (and where it is not).
 
 No mocks: tests/servers/hub_server.py is a small HTTP server of ours on 127.0.0.1 that answers the
 Hub endpoints huggingface_hub 2.4 uses; `j0` runs as a subprocess with HF_ENDPOINT pointing at it,
 as a user (or the compose drafter service) runs it. The pins file is a copy in a temporary
-J0_HOME, so the checkout's overlay/pins.env is never written.
+J0_HOME, so the checkout's overlay/pins.env is never written (fetch_env.py).
 """
 
 from __future__ import annotations
@@ -17,26 +19,25 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fetch_env import (
+    BIG,
+    NEEDED,
+    ROOT,
+    TOKEN,
+    Env,
+    default_dir,
+    make_env,
+    pinned_commit,
+    pinned_sha,
+    serving,
+)
 
 from j0.drafter import fetch as drafter_fetch
 from j0.errors import J0Error
-from j0.pins import load_pins
-from servers.hub_server import FakeRepo, HubServer, article_repo, git_blob_id
-
-ROOT = Path(__file__).resolve().parents[2]
-BIG = "model-00001-of-00002.safetensors"
-NEEDED = {
-    "config.json",
-    "config.json.orig",
-    BIG,
-    "model-00002-of-00002.safetensors",
-    "model.safetensors.index.json",
-}
-TOKEN = "hf_SENTINEL_do_not_print_0123456789"
+from servers.hub_server import FakeRepo, HubServer, article_repo
 
 
 @pytest.fixture(scope="module")
@@ -46,73 +47,18 @@ def repo() -> FakeRepo:
 
 @pytest.fixture(scope="module")
 def article_sha(repo: FakeRepo) -> str:
-    (sha,) = [c for c in repo.commits if c.startswith("3147a351")]
-    return sha
+    return pinned_sha(repo)
 
 
 @pytest.fixture
 def hub(repo: FakeRepo) -> Iterator[HubServer]:
-    server = HubServer([repo]).start()
-    try:
+    with serving(repo) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@dataclass
-class Env:
-    home: Path  # J0_HOME: a copy of the pins and drafter-config
-    work: Path  # the working directory (./drafter/... lands here)
-    vars: dict[str, str]
-
-    @property
-    def pins(self) -> Path:
-        return self.home / "overlay" / "pins.env"
-
-    def run(
-        self, *args: str, timeout: float = 120, **extra: str
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "j0", "drafter", "fetch", *args],
-            cwd=self.work,
-            env={**self.vars, **extra},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
 
 
 @pytest.fixture
 def env(tmp_path: Path, hub: HubServer) -> Env:
-    home = tmp_path / "j0home"
-    (home / "overlay").mkdir(parents=True)
-    shutil.copy(ROOT / "overlay" / "pins.env", home / "overlay" / "pins.env")
-    shutil.copytree(ROOT / "drafter-config", home / "drafter-config")
-    work = tmp_path / "work"
-    work.mkdir()
-    variables = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HF_", "HUGGING")) and k not in ("J0_HOME",)
-    }
-    variables.update(
-        J0_HOME=str(home),
-        HOME=str(tmp_path / "userhome"),
-        HF_HOME=str(tmp_path / "hfhome"),
-        HF_ENDPOINT=hub.url,
-        HF_HUB_DISABLE_TELEMETRY="1",
-        PYTHONPATH=str(ROOT / "scripts"),
-    )
-    return Env(home, work, variables)
-
-
-def default_dir(env: Env) -> Path:
-    """./drafter/<the pinned revision>: where compose's DRAFTER_DIR points by default too."""
-    return env.work / "drafter" / "3147a351"
-
-
-def pinned_commit(env: Env) -> str:
-    return load_pins(env.home).drafter_commit
+    return make_env(tmp_path, hub.url)
 
 
 def test_fetch_resolves_the_short_revision_and_patches(
@@ -379,181 +325,6 @@ def test_standalone_server_from_a_repo_dir(tmp_path: Path, env: Env, article_sha
         server.wait(10)
 
 
-# --- the download check: files that differ from the Hub's listing are refused -------------------
-# The server serves other bytes than its file list describes (hub.corrupt), as a broken mirror or
-# disk would; huggingface_hub itself only checks that a file has the length the HEAD announced.
-
-INDEX = "model.safetensors.index.json"
-
-
-def _flip_middle_byte(data: bytes) -> bytes:
-    middle = len(data) // 2
-    return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
-
-
-def _assert_refused_unpatched(env: Env, result: subprocess.CompletedProcess[str]) -> None:
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "downloaded files differ from the Hub's listing" in result.stderr
-    assert "nothing was patched" in result.stderr
-    assert not (default_dir(env) / "config.json.orig").exists()
-    assert "draft layers causal" not in result.stdout
-
-
-def test_a_file_of_another_size_is_refused(
-    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
-) -> None:
-    real = repo.commits[article_sha].files[BIG]
-    hub.corrupt[BIG] = real + b"\0"
-    result = env.run()
-    _assert_refused_unpatched(env, result)
-    # The size check's own words (the sha256 would differ too, but the size is checked first).
-    assert f"{BIG}: {len(real) + 1} bytes, the Hub lists {len(real)}" in result.stderr
-
-
-def test_an_lfs_file_with_another_sha256_is_refused(
-    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
-) -> None:
-    real = repo.commits[article_sha].files[BIG]
-    served = _flip_middle_byte(real)  # same size: only the hash tells
-    hub.corrupt[BIG] = served
-    result = env.run()
-    _assert_refused_unpatched(env, result)
-    expected = hashlib.sha256(real).hexdigest()
-    actual = hashlib.sha256(served).hexdigest()
-    assert f"{BIG}: sha256 {actual}, the Hub lists {expected}" in result.stderr
-
-
-def test_a_git_file_with_another_blob_id_is_refused(
-    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
-) -> None:
-    real = repo.commits[article_sha].files[INDEX]
-    served = real.replace(b'"metadata"', b'"metadatA"')  # same size, still valid JSON
-    assert len(served) == len(real) and served != real
-    hub.corrupt[INDEX] = served
-    result = env.run()
-    _assert_refused_unpatched(env, result)
-    assert f"{INDEX}: git blob {git_blob_id(served)}, the Hub lists {git_blob_id(real)}" in (
-        result.stderr
-    )
-
-
-def test_a_server_error_is_retried(env: Env, hub: HubServer) -> None:
-    """huggingface_hub retries a file's GET on 408/429 only; j0 retries 5xx answers itself."""
-    hub.fail_next[BIG] = [503]
-    result = env.run()
-    assert result.returncode == 0, result.stderr
-    assert len(hub.requests("GET", BIG)) == 2
-    assert "attempt 2 of 3" in result.stderr
-    assert "all 5 draft layers causal" in result.stdout
-
-
-def test_a_lasting_server_error_gives_up_after_three_attempts(env: Env, hub: HubServer) -> None:
-    hub.fail_next[BIG] = [503, 502, 500]
-    result = env.run()
-    assert result.returncode == 1
-    assert len(hub.requests("GET", BIG)) == 3
-    assert "answered HTTP 500" in result.stderr
-    assert "attempt 3 of 3" in result.stderr
-
-
-def test_a_client_error_is_not_retried(env: Env, hub: HubServer) -> None:
-    hub.fail_next[BIG] = [403]
-    result = env.run()
-    assert result.returncode == 1
-    assert len(hub.requests("GET", BIG)) == 1
-    assert "answered HTTP 403" in result.stderr
-
-
-# --- revisions and folders that are refused -----------------------------------------------------
-
-
-def _own_hub(repo: FakeRepo) -> HubServer:
-    return HubServer([repo]).start()
-
-
-def test_a_branch_named_like_a_commit_prefix_is_refused(env: Env) -> None:
-    """A branch `beef1234` pointing at main: the Hub resolves the name to main's commit, which
-    does not start with beef1234; j0 refuses rather than pin a commit the user did not mean."""
-    repo = article_repo(weight_mb=0.01)
-    assert not [c for c in repo.commits if c.startswith("beef1234")]
-    repo.branches["beef1234"] = repo.branches["main"]
-    server = _own_hub(repo)
-    try:
-        result = env.run("--revision", "beef1234", HF_ENDPOINT=server.url)
-        downloads = server.requests(contains="/resolve/")
-    finally:
-        server.stop()
-    assert result.returncode == 1, result.stderr
-    assert (
-        f"'beef1234' is the name of a branch or tag pointing to {repo.branches['main']}"
-        in result.stderr
-    )
-    assert not downloads
-    assert pinned_commit(env) == ""
-
-
-def test_an_index_naming_missing_shards_is_refused(env: Env) -> None:
-    repo = article_repo(weight_mb=0.01)
-    (sha,) = [c for c in repo.commits if c.startswith("3147a351")]
-    files = repo.commits[sha].files
-    index = json.loads(files[INDEX])
-    index["weight_map"]["layers.2.weight"] = "model-00003-of-00003.safetensors"
-    files[INDEX] = (json.dumps(index, indent=2) + "\n").encode()
-    server = _own_hub(repo)
-    try:
-        result = env.run(HF_ENDPOINT=server.url)
-    finally:
-        server.stop()
-    assert result.returncode == 2, result.stderr
-    assert "names shards the repo does not have: model-00003-of-00003.safetensors" in (
-        result.stderr
-    )
-    assert not (default_dir(env) / "config.json.orig").exists()
-
-
-def test_a_folder_holding_another_commit_is_refused(
-    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str
-) -> None:
-    """Online and offline: one folder, one commit (the files and config.json's original would
-    mix); the message names compose's knob as well as the flag."""
-    assert env.run().returncode == 0
-    other = next(c for c in repo.commits if c.startswith("5eed1234"))
-    folder = str(default_dir(env))
-    for extra in ({}, {"HF_HUB_OFFLINE": "1"}):
-        result = env.run("--revision", other, "--dir", folder, **extra)
-        assert result.returncode == 1, (extra, result.stderr)
-        assert f"holds {repo.repo_id}@{article_sha}, not {other}" in result.stderr
-        assert "DRAFTER_DIR" in result.stderr
-
-
-def test_an_offline_folder_with_a_file_of_another_size_is_refused(
-    env: Env, repo: FakeRepo, article_sha: str
-) -> None:
-    assert env.run().returncode == 0
-    small = "model-00002-of-00002.safetensors"
-    path = default_dir(env) / small
-    real = repo.commits[article_sha].files[small]
-    path.write_bytes(real[:-1])
-    result = env.run(HF_HUB_OFFLINE="1")
-    assert result.returncode == 2, result.stderr
-    shown = path.relative_to(env.work)  # the default folder is relative to the working directory
-    assert f"{shown}: {len(real) - 1} bytes, listed {len(real)}" in result.stderr
-
-
-def test_an_offline_folder_missing_a_file_is_refused(env: Env) -> None:
-    assert env.run().returncode == 0
-    (default_dir(env) / "model-00002-of-00002.safetensors").unlink()
-    result = env.run(HF_HUB_OFFLINE="1")
-    assert result.returncode == 2, result.stderr
-    assert "not a complete download" in result.stderr
-
-
-def test_the_offline_error_names_the_compose_knobs(env: Env) -> None:
-    result = env.run(HF_HUB_OFFLINE="1")
-    assert result.returncode == 2
-    assert "DRAFTER_REVISION=<full commit> DRAFTER_DIR=DIR" in result.stderr
-
-
 # --- where the pin is recorded, and where it is not ----------------------------------------------
 
 
@@ -588,7 +359,7 @@ def test_a_pin_is_not_written_into_an_images_copy(env: Env, article_sha: str) ->
 def test_an_empty_hf_endpoint_means_the_hub() -> None:
     """`HF_ENDPOINT=` uncommented in .env: huggingface_hub must still talk to the Hub."""
     code = (
-        "import os; from j0.drafter import fetch; fetch._drop_empty_endpoint(); "
+        "import os; from j0.drafter import hub; hub.drop_empty_endpoint(); "
         "from huggingface_hub import constants; print(constants.ENDPOINT)"
     )
     env = {**os.environ, "HF_ENDPOINT": "", "PYTHONPATH": str(ROOT / "scripts")}
@@ -596,23 +367,3 @@ def test_an_empty_hf_endpoint_means_the_hub() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "https://huggingface.co"
-
-
-def test_a_config_orig_of_other_bytes_is_not_taken_for_the_hubs(
-    env: Env, repo: FakeRepo, article_sha: str
-) -> None:
-    """A folder whose config.json.orig is not the Hub's config.json (copied from elsewhere, no
-    download record): the original is checked before it is trusted, so config.json is fetched
-    again, and patch-config then refuses to overwrite the foreign .orig."""
-    folder = default_dir(env)
-    folder.mkdir(parents=True)
-    real = json.loads(repo.commits[article_sha].files["config.json"])
-    foreign = {**real, "num_hidden_layers": 4}
-    (folder / "config.json.orig").write_text(json.dumps(foreign, indent=2) + "\n")
-    patched = {**foreign, "dflash_config": {**foreign["dflash_config"], "causal": True}}
-    (folder / "config.json").write_text(json.dumps(patched, indent=2) + "\n")
-    result = env.run()
-    assert result.returncode == 1, result.stderr
-    assert "config.json.orig holds other bytes" in result.stderr
-    assert "never overwritten" in result.stderr
-    assert json.loads((folder / "config.json.orig").read_text()) == foreign

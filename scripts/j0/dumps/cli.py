@@ -1,5 +1,5 @@
 """`j0 dumps show|check|compare|replay`: argument wiring only; the work is in the modules named
-for it (load, show, check, report, compare, replay), imported when a subcommand runs."""
+for it (load, show, check, printing, compare, replay), imported when a subcommand runs."""
 
 from __future__ import annotations
 
@@ -168,50 +168,43 @@ def _need_torch() -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     _need_torch()
-    from j0.dumps import report, show
+    from j0.dumps import printing, show
 
     summary = show.summarize(args.dir)
     show.render(summary, _console())
     if args.json is not None:
-        report.write_json(args.json, show.to_json(summary))
+        printing.write_json(args.json, show.to_json(summary))
     return 1 if summary.problems or summary.missing else 0
 
 
 def run_check(args: argparse.Namespace) -> int:
-    _need_torch()
-    from j0.dumps import check, report
+    from j0.dumps import check, printing
 
-    if args.skip_requests < 0:
-        raise J0Error(f"--skip-requests {args.skip_requests}: expected 0 or more", 64)
-    if args.max_slots is not None and args.max_slots < 1:
-        raise J0Error(f"--max-slots {args.max_slots}: expected 1 or more", 64)
-    seed = args.seed
-    if seed is None:
-        from j0.pins import load_pins
-
-        seed = load_pins().j0_seed
-    result = check.check_dir(
-        args.dir,
-        seed,
+    options = check.CheckOptions(
+        folder=args.dir,
+        seed=args.seed,
         skip_requests=args.skip_requests,
         mask_token=args.mask_token,
-        max_slots=args.max_slots or check.DEFAULT_MAX_SLOTS,
+        max_slots=args.max_slots,
         allow_unverifiable=args.allow_unverifiable,
     )
-    report.render(result, _console())
+    result = check.run_check(options)
+    if result.report is None:
+        raise J0Error(result.error or result.summary, result.exit_code)  # printed by j0.cli
+    printing.render(result.report, _console())
     if args.json is not None:
-        report.write_json(args.json, result.to_json())
+        printing.write_json(args.json, result.report.to_json())
     return result.exit_code
 
 
 def run_compare(args: argparse.Namespace) -> int:
     _need_torch()
-    from j0.dumps import compare, report
+    from j0.dumps import compare, printing
 
     result = compare.compare_dirs(args.a, args.b, args.rtol or compare.DEFAULT_RTOL)
     compare.render(result, _console())
     if args.json is not None:
-        report.write_json(args.json, result.to_json())
+        printing.write_json(args.json, result.to_json())
     if args.plots is not None and result.pairs:
         optional_plots = compare.write_plots(result, args.plots)
         print(f"plots: {', '.join(str(p) for p in optional_plots)}")

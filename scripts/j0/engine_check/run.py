@@ -4,7 +4,6 @@ then off, send the same prompts to both, run every check, write the JSON report.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import tempfile
 import time
@@ -66,16 +65,6 @@ class Run:
     healthy_after_s: float = 0.0
     status: StatusReport | None = None
     status_exit: int | None = None
-
-
-def in_process(argv: list[str]) -> tuple[int, str, str]:
-    """`j0 ARGV` in this process; its exit code, standard output and standard error."""
-    from j0.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @contextlib.contextmanager
@@ -153,9 +142,11 @@ def status_check(run: Run) -> checks.Check:
 
 
 def dumps_check(folder: Path, run_name: str) -> checks.Check:
-    code, printed, errors = in_process(["dumps", "check", str(folder)])
-    last = [line for line in (printed + errors).splitlines() if line.strip()]
-    return checks.from_exit(f"j0 dumps check ({run_name})", code, last[-1] if last else "")
+    """`j0 dumps check FOLDER` through its entry point; the detail: the line it prints last."""
+    from j0.dumps.check import CheckOptions, run_check
+
+    result = run_check(CheckOptions(folder))
+    return checks.from_exit(f"j0 dumps check ({run_name})", result.exit_code, result.summary)
 
 
 def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:

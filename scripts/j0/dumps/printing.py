@@ -1,4 +1,5 @@
-"""Print a `j0 dumps check` report (rich) and write it as JSON."""
+"""What `j0 dumps` prints and writes: a `j0 dumps check` report as a rich table of its requests,
+its findings and its summary line; and any `j0 dumps` report (show, check, compare) as JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.dumps.check import FAIL, NOTE, UNVERIFIABLE, CheckReport
+from j0.dumps.check_report import CheckReport, summary_after_verdict
+from j0.dumps.findings import FAIL, NOTE, UNVERIFIABLE
 
 SHOW_FINDINGS = 12  # failures printed in full; the JSON report has all of them
 
@@ -68,22 +70,9 @@ def render(report: CheckReport, console: Any) -> None:
     for f in report.findings:
         if f.level == NOTE:
             console.print(f"note: {escape(f.text())}")
-    j0 = f"J0 {report.j0}"
-    if report.j0 == "off" and report.mask_token is not None:
-        j0 += f", mask token {report.mask_token} ({report.mask_token_source})"
-    if report.max_model_len is not None:
-        j0 += f", query positions clamped at max_model_len {report.max_model_len}"
-    checked = [r for r in report.requests if r.status == "checked"]
-    draws = sum(r.draws for r in checked)
-    verified = sum(r.verified for r in checked)
-    unverifiable = sum(r.unverifiable for r in checked)
     style = VERDICT_STYLE.get(report.verdict, "bold")
-    console.print(
-        f"[{style}]{report.verdict}[/{style}]: {report.steps} steps, {len(checked)} request(s) "
-        f"checked, {len(report.requests) - len(checked)} not (warm-up/skipped); {escape(j0)}; "
-        f"{verified}/{draws} draft slots verified, {unverifiable} unverifiable, "
-        f"{len(fails)} failure(s) (exit {report.exit_code})"
-    )
+    # The summary has no markup of its own: escaped, it prints as check_report.summary_line.
+    console.print(f"[{style}]{report.verdict}[/{style}]{escape(summary_after_verdict(report))}")
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,0 +1,137 @@
+"""The drafter's files: which of the repo's files vLLM 0.33.0 reads for a DFlash draft (the rest is
+listed and skipped), the Hub's listing of them, and each downloaded file checked against it
+(sha256 for LFS files, the git blob id otherwise), the index's shards and a kept config.json.
+
+huggingface_hub is imported inside the functions: this module's import costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from j0.drafter import config as drafter_config
+from j0.drafter.hub import Token, hub_error
+from j0.errors import INPUT_LACKS, J0Error
+
+# What vLLM 0.33.0 reads from a DFlash draft's folder (method "dflash"), and why. Top level only:
+# vLLM does not look into sub-folders of a model folder for these.
+VLLM_FILES: dict[str, str] = {
+    "config.json": "the draft's architecture and dflash_config (the file patch-config changes)",
+    "*.safetensors": "the weights (vLLM's default loader takes *.safetensors first)",
+    "*.safetensors.index.json": "which shard holds which tensor (model.safetensors.index.json)",
+    "mask_embedding.pt": "a separately trained mask-token embedding, loaded by qwen3_dflash "
+    "when the repo has one",
+    "hf_quant_config.json": "a ModelOpt quantisation config, read when the repo has one",
+}
+# Not fetched: the tokenizer (a DFlash draft uses the target's tokenizer unless
+# use_heterogeneous_vocab, which only method "draft_model" allows), generation_config.json (read for
+# the target, not the draft), README/licence, training state (*.bin, *.pt other than the above).
+
+
+@dataclass(frozen=True)
+class RepoEntry:
+    path: str
+    size: int
+    blob_id: str
+    lfs_sha256: str | None
+
+
+def select_files(entries: Iterable[RepoEntry]) -> tuple[list[RepoEntry], list[RepoEntry]]:
+    """(what vLLM reads, the rest), by VLLM_FILES, top-level files only."""
+    import fnmatch
+
+    chosen: list[RepoEntry] = []
+    skipped: list[RepoEntry] = []
+    for entry in sorted(entries, key=lambda e: e.path):
+        top = "/" not in entry.path
+        if top and any(fnmatch.fnmatchcase(entry.path, pattern) for pattern in VLLM_FILES):
+            chosen.append(entry)
+        else:
+            skipped.append(entry)
+    return chosen, skipped
+
+
+def git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _file_hash(path: Path, algorithm: str, prefix: bytes = b"") -> str:
+    digest = hashlib.new(algorithm)
+    digest.update(prefix)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_file(path: Path, entry: RepoEntry) -> str | None:
+    """None if the file matches the Hub's listing, else what differs."""
+    if not path.is_file():
+        return f"{path}: missing"
+    size = path.stat().st_size
+    if size != entry.size:
+        return f"{path}: {size} bytes, the Hub lists {entry.size}"
+    if entry.lfs_sha256 is not None:
+        actual = _file_hash(path, "sha256")
+        if actual != entry.lfs_sha256:
+            return f"{path}: sha256 {actual}, the Hub lists {entry.lfs_sha256}"
+        return None
+    actual = _file_hash(path, "sha1", b"blob %d\0" % size)
+    if actual != entry.blob_id:
+        return f"{path}: git blob {actual}, the Hub lists {entry.blob_id}"
+    return None
+
+
+def config_already_here(directory: Path, entry: RepoEntry) -> bool:
+    """True if DIR/config.json.orig is this commit's config.json and DIR/config.json is it
+    patched, so that the download can leave config.json alone."""
+    orig = directory / (drafter_config.CONFIG_NAME + drafter_config.ORIG_SUFFIX)
+    config = directory / drafter_config.CONFIG_NAME
+    if not (orig.is_file() and config.is_file()) or verify_file(orig, entry) is not None:
+        return False
+    try:
+        original = drafter_config.parse_json_text(orig.read_text(encoding="utf-8"))
+        current = drafter_config.parse_json_text(config.read_text(encoding="utf-8"))
+        patch = drafter_config.load_patch(drafter_config.default_patch_path())
+    except (ValueError, UnicodeDecodeError, J0Error):
+        return False
+    expected = drafter_config.merge_patch(original, patch)
+    return drafter_config.ordered(current) == drafter_config.ordered(expected)
+
+
+def check_index(directory: Path, names: set[str]) -> None:
+    for index in sorted(n for n in names if n.endswith(".safetensors.index.json")):
+        try:
+            weight_map = json.loads((directory / index).read_text(encoding="utf-8"))["weight_map"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise J0Error(
+                f"{directory / index}: no readable weight_map ({exc})", INPUT_LACKS
+            ) from None
+        missing = sorted(set(weight_map.values()) - names)
+        if missing:
+            raise J0Error(
+                f"{directory / index} names shards the repo does not have: {', '.join(missing)}",
+                INPUT_LACKS,
+            )
+
+
+def list_files(
+    api: Any, repo_id: str, sha: str, token: Token, endpoint: str | None
+) -> list[RepoEntry]:
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.hf_api import RepoFile
+
+    try:
+        return [
+            RepoEntry(f.path, f.size, f.blob_id, f.lfs.sha256 if f.lfs is not None else None)
+            for f in api.list_repo_tree(repo_id, recursive=True, revision=sha, token=token.value)
+            if isinstance(f, RepoFile)
+        ]
+    except (HfHubHTTPError, httpx2.TransportError) as exc:
+        raise hub_error(exc, repo_id, sha, token, endpoint) from None

@@ -1,0 +1,121 @@
+"""One request through `j0 dumps check`, step by step: each step's own checks, the request's
+committed tokens rebuilt from the dumps as the patch's `_ctx_pool_write_kernel` writes them (each
+step's inputs except the rejected ones at their positions, then the anchor: the next step's first
+input), and, with J0 on, the query steps whose draws draw_verification then checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from j0.dumps import load
+from j0.dumps.check_context import CheckContext
+from j0.dumps.check_report import RequestReport
+from j0.dumps.draw_verification import check_draws
+from j0.dumps.findings import FAIL
+from j0.dumps.query_step import QueryStep
+from j0.dumps.slot_history import UNWRITTEN
+from j0.dumps.step_checks import check_continuity, check_counts, check_mask, check_query_positions
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MAX_POSITION = 1 << 26  # positions past this are refused rather than allocated for
+
+
+@dataclass
+class _Walk:
+    """The request's history as rebuilt so far and its J0 query steps."""
+
+    history: np.ndarray
+    table: np.ndarray | None  # the draw table, when the request's J0 draws are checked
+    num_spec: int | None
+    queries: list[QueryStep]
+
+
+def check_request(
+    ctx: CheckContext, req: load.Request, report: RequestReport, num_spec: int | None
+) -> None:
+    """Every step of one request, then its J0 draws (the request slot inferred from them)."""
+    import numpy as np
+
+    if req.start_pos != 0 and req.first.ctx_noise:
+        report.note = (
+            f"starts at position {req.start_pos}: its earlier tokens were never dumped "
+            "(a prefix-cache hit, or steps that ran with other requests); J0 draws below "
+            f"position {req.start_pos} cannot be checked"
+        )
+    top = max(int(s.positions.max()) for s in req.steps) + (num_spec or 0) + 2
+    if top > MAX_POSITION:
+        _refuse_far_positions(ctx, req)
+        return
+    walk = _Walk(
+        history=np.full(top + 1, UNWRITTEN, dtype=np.int64),
+        table=ctx.draw_table(num_spec) if num_spec and req.first.ctx_noise else None,
+        num_spec=num_spec,
+        queries=[],
+    )
+    for i, step in enumerate(req.steps):
+        nxt = req.steps[i + 1] if i + 1 < len(req.steps) else None
+        _check_step(ctx, req, report, walk, step, req.kinds[i], nxt)
+    if walk.queries:
+        check_draws(ctx, req, report, walk.queries, walk.history)
+
+
+def _refuse_far_positions(ctx: CheckContext, req: load.Request) -> None:
+    worst = max(req.steps, key=lambda s: int(s.positions.max()))
+    ctx.findings.add(
+        FAIL,
+        "positions",
+        worst,
+        f"a target position beyond {MAX_POSITION} (no model context is that long); "
+        "the request is not checked further",
+        actual=int(worst.positions.max()),
+        request=req.number,
+    )
+
+
+def _check_step(
+    ctx: CheckContext,
+    req: load.Request,
+    report: RequestReport,
+    walk: _Walk,
+    step: load.Step,
+    kind: str,
+    nxt: load.Step | None,
+) -> None:
+    check_counts(ctx, req, step, kind)
+    anchor = check_continuity(ctx, req, step, nxt)
+    # What _ctx_pool_write_kernel writes: the valid inputs, then the anchor.
+    valid = step.num_valid
+    keep = step.positions[:valid] >= 0
+    walk.history[step.positions[:valid][keep]] = step.input_ids[:valid][keep]
+    apos = step.anchor_pos
+    if anchor is not None and apos >= 0:
+        walk.history[apos] = anchor
+    if not step.has_query:
+        return
+    check_query_positions(ctx, req, step)
+    if step.ctx_noise and walk.table is not None and step.num_spec == walk.num_spec:
+        walk.queries.append(_query_step(step, walk.history, walk.table))
+    elif not step.ctx_noise:
+        check_mask(ctx, req, step, report)
+
+
+def _query_step(step: load.Step, history: np.ndarray, table: np.ndarray) -> QueryStep:
+    """A J0 query step with the history it drew from: L = last_valid_pos + 2 = anchor_pos + 1."""
+    valid = step.num_valid
+    committed = step.anchor_pos + 1
+    indices = table % committed
+    rejected = {
+        int(p): int(t) for p, t in zip(step.positions[valid:], step.input_ids[valid:], strict=True)
+    }
+    return QueryStep(
+        step,
+        committed,
+        history[indices],
+        indices,
+        step.query_ids[1:],
+        rejected,
+        history[:committed].copy(),
+    )
