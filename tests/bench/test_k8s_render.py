@@ -81,6 +81,36 @@ def test_deploy_files_are_current(pins: Pins) -> None:
         assert committed[name] == text, f"deploy/k8s/{name} is stale: j0 deploy render"
 
 
+# The order the renderer writes deploy/k8s/ in: the serving files, then the chart's values.
+WRITE_ORDER = [
+    *(
+        f"serving/{n}"
+        for n in ("pvc.yaml", "deployment.yaml", "service.yaml", "kustomization.yaml")
+    ),
+    "production-stack/values.yaml",
+]
+
+
+def test_j0_deploy_render_writes_the_committed_files(tmp_path: Path) -> None:
+    """`j0 deploy render DIR` (and `python -m j0.bench.matrix.k8s.render DIR`) writes what
+    deploy/k8s/ holds, and says what it wrote; a second run has nothing to write."""
+    committed = {str(p.relative_to(DEPLOY)): p.read_bytes() for p in DEPLOY.rglob("*.yaml")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    for how in (["-m", "j0", "deploy", "render"], ["-m", "j0.bench.matrix.k8s.render"]):
+        out = tmp_path / how[-1]
+        done = subprocess.run(
+            [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        assert written == committed
+        assert done.stdout == "".join(f"wrote {out / name}\n" for name in WRITE_ORDER)
+        again = subprocess.run(
+            [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert again.returncode == 0 and again.stdout == ""
+
+
 def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:
     """The pins reach the manifests through load_pins(); the code that renders them types none."""
     values = [
