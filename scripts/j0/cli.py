@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "j0.serve.cli",
     "j0.dumps.cli",
     "j0.bench.cli",
+    "j0.deploy.cli",
     "j0.doctor.cli",
     "j0.status.cli",
     "j0.engine_check.cli",

@@ -320,3 +320,27 @@ def test_client_overhead_is_under_one_percent(tmp_path: Path) -> None:
     assert client_tokens == server_tokens
     assert abs(server_rate - client_rate) / server_rate < 0.01, (server_rate, client_rate)
     assert doc["summary"]["client_time_fraction"] < 0.01
+
+
+def test_the_result_document_reads_back_as_written(tmp_path: Path) -> None:
+    """results.BenchResult owns FILE.json: what a run wrote reads back (from_json) and writes
+    out (to_json) to the same bytes, and `j0 bench report` reads it through the same type."""
+    from j0.bench.results import BenchResult, read_result
+
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=7, seed=3, accept_prob=0.7) as server:
+        assert bench(server.url, out, "--requests", "2", "--max-tokens", "40", "--warmup", "1") == 0
+    text = out.read_text()
+    result = read_result(out)
+    assert result.to_text() == text
+    assert BenchResult.from_json(json.loads(text)).to_json() == json.loads(text)
+    assert list(result.to_json()) == list(json.loads(text))
+    assert (
+        result.complete is True
+        and len(result.requests) == 2
+        and result.warmup
+        == {
+            "requests": 1,
+            "ok": 1,
+        }
+    )

@@ -4,10 +4,10 @@ PVC, ConfigMap and Jobs, watch and list pods, read logs).
 
 The stand-in's kubelet is this module's: for each pod of the Indexed Job it runs the containers'
 rendered commands as local processes, as a node would run them: the sidecar
-(`python3 -m j0.bench.k8s_pod serve`, which execs `j0 serve -- ARGS`; here `j0` is
+(`python3 -m j0.bench.matrix.k8s.pod serve`, which execs `j0 serve -- ARGS`; here `j0` is
 tests/bench/matrix_bin/vllm, which starts our vLLM stand-in tests/servers/vllm_server.py with the
 setting the arguments and switches name), its startup probe, then the main container
-(`python3 -m j0.bench.k8s_pod bench`: the real `j0 bench run` on the index's shard), with the
+(`python3 -m j0.bench.matrix.k8s.pod bench`: the real `j0 bench run` on the index's shard), with the
 ConfigMap and the PVC as local folders. So sharding, the result's trip through the pod log and the
 collection into the results folder are tested on the stand-in server, and each collected request
 is compared with what the stand-in that served it did.
@@ -31,7 +31,8 @@ from typing import Any
 
 import pytest
 
-from j0.bench import k8s_pod
+from j0.bench.matrix.k8s import pod as k8s_pod
+from j0.bench.matrix.k8s.render import POD_PYTHONPATH
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from servers.base import free_port
@@ -85,7 +86,8 @@ class Node:
         return self.run(pod, index)
 
     def mounts(self, pod: dict[str, Any]) -> dict[str, Path]:
-        """The pod's volumes as folders: the ConfigMap written out, the PVC's subPaths."""
+        """The pod's volumes as folders: the ConfigMap written out, the PVC's subPaths (and the
+        image's j0 package: this checkout's)."""
         name = pod["metadata"]["name"]
         plan_dir = self.work / "pods" / name / "plan"
         plan_dir.mkdir(parents=True)
@@ -97,7 +99,9 @@ class Node:
         for key, data in config_map.get("binaryData", {}).items():
             (plan_dir / key).write_bytes(base64.b64decode(data))
         (self.pvc / "results").mkdir(parents=True, exist_ok=True)
-        return {"/plan": plan_dir, "/results": self.pvc / "results"}
+        # The image's copy of the package (docker/Dockerfile) is this checkout's scripts/ here.
+        scripts = ROOT / "scripts"
+        return {"/plan": plan_dir, "/results": self.pvc / "results", POD_PYTHONPATH: scripts}
 
     def env(self, container: dict[str, Any], mounts: dict[str, Path], index: int) -> dict[str, str]:
         env = dict(os.environ)

@@ -1,4 +1,4 @@
-"""deploy/k8s/ and the matrix's manifests (j0.bench.k8s_render): current with the pins, valid for
+"""deploy/k8s/ and the matrix's manifests (matrix/k8s/render.py): current with the pins, valid for
 Kubernetes 1.29 and the newest version kubernetes-validate ships (--strict), and running the
 server with exactly the arguments compose.yaml renders (`docker compose config`, real compose).
 
@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from j0.bench import k8s_pod, k8s_render
-from j0.bench.k8s_plan import BenchOptions, build_plan
-from j0.bench.matrix_server import ServerKnobs
-from j0.bench.matrix_settings import Setting, matrix_settings
+from j0.bench.matrix.k8s import pod as k8s_pod
+from j0.bench.matrix.k8s import render as k8s_render
+from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
+from j0.bench.matrix.server import ServerKnobs
+from j0.bench.matrix.settings import Setting, matrix_settings
 from j0.pins import Pins
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +69,8 @@ def matrix_docs(pins: Pins, shards: int = 2) -> dict[str, dict[str, Any]]:
 
 
 def test_deploy_files_are_current(pins: Pins) -> None:
-    """deploy/k8s/ is what k8s_render makes from overlay/pins.env (regenerate: `python -m
-    j0.bench.k8s_render`)."""
+    """deploy/k8s/ is what the renderer makes from overlay/pins.env (regenerate: `j0 deploy
+    render`)."""
     knobs = ServerKnobs(target_model=pins.target_model)
     expected = k8s_render.deploy_files(pins, knobs, k8s_render.default_image(pins))
     committed = {
@@ -77,7 +78,37 @@ def test_deploy_files_are_current(pins: Pins) -> None:
     }
     assert set(committed) == set(expected)
     for name, text in expected.items():
-        assert committed[name] == text, f"deploy/k8s/{name} is stale: python -m j0.bench.k8s_render"
+        assert committed[name] == text, f"deploy/k8s/{name} is stale: j0 deploy render"
+
+
+# The order the renderer writes deploy/k8s/ in: the serving files, then the chart's values.
+WRITE_ORDER = [
+    *(
+        f"serving/{n}"
+        for n in ("pvc.yaml", "deployment.yaml", "service.yaml", "kustomization.yaml")
+    ),
+    "production-stack/values.yaml",
+]
+
+
+def test_j0_deploy_render_writes_the_committed_files(tmp_path: Path) -> None:
+    """`j0 deploy render DIR` (and `python -m j0.bench.matrix.k8s.render DIR`) writes what
+    deploy/k8s/ holds, and says what it wrote; a second run has nothing to write."""
+    committed = {str(p.relative_to(DEPLOY)): p.read_bytes() for p in DEPLOY.rglob("*.yaml")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    for how in (["-m", "j0", "deploy", "render"], ["-m", "j0.bench.matrix.k8s.render"]):
+        out = tmp_path / how[-1]
+        done = subprocess.run(
+            [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        assert written == committed
+        assert done.stdout == "".join(f"wrote {out / name}\n" for name in WRITE_ORDER)
+        again = subprocess.run(
+            [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert again.returncode == 0 and again.stdout == ""
 
 
 def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:
@@ -92,9 +123,10 @@ def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:
         pins.patched_sha256,
         pins.base_sha256,
     ]
-    for path in sorted((ROOT / "scripts" / "j0" / "bench").glob("*.py")):
-        if not path.name.startswith(("k8s_", "matrix")):
-            continue
+    paths = sorted((ROOT / "scripts" / "j0" / "bench" / "matrix").rglob("*.py"))
+    paths += sorted((ROOT / "scripts" / "j0" / "deploy").rglob("*.py"))
+    assert any(p.name == "render.py" for p in paths)
+    for path in paths:
         text = path.read_text()
         for value in values:
             assert value not in text, f"{path.name} types the pin {value}"
@@ -260,7 +292,7 @@ def test_matrix_server_arguments_equal_composes(
     setting: Setting, pins: Pins, tmp_path: Path
 ) -> None:
     require_compose()
-    from j0.bench.matrix_server import compose_switches
+    from j0.bench.matrix.server import compose_switches
 
     server = compose_server(tmp_path, **compose_switches(setting))
     knobs = ServerKnobs(target_model=pins.target_model)
@@ -272,7 +304,7 @@ def test_matrix_server_arguments_equal_composes(
     argv, env = k8s_pod.server_command(rendered, 0)
     assert argv[:3] == ["j0", "serve", "--"] and server["entrypoint"] == ["j0", "serve", "--"]
     assert argv[3:] == server["command"]
-    from j0.bench.matrix_compose import prefix_caching_of
+    from j0.bench.matrix.compose.project import prefix_caching_of
 
     assert prefix_caching_of(server["command"], server["environment"]) == setting.prefix_caching
     assert set(env) >= {"VLLM_DFLASH_CTX_NOISE", "ENABLE_PREFIX_CACHING"}
@@ -341,7 +373,7 @@ def test_production_stack_values_serve_composes_flags(pins: Pins, tmp_path: Path
     spec_compose = json.loads(composed.pop("--speculative-config") or "")
     assert spec_chart.pop("model") == "/data/drafter" and spec_compose.pop("model") == "/drafter"
     assert spec_chart == spec_compose
-    from j0.bench.matrix_compose import prefix_caching_of
+    from j0.bench.matrix.compose.project import prefix_caching_of
 
     caching = prefix_caching_of(server["command"], server["environment"])
     for flag in ("--enable-prefix-caching", "--no-enable-prefix-caching"):

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from conftest import OwnImages
-from j0.bench.matrix_compose import rendered_setting
-from j0.bench.matrix_settings import Setting, matrix_settings
+from j0.bench.matrix.compose.project import rendered_setting
+from j0.bench.matrix.settings import Setting, matrix_settings
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from j0.pins import Pins

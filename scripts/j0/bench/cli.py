@@ -1,4 +1,4 @@
-"""`j0 bench run|report|matrix`: argument parsing only (the work: run.py, report.py, matrix.py)."""
+"""`j0 bench run|report|matrix`: argument parsing only (the work: run/, report.py, matrix/)."""
 
 from __future__ import annotations
 
@@ -184,10 +184,10 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def _run(args: argparse.Namespace) -> int:
-    from j0.bench import run
+    from j0.bench.run import RunOptions, run
 
-    return run.run(
-        run.RunOptions(
+    outcome = run(
+        RunOptions(
             url=args.url,
             out=args.out,
             requests=args.requests,
@@ -210,6 +210,10 @@ def _run(args: argparse.Namespace) -> int:
             progress=args.progress,
         )
     )
+    problem = outcome.failure()
+    if problem is not None:
+        raise problem
+    return 0
 
 
 def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -245,9 +249,9 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from j0.bench import matrix
+    from j0.bench.matrix import command
 
-    return int(matrix.main(args))
+    return int(command.main(args))
 
 
 def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -19,6 +19,7 @@ from typing import Any
 
 from j0.atomic import write_bytes_atomic, write_text_atomic
 from j0.bench import pairing, results, roofline
+from j0.bench.results import BenchResult
 from j0.engine import spec_counts
 from j0.errors import INPUT_LACKS, J0Error, require
 
@@ -30,7 +31,7 @@ class Setting:
     name: str
     files: list[Path]
     requests: list[dict[str, Any]] = field(default_factory=list)
-    docs: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[BenchResult] = field(default_factory=list)
     k: int | None = None
     j0: str = "unknown"
     prefix_caching: str = "unknown"
@@ -39,16 +40,6 @@ class Setting:
     @property
     def ok(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("ok")]
-
-
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"{path}: not JSON ({exc})", INPUT_LACKS) from None
-    if not isinstance(doc, dict) or doc.get("kind") != results.KIND:
-        raise J0Error(f"{path}: not a `j0 bench run` result (kind {results.KIND})", INPUT_LACKS)
-    return doc
 
 
 def _request_key(entry: dict[str, Any]) -> str:
@@ -91,18 +82,18 @@ def _matrix_settings(folder: Path) -> dict[str, dict[str, Any]]:
 def _merge(setting: Setting) -> None:
     seen: set[str] = set()
     for path in setting.files:
-        doc = _load(path)
+        doc = results.read_result(path)
         setting.docs.append(doc)
-        for entry in doc.get("requests", []):
+        for entry in doc.requests:
             key = _request_key(entry)
             if key in seen:
                 setting.notes.append(f"{path.name}: request {entry.get('prompt_id')} seen before")
                 continue
             seen.add(key)
             setting.requests.append(entry)
-        if not doc.get("complete", True):
-            setting.notes.append(f"{path.name}: incomplete run ({doc.get('error')})")
-        status = (doc.get("metrics_crosscheck") or {}).get("status")
+        if not doc.complete:
+            setting.notes.append(f"{path.name}: incomplete run ({doc.error})")
+        status = doc.metrics_crosscheck.get("status")
         if status == "mismatch":
             setting.notes.append(f"{path.name}: per-request metrics and /metrics deltas differ")
 
@@ -114,7 +105,7 @@ def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
             setting.j0 = "on" if matrix["j0"] in (True, "on", 1) else "off"
         if "prefix_caching" in matrix:
             setting.prefix_caching = "on" if matrix["prefix_caching"] else "off"
-    manifest = setting.docs[0].get("manifest") or {}
+    manifest = setting.docs[0].manifest
     if setting.j0 == "unknown" and manifest.get("j0") in ("on", "off"):
         setting.j0 = manifest["j0"]
     if setting.k is None:

@@ -1,7 +1,12 @@
-"""The result file of `j0 bench run`: per-request entries and the run's figures.
+"""The result file of `j0 bench run`, owned here: `BenchResult` is the document (to_json() is
+what FILE.json holds, from_json() what `j0 bench report` reads back), with the per-request
+entries and the run's figures it is made of.
 
-Top-level keys (format_version 1):
+Top-level keys (format_version 1), in the order they are written:
 
+    kind, format_version    "j0-bench-run", 1
+    label                   --label
+    complete, error         whether every request ran; what stopped the run
     acceptance_length, acceptance_rate, per_position_acceptance
                             pooled over the measured requests, from the server's per-request
                             `metrics.speculative_decoding` (see spec_counts.py); from the /metrics
@@ -13,9 +18,10 @@ Top-level keys (format_version 1):
     acceptance_by_context   acceptance length per context-length bin
     summary                 requests, tokens, throughput, TTFT, ITL, TPOT, the client's own time
     flags                   requests to look at (cached prompt tokens while J0 is on, ...)
+    notes                   what the reader should know about the figures' source
+    warmup                  the warm-up requests sent and how many answered
     manifest                the setup (manifest.py)
     requests                one entry per measured request, in order
-    complete, error         whether every request ran; what stopped the run
 
 Standard library only.
 """
@@ -23,14 +29,19 @@ Standard library only.
 from __future__ import annotations
 
 import hashlib
+import json
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from j0.atomic import write_text_atomic
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
 from j0.engine import spec_counts
 from j0.engine.spec_counts import Counts
+from j0.errors import INPUT_LACKS, J0Error
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
@@ -45,6 +56,96 @@ CACHED_J0_UNKNOWN = (
     "cached prompt tokens, and J0's state is not known (give --status-json or --j0): with J0 "
     "on, cached positions are drawn from another request's history"
 )
+
+
+@dataclass
+class BenchResult:
+    """One `j0 bench run` result document (see the module's docstring for the keys)."""
+
+    label: str | None
+    complete: bool
+    error: str | None
+    acceptance_length: float | None
+    acceptance_rate: float | None
+    per_position_acceptance: list[float]
+    acceptance_source: str | None
+    counts: dict[str, Any] | None
+    metrics_crosscheck: dict[str, Any]
+    acceptance_by_context: dict[str, Any]
+    summary: dict[str, Any]
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warmup: dict[str, Any] | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = KIND
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The document as FILE.json holds it, keys in the order they are written."""
+        return {
+            "kind": self.kind,
+            "format_version": self.format_version,
+            "label": self.label,
+            "complete": self.complete,
+            "error": self.error,
+            "acceptance_length": self.acceptance_length,
+            "acceptance_rate": self.acceptance_rate,
+            "per_position_acceptance": self.per_position_acceptance,
+            "acceptance_source": self.acceptance_source,
+            "counts": self.counts,
+            "metrics_crosscheck": self.metrics_crosscheck,
+            "acceptance_by_context": self.acceptance_by_context,
+            "summary": self.summary,
+            "flags": self.flags,
+            "notes": self.notes,
+            "warmup": self.warmup,
+            "manifest": self.manifest,
+            "requests": self.requests,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> BenchResult:
+        """A document read back; keys an older or partial file lacks get what a reader assumes
+        of them (complete: true, no requests, empty blocks)."""
+        return cls(
+            kind=str(value.get("kind", KIND)),
+            format_version=int(value.get("format_version", FORMAT_VERSION)),
+            label=value.get("label"),
+            complete=bool(value.get("complete", True)),
+            error=value.get("error"),
+            acceptance_length=value.get("acceptance_length"),
+            acceptance_rate=value.get("acceptance_rate"),
+            per_position_acceptance=list(value.get("per_position_acceptance") or []),
+            acceptance_source=value.get("acceptance_source"),
+            counts=value.get("counts"),
+            metrics_crosscheck=dict(value.get("metrics_crosscheck") or {}),
+            acceptance_by_context=dict(value.get("acceptance_by_context") or {}),
+            summary=dict(value.get("summary") or {}),
+            flags=list(value.get("flags") or []),
+            notes=list(value.get("notes") or []),
+            warmup=value.get("warmup"),
+            manifest=dict(value.get("manifest") or {}),
+            requests=list(value.get("requests") or []),
+        )
+
+    def to_text(self) -> str:
+        """FILE.json's text."""
+        return json.dumps(self.to_json(), indent=1) + "\n"
+
+    def write(self, path: Path) -> None:
+        write_text_atomic(path, self.to_text())
+
+
+def read_result(path: Path) -> BenchResult:
+    """A result file, checked to be one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise J0Error(f"{path}: not JSON ({exc})", INPUT_LACKS) from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise J0Error(f"{path}: not a `j0 bench run` result (kind {KIND})", INPUT_LACKS)
+    return BenchResult.from_json(doc)
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -1,14 +1,16 @@
 """What runs inside the pods of `j0 bench matrix --backend k8s` (in the j0 image):
 
-    python3 -P -m j0.bench.k8s_pod serve      the vLLM sidecar of index $JOB_COMPLETION_INDEX:
-                                              its setting's switches, then `j0 serve -- ARGS`
-    python3 -P -m j0.bench.k8s_pod bench      the main container: `j0 bench run` on the index's
-                                              shard against the sidecar, the result written
-                                              to the PVC and repeated on stdout for collection
-    python3 -P -m j0.bench.k8s_pod prefetch MODEL   the prepare Job: the target's files into
-                                              the Hub cache on the PVC, once for all indexes
+    python3 -P -m j0.bench.matrix.k8s.pod serve
+        the vLLM sidecar of index $JOB_COMPLETION_INDEX: its setting's switches, then
+        `j0 serve -- ARGS`
+    python3 -P -m j0.bench.matrix.k8s.pod bench
+        the main container: `j0 bench run` (j0.bench.run, with the index's SettingBench) on the
+        index's shard against the sidecar, the result written to the PVC and repeated on stdout
+        for collection
+    python3 -P -m j0.bench.matrix.k8s.pod prefetch MODEL
+        the prepare Job: the target's files into the Hub cache on the PVC, once for all indexes
 
-The plan (plan.json and the prompt shards, j0.bench.k8s_plan) is a ConfigMap mounted at
+The plan (plan.json and the prompt shards, plan.py) is a ConfigMap mounted at
 $J0_PLAN_DIR. Results go to $J0_RESULTS_DIR/<setting>/result-shard-NN.json on the PVC; because a
 finished pod's files cannot be read through the API, the bench container also prints the file,
 gzipped and base64-encoded between `j0-result-begin PATH SHA256 SIZE` and `j0-result-end PATH`
@@ -26,13 +28,12 @@ import json
 import os
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from j0.bench.matrix.settings import SettingBench
+from j0.engine.endpoints import wait_for_health
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_PLAN_DIR = "/plan"
@@ -83,25 +84,28 @@ def server_command(plan: dict[str, Any], index: int) -> tuple[list[str], dict[st
     return ["j0", "serve", "--", *setting["server_args"]], dict(setting["server_env"])
 
 
-def bench_args(
+def bench_of(
     plan: dict[str, Any], index: int, url: str, results_dir: str, prompts_path: str | None
-) -> list[str]:
-    """`j0 bench run`'s arguments for one index."""
+) -> SettingBench:
+    """The `j0 bench run` of one index."""
     task = task_of(plan, index)
     bench = plan.get("bench", {})
-    args = ["bench", "run", "--url", url, "--out", f"{results_dir}/{task['out']}"]
-    args += ["--label", task["label"], "--no-progress"]
-    args += ["--j0", "on" if plan["settings"][task["setting"]]["j0"] else "off"]
     if prompts_path is not None:
-        args += ["--dataset", prompts_path, "--requests", str(task["requests"])]
+        dataset, requests = prompts_path, int(task["requests"])
     else:
-        if bench.get("dataset") is not None:
-            args += ["--dataset", str(bench["dataset"])]
-        if bench.get("requests") is not None:
-            args += ["--requests", str(bench["requests"])]
-    if bench.get("max_tokens") is not None:
-        args += ["--max-tokens", str(bench["max_tokens"])]
-    return args
+        dataset = None if bench.get("dataset") is None else str(bench["dataset"])
+        requests = None if bench.get("requests") is None else int(bench["requests"])
+    max_tokens = bench.get("max_tokens")
+    return SettingBench(
+        url=url,
+        out=Path(f"{results_dir}/{task['out']}"),
+        label=task["label"],
+        j0=bool(plan["settings"][task["setting"]]["j0"]),
+        dataset=dataset,
+        requests=requests,
+        max_tokens=None if max_tokens is None else int(max_tokens),
+        progress=False,
+    )
 
 
 # --- moving a result through the log ------------------------------------------------------------
@@ -148,21 +152,14 @@ def decode_blocks(log: str) -> dict[str, bytes]:
 # --- the three programs ---------------------------------------------------------------------------
 
 
-def wait_for_health(url: str, timeout: float) -> None:
+def wait_for_server(url: str, timeout: float) -> None:
     """The sidecar's startup probe gates this container already; this only bridges a restart."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-                last = f"HTTP {response.status}"
-        except (urllib.error.URLError, OSError) as exc:
-            last = str(exc)
-        if time.monotonic() > deadline:
-            raise J0Error(f"{url}/health: no answer within {timeout:.0f} s ({last})")
-        time.sleep(2)
+    wait_for_health(
+        url,
+        timeout,
+        timed_out=lambda last: f"{url}/health: no answer within {timeout:.0f} s ({last})",
+        poll=2,
+    )
 
 
 def serve(environ: Mapping[str, str]) -> int:
@@ -191,8 +188,8 @@ def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: 
     plan = load_plan(plan_dir)
     index = completion_index(environ)
     task = task_of(plan, index)
-    wait_for_health(url, health_timeout)
-    from j0.cli import main as j0_main
+    wait_for_server(url, health_timeout)
+    from j0.bench.run import run_as_command
 
     with tempfile.TemporaryDirectory(prefix="j0-shard-") as tmp:
         prompts_path: str | None = None
@@ -201,10 +198,11 @@ def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: 
             local = Path(tmp) / task["prompts"].removesuffix(".gz")
             local.write_bytes(gzip.decompress(packed))
             prompts_path = str(local)
-        args = bench_args(plan, index, url, results_dir, prompts_path)
+        run = bench_of(plan, index, url, results_dir, prompts_path)
         (Path(results_dir) / task["out"]).parent.mkdir(parents=True, exist_ok=True)
-        print(f"j0 bench matrix: index {index}: j0 {' '.join(args)}", file=out, flush=True)
-        code = j0_main(args)
+        shown = " ".join(run.command_line())
+        print(f"j0 bench matrix: index {index}: j0 {shown}", file=out, flush=True)
+        code = run_as_command(run.options())
     result = Path(results_dir) / task["out"]
     if result.is_file():
         out.write(encode_block(task["out"], result.read_bytes()))
@@ -236,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     except J0Error as exc:
         print(f"j0 bench matrix: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print("usage: python3 -m j0.bench.k8s_pod serve | bench | prefetch MODEL", file=sys.stderr)
+    print(
+        "usage: python3 -m j0.bench.matrix.k8s.pod serve | bench | prefetch MODEL", file=sys.stderr
+    )
     return 64
 
 

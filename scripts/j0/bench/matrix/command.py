@@ -4,11 +4,11 @@ Settings are --tokens x --j0 (default 15,7 x off,on: k15-j0-off, k15-j0-on, k7-j
 k7-j0-on), with prefix caching off unless --prefix-caching. The prompts are made once
 (OUT/prompts.jsonl). Backends:
 
-    compose   one setting after another on this machine (matrix_compose): OUT/<setting>/result.json
-    k8s       one Indexed Job on a cluster, an index per (setting, shard) (matrix_k8s):
+    compose   one setting after another on this machine (compose/): OUT/<setting>/result.json
+    k8s       one Indexed Job on a cluster, an index per (setting, shard) (k8s/):
               OUT/<setting>/result-shard-NN.json
 
-and OUT/<setting>/server.log, OUT/matrix.json (matrix_layout) from both; `j0 bench report OUT`
+and OUT/<setting>/server.log, OUT/matrix.json (layout.py) from both; `j0 bench report OUT`
 reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which and why).
 """
 
@@ -20,10 +20,10 @@ import os
 import sys
 from pathlib import Path
 
-from j0.bench.matrix_layout import MATRIX_JSON, MatrixRecord, SettingRun, j0_revision, now
-from j0.bench.matrix_prompts import make_prompts, write_prompts
-from j0.bench.matrix_server import ServerKnobs
-from j0.bench.matrix_settings import matrix_settings
+from j0.bench.matrix.layout import MATRIX_JSON, MatrixRecord, SettingRun, j0_revision, now
+from j0.bench.matrix.prompts import make_prompts, write_prompts
+from j0.bench.matrix.server import ServerKnobs
+from j0.bench.matrix.settings import matrix_settings
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.pins import Pins, load_pins
 
@@ -32,12 +32,6 @@ BACKENDS = ("compose", "k8s")
 
 def say(text: str) -> None:
     print(f"j0 bench matrix: {text}", file=sys.stderr, flush=True)
-
-
-def _bench(args: list[str]) -> int:
-    from j0.cli import main as j0_main
-
-    return j0_main(args)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -103,8 +97,9 @@ def _finish(record: MatrixRecord) -> int:
 
 
 def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
-    from j0.bench.matrix_compose import Compose, ComposeBackend, rendered_setting
-    from j0.bench.matrix_server import compose_switches
+    from j0.bench.matrix.compose.backend import ComposeBackend
+    from j0.bench.matrix.compose.project import Compose, rendered_setting
+    from j0.bench.matrix.server import compose_switches
 
     backend = ComposeBackend(
         root=load_pins().root,
@@ -114,7 +109,6 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
         max_tokens=args.max_tokens,
         environ=dict(os.environ),
         say=say,
-        bench=_bench,
     )
     for run in record.runs:
         if args.dry_run:
@@ -147,9 +141,9 @@ def _k8s(
     shards: int,
     gpus: int | None,
 ) -> int:
-    from j0.bench.k8s_plan import BenchOptions, build_plan
-    from j0.bench.k8s_render import K8sOptions, default_image
-    from j0.bench.matrix_k8s import K8sBackend, run_name, write_manifests
+    from j0.bench.matrix.k8s.backend import K8sBackend, run_name, write_manifests
+    from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
+    from j0.bench.matrix.k8s.render import K8sOptions, default_image
 
     settings = [run.setting for run in record.runs]
     plan = build_plan(

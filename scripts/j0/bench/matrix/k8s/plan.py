@@ -2,7 +2,7 @@
 
 The plan is JSON in a ConfigMap that every pod of the Indexed Job mounts; a pod reads its
 JOB_COMPLETION_INDEX, finds its setting (the server's arguments and switches) and its shard of the
-prompts there (j0.bench.k8s_pod). Shards split the prompts, never a request: shard k of K holds
+prompts there (pod.py). Shards split the prompts, never a request: shard k of K holds
 prompts k, k+K, k+2K, ... (round robin, so that long and short prompts spread over the shards),
 and the plan records each shard's prompt positions.
 
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from j0.bench.matrix_layout import result_name
-from j0.bench.matrix_server import ServerKnobs, server_args, server_env
-from j0.bench.matrix_settings import Setting
+from j0.bench.matrix.layout import result_name
+from j0.bench.matrix.server import ServerKnobs, server_args, server_env
+from j0.bench.matrix.settings import Setting
 from j0.errors import USAGE, J0Error
 
 PLAN_FILE = "plan.json"

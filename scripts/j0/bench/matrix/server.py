@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
-from j0.bench.matrix_settings import Setting
+from j0.bench.matrix.settings import Setting
 from j0.pins import Pins
 
 # Where compose.yaml (and the manifests) put things inside the server container.

@@ -1,4 +1,4 @@
-"""Kubernetes manifests from the pins and the server arguments compose renders (matrix_server):
+"""Kubernetes manifests from the pins and the server arguments compose renders (matrix/server.py):
 
 - serving (deploy/k8s/serving/): a PVC for the Hub cache and the drafter, a Deployment (an init
   container runs `j0 drafter fetch` into the PVC; the server is `j0 serve -- ARGS` with one
@@ -6,13 +6,14 @@
   load, readiness and liveness on /health) and a ClusterIP Service, in the shape of vLLM's
   Kubernetes guide; plus values for the vLLM production-stack Helm chart with our image;
 - the matrix: a prepare Job (drafter fetch, target prefetch into the PVC), a ConfigMap with the
-  plan (j0.bench.k8s_plan) and one Indexed Job, an index per (setting, shard): vLLM as a native
-  sidecar (an init container with restartPolicy Always and a startup probe), `j0 bench run` as
-  the main container against 127.0.0.1, results on the PVC under the index's setting and shard;
+  plan (plan.py) and one Indexed Job, an index per (setting, shard): vLLM as a native sidecar
+  (an init container with restartPolicy Always and a startup probe), `j0 bench run` as the main
+  container against 127.0.0.1, results on the PVC under the index's setting and shard;
   backoffLimitPerIndex retries an index as itself.
 
-`python -m j0.bench.k8s_render [DIR]` rewrites the committed files under DIR (default
-deploy/k8s); a test keeps them equal to what this module renders from the pins.
+`j0 deploy render [DIR]` (or `python -m j0.bench.matrix.k8s.render [DIR]`) rewrites the
+committed files under DIR (default deploy/k8s); a test keeps them equal to what this module
+renders from the pins.
 
 PyYAML is imported where YAML is written.
 """
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.bench.k8s_plan import PLAN_FILE, Plan
-from j0.bench.matrix_server import (
+from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
+from j0.bench.matrix.server import (
     DRAFTER_MOUNT,
     HF_HOME,
     SERVER_PORT,
@@ -36,7 +37,7 @@ from j0.bench.matrix_server import (
     server_args,
     server_env,
 )
-from j0.bench.matrix_settings import Setting
+from j0.bench.matrix.settings import Setting
 from j0.pins import Pins
 
 PART_OF = "j0"
@@ -54,8 +55,8 @@ STARTUP_PERIOD_S = 10
 STARTUP_BUDGET_S = 3600
 POD_PYTHONPATH = "/opt/j0/scripts"  # where docker/Dockerfile copies the j0 package
 HEADER = (
-    "# Generated from overlay/pins.env by `python -m j0.bench.k8s_render` (scripts/j0/bench/\n"
-    "# k8s_render.py): edit that, not this file. tests/bench/test_k8s_render.py checks it is "
+    "# Generated from overlay/pins.env by `j0 deploy render` (scripts/j0/bench/matrix/k8s/\n"
+    "# render.py): edit that, not this file. tests/bench/test_k8s_render.py checks it is "
     "current.\n"
 )
 # The serving default: compose.yaml's defaults (15 draft tokens, J0 on, vLLM's prefix caching).
@@ -367,7 +368,7 @@ def matrix_manifests(
                         {
                             "name": "target",
                             "image": options.image,
-                            "command": ["python3", "-P", "-m", "j0.bench.k8s_pod"],
+                            "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
                             "args": ["prefetch", knobs.target_model],
                             "env": _pod_env(HF_ENV),
                             "volumeMounts": [
@@ -387,7 +388,7 @@ def matrix_manifests(
         # A native sidecar: it starts before the main container, which waits for its startup
         # probe, and it is stopped once the main container has finished.
         "restartPolicy": "Always",
-        "command": ["python3", "-P", "-m", "j0.bench.k8s_pod"],
+        "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
         "args": ["serve"],
         "env": _pod_env({"J0_PLAN_DIR": PLAN_DIR, **HF_ENV}),
         "ports": [{"name": "http", "containerPort": SERVER_PORT}],
@@ -399,7 +400,7 @@ def matrix_manifests(
     bench = {
         "name": "bench",
         "image": options.image,
-        "command": ["python3", "-P", "-m", "j0.bench.k8s_pod"],
+        "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
         "args": ["bench"],
         "env": _pod_env(
             {
@@ -490,13 +491,22 @@ def write_deploy(root: Path, pins: Pins) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
+def default_deploy_dir(pins: Pins) -> Path:
+    return pins.root / "deploy" / "k8s"
+
+
+def render_deploy(root: Path | None = None) -> list[Path]:
+    """Rewrite deploy/k8s/ (or `root`) from the pins; the files that changed."""
     from j0.pins import load_pins
 
-    args = sys.argv[1:] if argv is None else argv
     pins = load_pins()
-    root = Path(args[0]) if args else pins.root / "deploy" / "k8s"
-    for path in write_deploy(root, pins):
+    return write_deploy(default_deploy_dir(pins) if root is None else root, pins)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m j0.bench.matrix.k8s.render [DIR]`, as `j0 deploy render [DIR]`."""
+    args = sys.argv[1:] if argv is None else argv
+    for path in render_deploy(Path(args[0]) if args else None):
         print(f"wrote {path}")
     return 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.bench.matrix_settings import Setting
+from j0.bench.matrix.settings import Setting
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.bench import k8s_client
-from j0.bench.k8s_plan import PLAN_FILE, Plan
-from j0.bench.k8s_pod import BEGIN, END, decode_blocks
-from j0.bench.k8s_render import K8sOptions, matrix_manifests, to_yaml
-from j0.bench.matrix_layout import SERVER_LOG, SettingRun, now
-from j0.bench.matrix_server import ServerKnobs
+from j0.bench.matrix.k8s import client
+from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
+from j0.bench.matrix.k8s.pod import BEGIN, END, decode_blocks
+from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests, to_yaml
+from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now
+from j0.bench.matrix.server import ServerKnobs
 from j0.errors import CHECK_FAILED, J0Error
 from j0.pins import Pins
 
@@ -71,7 +71,7 @@ class K8sBackend:
     options: K8sOptions
     parallelism: int
     say: Callable[[str], None]
-    cluster: k8s_client.Cluster | None = None
+    cluster: client.Cluster | None = None
     window_s: int = 30
 
     def render(self, plan: Plan) -> dict[str, dict[str, Any]]:
@@ -81,24 +81,24 @@ class K8sBackend:
         self, plan: Plan, manifests: dict[str, dict[str, Any]], runs: Sequence[SettingRun]
     ) -> dict[str, Any]:
         """Create the objects, follow both Jobs, collect; returns what matrix.json records."""
-        cluster = self.cluster or k8s_client.connect(self.options.namespace)
+        cluster = self.cluster or client.connect(self.options.namespace)
         ns = cluster.namespace
         self.say(f"cluster namespace {ns}, run {plan.run}")
-        state = k8s_client.create(cluster, manifests["pvc"], reuse=True)
+        state = client.create(cluster, manifests["pvc"], reuse=True)
         self.say(f"PersistentVolumeClaim {manifests['pvc']['metadata']['name']}: {state}")
         for key in ("configmap", "prepare"):
-            k8s_client.create(cluster, manifests[key])
+            client.create(cluster, manifests[key])
             self.say(f"{manifests[key]['kind']} {manifests[key]['metadata']['name']}: created")
         prepare = manifests["prepare"]["metadata"]["name"]
-        follower = k8s_client.Follower(
+        follower = client.Follower(
             cluster, prepare, self.say, lambda _: "prepare", window_s=self.window_s
         )
         job = follower.wait()
-        if k8s_client.job_finished(job) != "Complete":
+        if client.job_finished(job) != "Complete":
             logs = []
             for pod in follower.pods():
                 for container in ("drafter", "target"):
-                    text = k8s_client.pod_log(cluster, pod.metadata.name, container)
+                    text = client.pod_log(cluster, pod.metadata.name, container)
                     logs.append(f"--- {pod.metadata.name} {container}\n{text}")
             write_text_atomic(self.out / MANIFEST_DIR / "prepare.log", "".join(logs))
             raise J0Error(
@@ -106,7 +106,7 @@ class K8sBackend:
                 f"logs are in {self.out / MANIFEST_DIR / 'prepare.log'}",
                 CHECK_FAILED,
             )
-        k8s_client.create(cluster, manifests["job"])
+        client.create(cluster, manifests["job"])
         self.say(
             f"Job {plan.run}: created ({plan.completions} indexes, {self.parallelism} at once)"
         )
@@ -118,29 +118,29 @@ class K8sBackend:
             task = tasks[index]
             return f"index {index} ({task['setting']} shard {task['shard']:02d})"
 
-        follower = k8s_client.Follower(cluster, plan.run, self.say, describe, self.window_s)
+        follower = client.Follower(cluster, plan.run, self.say, describe, self.window_s)
         job = follower.wait()
         self.collect(cluster, plan, follower.pods(), runs)
         return {
             "namespace": ns,
             "run": plan.run,
             "job": plan.run,
-            "job_outcome": k8s_client.job_finished(job),
+            "job_outcome": client.job_finished(job),
             "completed_indexes": job.status.completed_indexes if job.status else None,
             "failed_indexes": job.status.failed_indexes if job.status else None,
         }
 
     def collect(
         self,
-        cluster: k8s_client.Cluster,
+        cluster: client.Cluster,
         plan: Plan,
         pods: Sequence[Any],
         runs: Sequence[SettingRun],
     ) -> None:
         """Each index's result and logs from its last succeeded pod (else its last pod)."""
-        by_index: dict[int, list[k8s_client.PodView]] = {}
+        by_index: dict[int, list[client.PodView]] = {}
         for pod in pods:
-            view = k8s_client.pod_view(pod)
+            view = client.pod_view(pod)
             if view.index is not None:
                 by_index.setdefault(view.index, []).append(view)
         by_setting = {run.setting.name: run for run in runs}
@@ -168,8 +168,8 @@ class K8sBackend:
             entry["status"] = "ok" if chosen.phase == "Succeeded" else "failed"
             if chosen.reason:
                 entry["error"] = chosen.reason
-            bench_log = k8s_client.pod_log(cluster, chosen.name, "bench")
-            server_log = k8s_client.pod_log(cluster, chosen.name, "vllm")
+            bench_log = client.pod_log(cluster, chosen.name, "bench")
+            server_log = client.pod_log(cluster, chosen.name, "vllm")
             server_logs[name].append(
                 f"===== shard {shard:02d} (index {index}, pod {chosen.name}, {chosen.phase})\n"
                 + server_log

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.atomic import write_text_atomic
-from j0.bench.matrix_layout import PROMPTS
+from j0.bench.matrix.layout import PROMPTS
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class MatrixPrompts:
 def make_prompts(dataset: str | None, requests: int | None) -> MatrixPrompts:
     """The first `requests` prompts of `dataset` (`j0 bench run`'s defaults where None)."""
     from j0.bench import prompts
-    from j0.bench.run import DEFAULT_REQUESTS, RunOptions
+    from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 
     spec = dataset if dataset is not None else RunOptions.dataset
     found = prompts.resolve(spec)

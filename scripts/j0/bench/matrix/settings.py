@@ -1,4 +1,5 @@
-"""The settings of `j0 bench matrix`: draft tokens x J0 off/on, named like `k15-j0-off`.
+"""The settings of `j0 bench matrix`: draft tokens x J0 off/on, named like `k15-j0-off`; and
+the `j0 bench run` of a setting (SettingBench), built here for both backends.
 
 Standard library only.
 """
@@ -6,8 +7,10 @@ Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from j0.bench.run.options import RunOptions
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {"off": False, "on": True}
@@ -78,3 +81,44 @@ def matrix_settings(tokens: str, j0: str, prefix_caching: bool) -> list[Setting]
         for n in parse_tokens(tokens)
         for on in parse_j0(j0)
     ]
+
+
+@dataclass(frozen=True)
+class SettingBench:
+    """The `j0 bench run` of one setting (or one shard of it), for both backends: what is None
+    is left to `j0 bench run`'s defaults."""
+
+    url: str
+    out: Path
+    label: str
+    j0: bool
+    dataset: str | None = None
+    requests: int | None = None
+    max_tokens: int | None = None
+    progress: bool = True
+
+    def options(self) -> RunOptions:
+        return RunOptions(
+            url=self.url,
+            out=self.out,
+            label=self.label,
+            j0=self.j0,
+            dataset=RunOptions.dataset if self.dataset is None else self.dataset,
+            requests=self.requests,
+            max_tokens=RunOptions.max_tokens if self.max_tokens is None else self.max_tokens,
+            progress=self.progress,
+        )
+
+    def command_line(self) -> list[str]:
+        """The same run as `j0 ARGS` would be written (for the logs)."""
+        args = ["bench", "run", "--url", self.url, "--out", str(self.out), "--label", self.label]
+        if not self.progress:
+            args.append("--no-progress")
+        args += ["--j0", "on" if self.j0 else "off"]
+        if self.dataset is not None:
+            args += ["--dataset", self.dataset]
+        if self.requests is not None:
+            args += ["--requests", str(self.requests)]
+        if self.max_tokens is not None:
+            args += ["--max-tokens", str(self.max_tokens)]
+        return args

@@ -1,0 +1,58 @@
+"""What `j0 bench run` is told: every flag of the command as a typed field, and the checks that
+argparse makes for the command line, made again for callers that build the options themselves.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from j0.errors import USAGE, J0Error
+
+DEFAULT_REQUESTS = 10
+
+
+@dataclass
+class RunOptions:
+    """`j0 bench run`'s flags (`--timeout` is timeout_s; `--no-thinking` and `--no-progress` are
+    thinking and progress false; `--j0 on|off` is True or False). `quiet` prints nothing."""
+
+    url: str
+    out: Path
+    requests: int | None = None
+    max_tokens: int = 4096
+    dataset: str = "synthetic"
+    dataset_files: Path | None = None
+    concurrency: int = 1
+    warmup: int = 0
+    label: str | None = None
+    model: str | None = None
+    thinking: bool = True
+    endpoint: str = "chat"
+    temperature: float = 0.0
+    ignore_eos: bool = False
+    bin_size: int = 512
+    status_json: Path | None = None
+    j0: bool | None = None
+    overlay_identity: str | None = None
+    timeout_s: float = 3600.0
+    progress: bool = True
+    quiet: bool = False
+
+
+def check_options(opts: RunOptions) -> None:
+    for name, value, least in (
+        ("--requests", opts.requests, 1),
+        ("--max-tokens", opts.max_tokens, 1),
+        ("--concurrency", opts.concurrency, 1),
+        ("--warmup", opts.warmup, 0),
+        ("--bin-size", opts.bin_size, 1),
+    ):
+        if value is not None and value < least:
+            raise J0Error(f"{name} {value}: expected {least} or more", USAGE)
+    if opts.endpoint not in ("chat", "completions"):
+        raise J0Error(f"--endpoint {opts.endpoint}: expected chat or completions", USAGE)
+    if opts.out.is_dir():
+        raise J0Error(f"--out {opts.out}: is a folder; expected a file name", USAGE)

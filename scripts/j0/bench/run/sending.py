@@ -1,0 +1,212 @@
+"""The requests of `j0 bench run` and their streams: one aiohttp session to the server (GETs,
+/health, /metrics snapshots), the request of a prompt (falling back from /v1/chat/completions
+to /v1/completions once, where the server has no chat route), the warm-up, and the measured
+requests, `concurrency` at a time, each kept as an entry of the result as soon as it ends.
+
+A server that stops answering ends the measured requests: `Measurement.dead` says why, and the
+request it died in is not a result. aiohttp and tqdm are imported where they are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from j0.bench import client, prompts, results
+from j0.bench.run.options import RunOptions
+from j0.engine import prometheus_counters, spec_counts
+from j0.engine.spec_counts import Counts
+from j0.errors import CHECK_FAILED, J0Error, require
+
+WARMUP_WORDS = 64
+WARMUP_MAX_TOKENS = 64
+WARMUP_SEED = 10_000  # warm-up prompts share nothing with the measured ones
+
+
+@dataclass
+class Server:
+    """The server at `base`, through one aiohttp session; `notes` collects what the result
+    should say about it (a /metrics that could not be read, ...)."""
+
+    session: Any  # aiohttp.ClientSession
+    base: str
+    notes: list[str]
+
+    async def get(self, path: str, timeout: float = 30.0) -> tuple[int, str]:
+        import aiohttp
+
+        async with self.session.get(
+            self.base + path, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            return response.status, await response.text()
+
+    async def alive(self) -> bool:
+        try:
+            status, _ = await self.get("/health", timeout=5.0)
+        except Exception:
+            return False
+        return status == 200
+
+    async def snapshot(self) -> prometheus_counters.Snapshot | None:
+        try:
+            status, text = await self.get("/metrics")
+        except Exception as exc:
+            self.notes.append(f"/metrics could not be read: {type(exc).__name__}: {exc}")
+            return None
+        if status != 200:
+            self.notes.append(f"/metrics answered HTTP {status}")
+            return None
+        try:
+            snap = prometheus_counters.parse(text)
+        except (ValueError, TypeError) as exc:
+            self.notes.append(f"/metrics could not be parsed: {exc}")
+            return None
+        if snap is None:
+            self.notes.append("/metrics has no vllm:spec_decode_* counters")
+        return snap
+
+
+@asynccontextmanager
+async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[Server]:
+    """A session to --url, with the bearer key of OPENAI_API_KEY or VLLM_API_KEY where set."""
+    import aiohttp
+
+    headers = {}
+    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VLLM_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=opts.timeout_s)
+    connector = aiohttp.TCPConnector(limit=opts.concurrency + 2)
+    async with aiohttp.ClientSession(
+        timeout=timeout, headers=headers, connector=connector
+    ) as session:
+        yield Server(session, opts.url.rstrip("/"), notes)
+
+
+@dataclass
+class Sender:
+    """Sends one prompt to `model` on the endpoint in use; the first chat request to a server
+    without /v1/chat/completions switches the run (and its manifest) to /v1/completions."""
+
+    server: Server
+    opts: RunOptions
+    model: str
+    manifest: dict[str, Any]
+    endpoint: str = "chat"
+
+    async def send(self, prompt: prompts.Prompt, max_tokens: int) -> client.Outcome:
+        while True:
+            path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
+            body = client.request_body(
+                self.endpoint,
+                self.model,
+                prompt.text,
+                max_tokens,
+                thinking=self.opts.thinking,
+                temperature=self.opts.temperature,
+                ignore_eos=self.opts.ignore_eos,
+            )
+            try:
+                return await client.stream_request(
+                    self.server.session, self.server.base + path, body
+                )
+            except client.EndpointMissing as exc:
+                if self.endpoint != "chat":
+                    raise J0Error(
+                        f"{exc}: the server has no completions endpoint", CHECK_FAILED
+                    ) from None
+                self.endpoint = "completions"
+                self.manifest["endpoint"] = "completions"
+                self.manifest["thinking"] = None
+                self.server.notes.append(
+                    "the server has no /v1/chat/completions: prompts went to /v1/completions "
+                    "as plain text (no chat template, no thinking switch)"
+                )
+
+
+async def warm_up(sender: Sender, count: int) -> dict[str, int]:
+    """`count` short requests, not measured; the server dying in one ends the run."""
+    warm = [prompts.synthetic_prompt(WARMUP_SEED + i, WARMUP_WORDS) for i in range(count)]
+    ok = 0
+    for prompt in warm:
+        outcome = await sender.send(prompt, min(WARMUP_MAX_TOKENS, sender.opts.max_tokens))
+        ok += outcome.ok
+        if outcome.broken and not await sender.server.alive():
+            raise J0Error(f"the server died during warm-up: {outcome.error}", CHECK_FAILED)
+    return {"requests": len(warm), "ok": ok}
+
+
+@dataclass
+class Measurement:
+    """The measured requests as they end: entry i (and its outcome) once request i has ended,
+    None before; `dead` is why the server stopped answering, if it did."""
+
+    chosen: list[prompts.Prompt]
+    entries: list[dict[str, Any] | None] = field(default_factory=list)
+    outcomes: list[client.Outcome | None] = field(default_factory=list)
+    dead: str | None = None
+
+    def __post_init__(self) -> None:
+        self.entries = [None] * len(self.chosen)
+        self.outcomes = [None] * len(self.chosen)
+
+    def finished_entries(self) -> list[dict[str, Any]]:
+        return [e for e in self.entries if e is not None]
+
+    def finished_outcomes(self) -> list[client.Outcome]:
+        return [o for o in self.outcomes if o is not None]
+
+
+async def measure(
+    sender: Sender,
+    measurement: Measurement,
+    on_result: Callable[[Counts | None], None],
+) -> None:
+    """Send the measured requests, `concurrency` at a time, with a progress bar; after each
+    result `on_result(pooled counts so far)` (the run's checkpoint)."""
+    opts = sender.opts
+    chosen = measurement.chosen
+    tqdm = require("tqdm", "j0 bench run", extra="bench").tqdm
+    bar = tqdm(
+        total=len(chosen),
+        desc=opts.label or "bench",
+        unit="req",
+        file=sys.stderr,
+        disable=not opts.progress or opts.quiet,
+        dynamic_ncols=True,
+    )
+    gate = asyncio.Semaphore(opts.concurrency)
+    j0 = sender.manifest["j0"]
+
+    async def one(index: int, prompt: prompts.Prompt) -> None:
+        async with gate:
+            if measurement.dead is not None:
+                return
+            outcome = await sender.send(prompt, opts.max_tokens)
+        if outcome.broken and measurement.dead is None and not await sender.server.alive():
+            measurement.dead = (
+                f"the server at {sender.server.base} stopped answering during request "
+                f"{index + 1} of {len(chosen)} ({outcome.error})"
+            )
+        if measurement.dead is not None and not outcome.ok:
+            return  # the request the server died in (or one after it): not a result
+        measurement.outcomes[index] = outcome
+        measurement.entries[index] = results.request_entry(index, prompt, outcome, j0)
+        bar.update(1)
+        pooled, _ = results.pooled(measurement.finished_entries())
+        if pooled is not None and pooled.drafts:
+            bar.set_postfix(acceptance_length=f"{spec_counts.acceptance_length(pooled):.3f}")
+        on_result(pooled)
+
+    tasks = [asyncio.create_task(one(i, p)) for i, p in enumerate(chosen)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        bar.close()

@@ -1,0 +1,173 @@
+"""The figures of `j0 bench run` and what it says: the result document (results.BenchResult)
+made from the finished requests and the /metrics deltas, the lines printed at the end, and the
+error a run ends with (the server died, or requests failed).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from j0.bench import results
+from j0.bench.results import BenchResult
+from j0.bench.run.sending import Measurement
+from j0.engine import spec_counts
+from j0.engine.spec_counts import Counts
+from j0.errors import CHECK_FAILED, J0Error
+
+
+def build_result(
+    *,
+    label: str | None,
+    bin_size: int,
+    measurement: Measurement,
+    manifest: dict[str, Any],
+    notes: list[str],
+    warmup: dict[str, int] | None,
+    per_request: Counts | None,
+    delta: Counts | None,
+    engines: list[str],
+    wall: float | None,
+    note: str | None,
+) -> BenchResult:
+    """The result as it stands: figures from the per-request metrics, else from the /metrics
+    deltas. Adds to `notes` (and to the manifest: the draft-token counts the responses carry)."""
+    entries = measurement.finished_entries()
+    outcomes = measurement.finished_outcomes()
+    _, missing = results.pooled(entries)
+    source = None
+    counts = per_request
+    if per_request is not None:
+        source = "per-request metrics"
+        if missing:
+            notes.append(
+                f"{missing} finished requests had no metrics.speculative_decoding; the "
+                "figures pool the others (start vLLM with --per-request-spec-decode-metrics "
+                "detailed)"
+            )
+    elif delta is not None and delta.drafts:
+        source = "metrics deltas"
+        counts = delta
+        notes.append(
+            "no response carried metrics.speculative_decoding: the figures are /metrics "
+            "deltas (start vLLM with --per-request-spec-decode-metrics detailed for "
+            "per-request and per-context figures)"
+        )
+    figures = (
+        spec_counts.figures(counts)
+        if counts is not None
+        else {"acceptance_length": None, "acceptance_rate": None, "per_position_acceptance": []}
+    )
+    with_steps = [
+        (e["prompt_tokens"], e["per_step_accepted"])
+        for e in entries
+        if e.get("ok") and "per_step_accepted" in e and e.get("prompt_tokens") is not None
+    ]
+    flags = [
+        {
+            "request": e["index"],
+            "prompt_id": e["prompt_id"],
+            "cached_tokens": e["cached_tokens"],
+            **f,
+        }
+        for e in entries
+        for f in e["flags"]
+    ]
+    complete = measurement.dead is None and len(entries) == len(measurement.chosen)
+    manifest["num_speculative_tokens_seen"] = sorted(
+        {
+            int(e["speculative_decoding"]["num_spec_tokens"])
+            for e in entries
+            if (e.get("speculative_decoding") or {}).get("num_spec_tokens") is not None
+        }
+    )
+    return BenchResult(
+        label=label,
+        complete=complete,
+        error=measurement.dead,
+        acceptance_length=figures["acceptance_length"],
+        acceptance_rate=figures["acceptance_rate"],
+        per_position_acceptance=figures["per_position_acceptance"],
+        acceptance_source=source,
+        counts=counts.to_json() if counts is not None else None,
+        metrics_crosscheck=results.crosscheck(per_request, delta, engines, note),
+        acceptance_by_context={
+            "bin_size": bin_size,
+            "requests": len(with_steps),
+            "bins": spec_counts.by_context(with_steps, bin_size),
+        },
+        summary=results.summary(entries, outcomes, wall),
+        flags=flags,
+        notes=list(dict.fromkeys(notes)),
+        warmup=warmup,
+        manifest=manifest,
+        requests=entries,
+    )
+
+
+def _fmt(value: float | None, spec: str = ".3f", scale: float = 1.0) -> str:
+    return "n/a" if value is None else format(value * scale, spec)
+
+
+def summary_lines(result: BenchResult, measured: int, out: Path) -> list[str]:
+    """The table printed at the end of a run."""
+    s = result.summary
+    check = result.metrics_crosscheck
+    return [
+        f"{' j0 bench run ' + (result.label or ''):=^60}",
+        f"{'Requests (ok/measured):':<40} {s['requests_ok']}/{measured}",
+        f"{'Acceptance length:':<40} {_fmt(result.acceptance_length)}",
+        f"{'Acceptance rate (%):':<40} {_fmt(result.acceptance_rate, '.2f', 100)}",
+        "Per-position acceptance (%): "
+        + " ".join(f"{p * 100:.1f}" for p in result.per_position_acceptance),
+        f"{'/metrics cross-check:':<40} {check['status']}"
+        + (f" ({len(check['engines'])} engines)" if check["engines"] else ""),
+        f"{'Output tok/s per request (mean):':<40} {_fmt(s['mean_output_tok_s'], '.1f')}",
+        f"{'TTFT (ms, mean):':<40} {_fmt(s['mean_ttft_ms'], '.1f')}",
+        f"{'ITL (ms, mean, per chunk = step):':<40} {_fmt(s['mean_itl_ms'], '.2f')}",
+        f"wrote {out}",
+    ]
+
+
+def say_summary(result: BenchResult, measured: int, out: Path, quiet: bool) -> None:
+    """The table, the notes and the warnings, on stderr (nothing when `quiet`)."""
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    say("\n".join(summary_lines(result, measured, out)))
+    for note in result.notes:
+        say(f"j0 bench run: note: {note}")
+    check = result.metrics_crosscheck
+    if check["status"] == "mismatch":
+        say(
+            "j0 bench run: warning: the per-request metrics and the /metrics deltas differ "
+            f"({', '.join(check['differences'])}): another client may have used the server "
+            "during the run"
+        )
+    if result.flags:
+        say(
+            f"j0 bench run: warning: {len(result.flags)} requests flagged "
+            f'({result.flags[0]["flag"]}); see "flags" in {out}'
+        )
+
+
+def failure(result: BenchResult, measured: int, out: Path) -> J0Error | None:
+    """The error the run ends with: the server died, or some requests failed; else None."""
+    s = result.summary
+    if result.error is not None:
+        return J0Error(
+            f"{result.error}; {s['requests_ok']} finished requests kept in {out}", CHECK_FAILED
+        )
+    if s["requests_failed"]:
+        failed = [e for e in result.requests if not e["ok"]]
+        return J0Error(
+            f"{len(failed)} of {measured} requests failed (first: request "
+            f"{failed[0]['index']}: {failed[0]['error']}); results in {out}",
+            CHECK_FAILED,
+        )
+    return None

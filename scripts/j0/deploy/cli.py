@@ -1,0 +1,49 @@
+"""`j0 deploy render`: argument parsing only (the work: j0.bench.matrix.k8s.render)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from j0.commands import add_command
+
+RENDER_DESCRIPTION = """\
+Write the Kubernetes manifests for serving (deploy/k8s/serving/: PVC, Deployment, Service,
+kustomization.yaml) and the vLLM production-stack Helm values (deploy/k8s/production-stack/
+values.yaml) from overlay/pins.env, into DIR (default: deploy/k8s in the checkout). Only files
+whose text changes are rewritten; each is named as it is written.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    deploy = subparsers.add_parser(
+        "deploy",
+        help="the serving manifests of deploy/k8s (render)",
+        description="The serving manifests: `render` writes deploy/k8s/ from the pins.",
+    )
+    commands = deploy.add_subparsers(
+        dest="deploy_command", metavar="COMMAND", parser_class=type(deploy)
+    )
+    commands.required = True
+    p = add_command(
+        commands,
+        "render",
+        "write deploy/k8s/ from overlay/pins.env",
+        RENDER_DESCRIPTION,
+    )
+    p.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        metavar="DIR",
+        help="where to write (default: deploy/k8s in the checkout)",
+    )
+    p.set_defaults(func=_render)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from j0.bench.matrix.k8s.render import render_deploy
+
+    for path in render_deploy(args.dir):
+        print(f"wrote {path}")
+    return 0
