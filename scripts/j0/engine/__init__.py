@@ -1,7 +1,9 @@
-"""What this project knows about vLLM 0.33 as an engine, behind names in one place.
-
-Its releases and version file, where the base speculator.py lives and how to read it (installed,
-wheel, image), the drafter-causality rule of `qwen3_dflash.py`, the spec-decode counters of
-/metrics and of per-request metrics, pulling its images. A later vLLM is a change here.
-Standard library at import time; docker-py and prometheus_client inside the functions that use them.
+"""What this project knows about vLLM 0.33 as an engine, behind names in one place, so that a
+later vLLM is a change here: vllm_version (its `vllm/_version.py`), base_sources (where the base
+speculator.py is: installed, in the release wheel, in an image), causality (the drafter-causality
+rule of `qwen3_dflash.py`), server_log (the start-up lines its log carries, ours and the patch's),
+endpoints (its HTTP routes and one wait-for-/health), spec_counts and prometheus_counters (the
+spec-decode counts of per-request metrics and of /metrics), pull (getting its images).
+Standard library at import time; docker-py and prometheus_client inside the functions that use
+them. Imports no command package.
 """
