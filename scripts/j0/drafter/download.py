@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from j0.drafter.console import warn
-from j0.drafter.hub import Token, hub_error
+from j0.drafter.hub import Token, hub_error, transport_errors
 from j0.errors import INPUT_LACKS, J0Error
 
 
@@ -25,7 +25,7 @@ def download_files(
     offline: bool,
     attempts: int = 3,
 ) -> None:
-    import httpx2
+    transport = transport_errors()
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -50,7 +50,7 @@ def download_files(
             if status < 500 or attempt == attempts:
                 raise hub_error(exc, repo_id, sha, token, endpoint) from None
             error: Exception = exc
-        except (httpx2.TransportError, OSError) as exc:
+        except (*transport, OSError) as exc:
             if attempt == attempts:
                 raise hub_error(exc, repo_id, sha, token, endpoint) from None
             error = exc

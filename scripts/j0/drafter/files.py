@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.drafter import config as drafter_config
-from j0.drafter.hub import Token, hub_error
+from j0.drafter.hub import Token, hub_error, transport_errors
 from j0.errors import INPUT_LACKS, J0Error
 
 # What vLLM 0.33.0 reads from a DFlash draft's folder (method "dflash"), and why. Top level only:
@@ -123,7 +123,7 @@ def check_index(directory: Path, names: set[str]) -> None:
 def list_files(
     api: Any, repo_id: str, sha: str, token: Token, endpoint: str | None
 ) -> list[RepoEntry]:
-    import httpx2
+    transport = transport_errors()
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.hf_api import RepoFile
 
@@ -133,5 +133,5 @@ def list_files(
             for f in api.list_repo_tree(repo_id, recursive=True, revision=sha, token=token.value)
             if isinstance(f, RepoFile)
         ]
-    except (HfHubHTTPError, httpx2.TransportError) as exc:
+    except (HfHubHTTPError, *transport) as exc:
         raise hub_error(exc, repo_id, sha, token, endpoint) from None

@@ -121,3 +121,24 @@ def hub_error(
         f"cannot reach {where} ({type(exc).__name__}: {exc}); with HF_HUB_OFFLINE=1 an earlier "
         "download is checked and patched without the Hub (its folder: --dir, compose: DRAFTER_DIR)"
     )
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The connection-level error classes (no answer, dropped connection) of the HTTP library
+    huggingface_hub talks through: httpx2 for huggingface_hub 2.x, httpx for 1.x. vLLM 0.33.0
+    allows huggingface_hub>=1.31.0, so an image may hold either line; both are caught where both
+    are installed."""
+    found: list[type[BaseException]] = []
+    try:
+        import httpx2
+
+        found.append(httpx2.TransportError)
+    except ModuleNotFoundError:
+        pass
+    try:
+        import httpx
+
+        found.append(httpx.TransportError)
+    except ModuleNotFoundError:
+        pass
+    return tuple(found)

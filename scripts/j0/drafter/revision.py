@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from j0.drafter.hub import Token, hub_error, shown_endpoint
+from j0.drafter.hub import Token, hub_error, shown_endpoint, transport_errors
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -43,7 +43,7 @@ def resolve_revision(
     api: Any, repo_id: str, revision: str, token: Token, endpoint: str | None
 ) -> Resolution:
     """The full commit that `revision` names on the Hub (see the module's docstring)."""
-    import httpx2
+    transport = transport_errors()
     from huggingface_hub.errors import BadRequestError, HfHubHTTPError, RevisionNotFoundError
 
     sha: str | None = None
@@ -51,7 +51,7 @@ def resolve_revision(
         sha = api.model_info(repo_id, revision=revision, token=token.value).sha
     except (RevisionNotFoundError, BadRequestError):
         sha = None  # a prefix the server does not resolve; the commit list below says why
-    except (HfHubHTTPError, httpx2.TransportError) as exc:
+    except (HfHubHTTPError, *transport) as exc:
         raise hub_error(exc, repo_id, revision, token, endpoint) from None
     if sha is not None and not FULL_SHA.fullmatch(sha):
         raise J0Error(f"{shown_endpoint(endpoint)} gave {sha!r} as the commit of {revision!r}")
@@ -66,7 +66,7 @@ def resolve_revision(
 
     try:
         candidates = _commits_by_prefix(api, repo_id, revision, token)
-    except (HfHubHTTPError, httpx2.TransportError) as exc:
+    except (HfHubHTTPError, *transport) as exc:
         if sha is None:
             raise hub_error(exc, repo_id, revision, token, endpoint) from None
         candidates = None
