@@ -7,6 +7,7 @@ parsing exit 64 too.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from j0 import errors
-from j0.cli import main
+from j0.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,3 +91,50 @@ def test_a_dir_named_like_another_method_is_a_usage_error(tmp_path: Path) -> Non
     result = j0("drafter", "fetch", "--dir", str(tmp_path / "eagle3-head"))
     assert result.returncode == 64
     assert "vLLM issue 47486" in result.stderr
+
+
+REAL_BUILD_PARSER = build_parser
+
+
+def _parser_with_a_bug() -> argparse.ArgumentParser:
+    """The real parser plus one command whose handler has a bug (raises an unexpected error)."""
+    parser = REAL_BUILD_PARSER()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+    def buggy(args: argparse.Namespace) -> int:
+        return {"a": 1}["missing key " + args.what]
+
+    bug = subparsers.add_parser("buggy")
+    bug.add_argument("what")
+    bug.set_defaults(func=buggy)
+    return parser
+
+
+def test_an_internal_error_is_exit_70_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from j0 import cli
+
+    monkeypatch.delenv("J0_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "build_parser", _parser_with_a_bug)
+    assert cli.main(["buggy", "x"]) == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("j0 buggy: internal error (a bug in j0, not a verdict) on `j0 buggy x`")
+    assert "KeyError: 'missing key x'" in err and "J0_DEBUG=1" in err
+
+
+def test_j0_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from j0 import cli
+
+    monkeypatch.setenv("J0_DEBUG", "1")
+    monkeypatch.setattr(cli, "build_parser", _parser_with_a_bug)
+    with pytest.raises(KeyError):
+        cli.main(["buggy", "x"])
+
+
+def test_the_exit_code_table_names_70() -> None:
+    from j0.errors import EXIT_CODE_TABLE, INTERNAL
+
+    assert INTERNAL == 70
+    assert "  70  internal error" in EXIT_CODE_TABLE

@@ -8,10 +8,20 @@ import tempfile
 from pathlib import Path
 
 
+def current_umask() -> int:
+    """The process's umask (os.umask can only be read by setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_bytes_atomic(
-    path: Path, data: bytes, mode: int = 0o644, *, replace_existing: bool = True
+    path: Path, data: bytes, mode: int | None = None, *, replace_existing: bool = True
 ) -> None:
     """Write `data` to a temporary file beside `path`, fsync it, then move it to `path`.
+
+    The file gets `mode` where given (a file replaced in place keeps its own), else what a plain
+    `open(path, "w")` gives: 0o666 less the umask (0o644 under the usual 022, 0o600 under 077).
 
     With replace_existing=False the move is link(2), which refuses (FileExistsError) to replace
     a file already at `path`: for keeping originals that must never be overwritten.
@@ -23,7 +33,7 @@ def write_bytes_atomic(
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
+        os.chmod(tmp_name, 0o666 & ~current_umask() if mode is None else mode)
         if replace_existing:
             os.replace(tmp_name, path)
         else:

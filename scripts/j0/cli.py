@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -66,6 +67,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("j0: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug of ours: one line, exit 70, never read as "a check failed"
+        if os.environ.get("J0_DEBUG") == "1":
+            raise
+        print(internal_error_line(args.command, argv, exc), file=sys.stderr)
+        return errors.INTERNAL
+
+
+def internal_error_line(command: str, argv: Sequence[str] | None, exc: BaseException) -> str:
+    """`j0 COMMAND: internal error: ...`, naming the input (the arguments, cut to 300 characters)
+    and the exception, and how to see the traceback."""
+    given = " ".join(sys.argv[1:] if argv is None else argv)
+    if len(given) > 300:
+        given = given[:300] + "…"
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return (
+        f"j0 {command}: internal error (a bug in j0, not a verdict) on `j0 {given}`: {what}; "
+        "run again with J0_DEBUG=1 for the traceback"
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ VERIFY_BASE = 3
 VERIFY_OTHER = 4
 USAGE = 64
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: what the command needs is not here
+INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug in j0 (an unexpected exception), never a verdict
 
 EXIT_CODE_TABLE = """\
 exit codes (all commands):
@@ -33,6 +34,7 @@ exit codes (all commands):
   4   overlay verify: the file is neither the article's file nor the base
   64  command-line usage error
   69  what the command needs is not installed or not here (a package, a GPU; named)
+  70  internal error: a bug in j0, not a verdict (J0_DEBUG=1 shows the traceback)
 """
 
 

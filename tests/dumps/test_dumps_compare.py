@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 import torch
-from dumpsets import ENGINE, copy_set, edit_step, make_sets
+from dumpsets import ENGINE, copy_set, edit_step, load_step, make_sets
 
 from j0.cli import main
 
@@ -151,3 +151,69 @@ def test_engine_dumps_off_against_on(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert len(data["pairs"]) == 60 and data["aux_max_abs"] == 0.0
     # The random drafter proposed other tokens in some steps with J0 on (recorded run).
     assert not all(p["draft_inputs_equal"] for p in data["pairs"])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_tap_is_a_difference(
+    sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: float
+) -> None:
+    """Before, a NaN compared as "not over the tolerance" (NaN > x is False): SAME, exit 0."""
+    b = copy_set(sets / "main-j0-on", tmp_path / "b")
+
+    def poison(d: dict) -> None:
+        aux = d["aux"].to(torch.float32)
+        aux[0, 0] = bad
+        d["aux"] = aux.to(torch.bfloat16)
+
+    edit_step(b / "step0012.pt", poison)
+    code, data = compare(capsys, tmp_path, str(sets / "main-j0-off"), str(b))
+    assert code == 1 and data["verdict"] == "DIFFERENT"
+    assert [d["what"] for d in data["differences"]] == ["aux"]
+    assert "1 of" in data["differences"][0]["detail"]
+
+
+def test_taps_of_another_width_are_a_difference(
+    sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, taps of another shape were silently not compared: SAME, exit 0."""
+    b = copy_set(sets / "main-j0-on", tmp_path / "b")
+    width = load_step(b / "step0012.pt")["aux"].shape[1]
+    edit_step(b / "step0012.pt", lambda d: d.update(aux=d["aux"][:, : width // 2].contiguous()))
+    code, data = compare(capsys, tmp_path, str(sets / "main-j0-off"), str(b))
+    assert code == 1 and data["verdict"] == "DIFFERENT"
+    (difference,) = data["differences"]
+    assert difference["what"] == "aux" and f", {width // 2}] in B" in difference["detail"]
+
+
+def test_unpaired_query_steps_are_partial_not_same(
+    sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, steps with no partner were listed but the verdict was SAME, exit 0."""
+    b = copy_set(sets / "main-j0-on", tmp_path / "b")
+    query_steps = [p for p in sorted(b.iterdir()) if "query_ids" in load_step(p)]
+    for path in query_steps[-3:]:
+        path.unlink()
+    code, data = compare(capsys, tmp_path, str(sets / "main-j0-on"), str(b))
+    assert code == 2 and data["verdict"] == "PARTIAL"
+    assert sorted(data["unpaired_a"]) == sorted(p.name for p in query_steps[-3:])
+    assert any(n.startswith("PARTIAL: 3 steps of A have no partner") for n in data["notes"])
+
+
+@pytest.mark.parametrize("rtol", ["nan", "inf", "0", "-1", "x"])
+def test_rtol_must_be_a_finite_number_above_zero(
+    sets: Path, capsys: pytest.CaptureFixture[str], rtol: str
+) -> None:
+    """Before, --rtol nan was taken and --rtol 0 silently became 2^-6."""
+    with pytest.raises(SystemExit) as stop:
+        main(
+            [
+                "dumps",
+                "compare",
+                str(sets / "main-j0-on"),
+                str(sets / "main-j0-off"),
+                "--rtol",
+                rtol,
+            ]
+        )
+    assert stop.value.code == 64
+    assert "--rtol" in capsys.readouterr().err

@@ -4,6 +4,7 @@ for it (load, show, check, printing, compare, replay), imported when a subcomman
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -64,6 +65,17 @@ target's embed_tokens and lm_head on every dumped query step, write its draft to
 set (`j0 dumps compare DIR OUT` reads it), and report per-position agreement with vLLM's drafts,
 with logit margins where they differ. docs/dumps-replay.md has the conventions.
 """
+
+
+def positive_finite(text: str) -> float:
+    """An argparse type: a finite number above 0 (NaN, infinities, 0 and below are usage errors)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number above 0")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -127,7 +139,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--plots", type=Path, metavar="DIR", help="write agreement.png, errors.png (+ CSV) here"
     )
     compare.add_argument(
-        "--rtol", type=float, metavar="X", help="aux tolerance, relative (default: 2^-6)"
+        "--rtol",
+        type=positive_finite,
+        metavar="X",
+        help="aux tolerance, relative: a finite number > 0 (default: 2^-6)",
     )
     compare.set_defaults(func=run_compare)
 
@@ -201,7 +216,9 @@ def run_compare(args: argparse.Namespace) -> int:
     _need_torch()
     from j0.dumps import compare, printing
 
-    result = compare.compare_dirs(args.a, args.b, args.rtol or compare.DEFAULT_RTOL)
+    result = compare.compare_dirs(
+        args.a, args.b, compare.DEFAULT_RTOL if args.rtol is None else args.rtol
+    )
     compare.render(result, _console())
     if args.json is not None:
         printing.write_json(args.json, result.to_json())

@@ -73,7 +73,7 @@ class CompareReport:
     a: str
     b: str
     rtol: float
-    verdict: str  # SAME | DIFFERENT | NOTHING IN COMMON
+    verdict: str  # SAME | DIFFERENT | PARTIAL (steps unpaired, files unread) | NOTHING IN COMMON
     exit_code: int
     requests: tuple[int, int]
     pairs: list[StepPair]
@@ -94,7 +94,11 @@ class CompareReport:
 
 def _aux_errors(
     a: load.Step, b: load.Step, rows: int, rtol: float
-) -> tuple[float, float, int, int] | None:
+) -> tuple[float, float, int, int] | str | None:
+    """(max abs error, max relative error, elements over the tolerance, elements) of the committed
+    rows' taps; a sentence where they cannot be compared element by element (other shapes); None
+    where either side has no taps. A NaN or an infinity on either side counts as over the
+    tolerance (it is a difference, whatever the other side holds)."""
     import numpy as np
 
     if a.aux is None or b.aux is None or rows == 0:
@@ -102,13 +106,19 @@ def _aux_errors(
     fa = a.aux_float()[:rows].astype(np.float64)
     fb = b.aux_float()[:rows].astype(np.float64)
     if fa.shape != fb.shape:
-        return None
+        return f"the committed rows' taps are {list(fa.shape)} in A, {list(fb.shape)} in B"
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    bad = int((~finite).sum())
+    fa, fb = np.where(finite, fa, 0.0), np.where(finite, fb, 0.0)
     err = np.abs(fa - fb)
     rms = np.sqrt((fb**2).mean(axis=1, keepdims=True))
     scale = np.maximum(np.abs(fa), np.abs(fb)) + rms
-    over = int((err > rtol * scale).sum())
+    over = int((err > rtol * scale).sum()) + bad
     rel = err / np.maximum(np.abs(fb), rms + np.finfo(np.float64).tiny)
-    return float(err.max()), float(rel.max()), over, int(err.size)
+    max_abs, max_rel = float(err.max()), float(rel.max())
+    if bad:
+        max_abs = max_rel = float("inf")
+    return max_abs, max_rel, over, int(err.size)
 
 
 def _agree(x: np.ndarray | None, y: np.ndarray | None) -> list[bool] | None:
@@ -170,7 +180,10 @@ def _pair_steps(
                 )
             elif not qpos:
                 qpos = None  # different acceptance: the anchors differ, nothing to compare
-        aux = _aux_errors(a, b, valid, rtol)
+        aux_found = _aux_errors(a, b, valid, rtol)
+        if isinstance(aux_found, str):
+            diffs.append(Difference("aux", a.name, b.name, aux_found))
+        aux = aux_found if isinstance(aux_found, tuple) else None
         if aux is not None and aux[2] > 0:
             diffs.append(
                 Difference(
@@ -234,6 +247,42 @@ def _rate(columns: list[list[bool]]) -> list[float]:
     return [sum(c[j] for c in columns) / len(columns) for j in range(width)]
 
 
+def _missing(
+    dumps_a: load.DumpSet,
+    dumps_b: load.DumpSet,
+    unpaired_a: list[str],
+    unpaired_b: list[str],
+    notes: list[str],
+) -> list[str]:
+    """Why SAME cannot be said although every pair agrees: steps of one set with no partner in
+    the other, or files that could not be read. Context-only steps (no query) of one set are
+    expected to be missing from the other when that set has none at all, as a reference writes
+    it: those are noted, not counted."""
+    problems = [f"{len(dumps_a.problems) + len(dumps_b.problems)} files not read"] * bool(
+        dumps_a.problems or dumps_b.problems
+    )
+    for side, dumps, unpaired, other in (
+        ("A", dumps_a, unpaired_a, dumps_b),
+        ("B", dumps_b, unpaired_b, dumps_a),
+    ):
+        names = set(unpaired)
+        reference_like = all(s.has_query for s in other.steps)
+        context_only = {s.name for s in dumps.steps if s.name in names and not s.has_query}
+        expected = context_only if reference_like else set()
+        if expected:
+            notes.append(
+                f"{len(expected)} context-only steps of {side} have no partner: the other set "
+                "has no context-only steps (a reference set)"
+            )
+        if left := sorted(names - expected):
+            problems.append(
+                f"{len(left)} steps of {side} have no partner ({', '.join(left[:5])}"
+                + (", ..." if len(left) > 5 else "")
+                + ")"
+            )
+    return problems
+
+
 def compare_dirs(a: Path, b: Path, rtol: float = DEFAULT_RTOL) -> CompareReport:
     """Compare two dump folders (read leniently: B may lack aux or the context-only steps)."""
     dumps_a = load.load_dir(a, strict=False)
@@ -266,10 +315,14 @@ def compare_dirs(a: Path, b: Path, rtol: float = DEFAULT_RTOL) -> CompareReport:
     drafts = [p.drafts_agree for p in pairs if p.drafts_agree is not None]
     queries = [p.query_ids_agree for p in pairs if p.query_ids_agree is not None]
     with_aux = [p for p in pairs if p.aux_max_abs is not None]
+    missing = _missing(dumps_a, dumps_b, unpaired_a, unpaired_b, notes)
     if not pairs:
         verdict, code = "NOTHING IN COMMON", INPUT_LACKS
     elif diffs:
         verdict, code = "DIFFERENT", CHECK_FAILED
+    elif missing:
+        verdict, code = "PARTIAL", INPUT_LACKS
+        notes.append("PARTIAL: " + "; ".join(missing) + ": what was paired agrees")
     else:
         verdict, code = "SAME", OK
     if pairs and not with_aux:
