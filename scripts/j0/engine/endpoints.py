@@ -5,6 +5,12 @@ wait-for-/health loop with a bound that gives up at once when the server has exi
 vLLM 0.33.0's routes: /health (200 once the engine is up; vllm/entrypoints/serve/instrumentator/
 health.py), /version and /metrics (no API key needed), the OpenAI-compatible /v1 routes (the key,
 when the server has one). Standard library only.
+
+Every read is bounded: a body larger than its kind's cap (JSON answers, /metrics text, error
+bodies) is refused, and a whole request has a deadline besides the socket's idle timeout, so a
+server that trickles bytes cannot hold a command forever. Redirects are followed only to the
+same scheme, host and port, and never carry the Authorization header: a bearer key is not sent
+to another host.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +27,69 @@ from j0.errors import CHECK_FAILED, J0Error
 
 TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 5.0
+# Caps per kind of body. vLLM's answers are far smaller: /metrics is tens of kB, /v1/models and
+# a completion a few kB.
+MAX_JSON_BYTES = 16 << 20
+MAX_METRICS_BYTES = 32 << 20
+MAX_ERROR_BYTES = 64 << 10
+CHUNK = 64 << 10
+
+
+class BodyTooLarge(OSError):
+    """An answer's body is over its cap: refused, not read (an OSError, like no answer)."""
+
+
+class DeadlineExceeded(OSError):
+    """The whole request took longer than its deadline (an OSError, like no answer)."""
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to the same scheme, host and port, and drops Authorization."""
+
+    def redirect_request(  # type: ignore[override]
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+            raise urllib.error.HTTPError(
+                req.full_url,
+                code,
+                f"redirect to another host refused ({new.scheme}://{new.netloc})",
+                headers,
+                fp,
+            )
+        made = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if made is not None:
+            made.remove_header("Authorization")
+        return made
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects())
+
+
+def read_bounded(response: Any, limit: int, deadline: float, what: str) -> bytes:
+    """At most `limit` bytes of `response`, read before time.monotonic() passes `deadline`."""
+    declared = response.headers.get("Content-Length") if response.headers else None
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"{what}: {int(declared)} bytes announced, more than {limit}")
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise DeadlineExceeded(f"{what}: no complete answer in time ({size} bytes so far)")
+        # read1: what has arrived (up to the size), not a wait for the whole size
+        reader = getattr(response, "read1", response.read)
+        part = reader(min(CHUNK, limit + 1 - size))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+        if size > limit:
+            raise BodyTooLarge(f"{what}: more than {limit} bytes")
+
+
+def _open(req: urllib.request.Request | str, timeout: float) -> Any:
+    return _OPENER.open(req, timeout=timeout)
 
 
 def request(
@@ -27,9 +97,11 @@ def request(
     api_key: str | None = None,
     body: dict[str, Any] | None = None,
     timeout: float = TIMEOUT_S,
+    limit: int = MAX_JSON_BYTES,
 ) -> tuple[int, bytes]:
     """(status, body) of GET `url` (POST with `body` as JSON); an HTTP error status is returned,
-    not raised; no answer at all raises urllib.error.URLError or OSError."""
+    not raised (its body cut to MAX_ERROR_BYTES); no answer at all, an answer over `limit` bytes
+    or one not complete within 2 x `timeout` raises urllib.error.URLError or OSError."""
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -38,30 +110,37 @@ def request(
         data = json.dumps(body).encode()
         headers["Content-Type"] = "application/json"
     req = urllib.request.Request(url, data=data, headers=headers)
+    deadline = time.monotonic() + 2 * timeout
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return int(response.status), response.read()
+        with _open(req, timeout) as response:
+            return int(response.status), read_bounded(response, limit, deadline, url)
     except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read()
+        if exc.fp is None:
+            return int(exc.code), str(exc.reason).encode()
+        return int(exc.code), exc.read(MAX_ERROR_BYTES)
 
 
-def get_text(url: str, timeout: float = 30.0) -> str:
-    """The body of GET `url` as text (for /metrics); an HTTP error status raises."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return str(response.read().decode())
+def get_text(url: str, timeout: float = 30.0, limit: int = MAX_METRICS_BYTES) -> str:
+    """The body of GET `url` as text (for /metrics), at most `limit` bytes within 2 x `timeout`;
+    an HTTP error status raises."""
+    deadline = time.monotonic() + 2 * timeout
+    with _open(url, timeout) as response:
+        return read_bounded(response, limit, deadline, url).decode()
 
 
 def first_model(url: str, timeout: float = 30.0) -> dict[str, Any]:
     """The first entry of the server's /v1/models."""
-    with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout) as response:
-        return dict(json.loads(response.read())["data"][0])
+    deadline = time.monotonic() + 2 * timeout
+    with _open(f"{url}/v1/models", timeout) as response:
+        body = read_bounded(response, MAX_JSON_BYTES, deadline, f"{url}/v1/models")
+    return dict(json.loads(body)["data"][0])
 
 
 def health(url: str, timeout: float = HEALTH_TIMEOUT_S) -> tuple[bool, str]:
     """Whether GET `url`/health answered 200, and what it answered otherwise (a status or the
     reason there was no answer)."""
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:
+        with _open(f"{url}/health", timeout) as response:
             if response.status == 200:
                 return True, "HTTP 200"
             return False, f"HTTP {response.status}"

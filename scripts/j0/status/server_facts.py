@@ -15,7 +15,7 @@ import json
 import urllib.error
 from dataclasses import dataclass, field
 
-from j0.engine.endpoints import request
+from j0.engine.endpoints import MAX_METRICS_BYTES, request
 from j0.errors import require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
@@ -152,7 +152,7 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
 
 def _counters(facts: ServerFacts) -> dict[str, float] | None:
     try:
-        status, body = request(facts.url + "/metrics")
+        status, body = request(facts.url + "/metrics", limit=MAX_METRICS_BYTES)
     except NO_ANSWER as exc:
         facts.problems.append(f"/metrics: {_error_words(exc)}")
         return None
