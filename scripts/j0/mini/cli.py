@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from j0.commands import add_command
@@ -56,11 +54,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
     train.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     train.add_argument(
-        "--labels", default="target", choices=("data", "target"),
+        "--labels",
+        default="target",
+        choices=("data", "target"),
         help="the drafters' labels: the text, or the target's greedy prediction (default)",
     )
     train.add_argument(
-        "--gamma", type=float, default=7.0,
+        "--gamma",
+        type=float,
+        default=7.0,
         help="slot loss weights exp(-(k-1)/GAMMA) (default 7; 0: equal weights)",
     )
     train.add_argument("--no-progress", dest="progress", action="store_false")
@@ -71,7 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
     run.add_argument("--tokens", type=_ints, default=[7], help="draft tokens (default 7)")
     run.add_argument(
-        "--contexts", type=_ints, default=[256, 1024, 2048],
+        "--contexts",
+        type=_ints,
+        default=[256, 1024, 2048],
         help="prompt lengths in tokens (default 256,1024,2048)",
     )
     run.add_argument("--requests", type=int, default=4, help="prompts per context (default 4)")
@@ -80,8 +84,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S")
     run.add_argument("--graphs", action="store_true", help="CUDA graphs (default: eager)")
     run.add_argument("--no-crosscheck", dest="crosscheck", action="store_false")
-    run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
-                     help="where the cross-check's reference runs")
+    run.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="where the cross-check's reference runs",
+    )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
 
@@ -91,8 +99,14 @@ def _train(args: argparse.Namespace) -> int:
 
     run_train(
         TrainOptions(
-            out=args.out, budget=args.budget, smoke=args.smoke, seed=args.seed,
-            device=args.device, labels=args.labels, gamma=args.gamma, progress=args.progress,
+            out=args.out,
+            budget=args.budget,
+            smoke=args.smoke,
+            seed=args.seed,
+            device=args.device,
+            labels=args.labels,
+            gamma=args.gamma,
+            progress=args.progress,
         )
     )
     return 0
@@ -107,13 +121,19 @@ def _run(args: argparse.Namespace) -> int:
         raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
     result = run_matrix(
         MiniRunOptions(
-            out=args.out, tokens=tuple(args.tokens), contexts=tuple(args.contexts),
-            requests=args.requests, max_tokens=args.max_tokens, port=args.port,
-            startup_timeout=args.startup_timeout, graphs=args.graphs,
-            crosscheck=args.crosscheck, device=args.device,
+            out=args.out,
+            tokens=tuple(args.tokens),
+            contexts=tuple(args.contexts),
+            requests=args.requests,
+            max_tokens=args.max_tokens,
+            port=args.port,
+            startup_timeout=args.startup_timeout,
+            graphs=args.graphs,
+            crosscheck=args.crosscheck,
+            device=args.device,
             server_command=shlex.split(args.server_command) if args.server_command else None,
         )
     )
-    print(json.dumps(result.summary, indent=1), file=sys.stdout)
+    print((args.out / "run" / "mini-run.md").read_text())
     print(result.verdict)
     return result.exit_code

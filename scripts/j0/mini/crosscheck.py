@@ -62,8 +62,9 @@ def _margin(logits: Any) -> float:
     return float(top[0] - top[1])
 
 
-def check_response(models: Models, response: Response, k: int, threshold: float, agreement:
-                   Agreement) -> None:
+def check_response(
+    models: Models, response: Response, k: int, threshold: float, agreement: Agreement
+) -> None:
     import torch
 
     steps = engine_steps(
@@ -78,9 +79,7 @@ def check_response(models: Models, response: Response, k: int, threshold: float,
         embed = models.target.model.embed_tokens
         for step in steps:
             anchor = response.output_ids[step.anchor_index]
-            block = torch.tensor(
-                [[anchor] + [models.mask_token_id] * k], device=models.device
-            )
+            block = torch.tensor([[anchor] + [models.mask_token_id] * k], device=models.device)
             positions = torch.arange(step.position + k + 1, device=models.device)[None]
             hidden = models.drafter(
                 position_ids=positions,
@@ -97,8 +96,9 @@ def check_response(models: Models, response: Response, k: int, threshold: float,
                 comparison.target_margin = round(
                     _margin(target_logits[step.position + slot - 1]), 4
                 )
-                comparison.near_tie = min(comparison.drafter_margin,
-                                          comparison.target_margin) < threshold
+                comparison.near_tie = (
+                    min(comparison.drafter_margin, comparison.target_margin) < threshold
+                )
             agreement.add(response.id, comparison)
     agreement.requests += 1
 

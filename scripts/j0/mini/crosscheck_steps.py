@@ -26,9 +26,9 @@ class EngineStep:
     available: int  # committed output tokens after the anchor that the response holds
 
 
-def engine_steps(prompt_len: int, output_len: int, per_step_accepted: Sequence[int]) -> list[
-    EngineStep
-]:
+def engine_steps(
+    prompt_len: int, output_len: int, per_step_accepted: Sequence[int]
+) -> list[EngineStep]:
     """Every verify step whose anchor is in the response; ValueError where the counts do not fit
     the output (a step after the output's end, a negative count)."""
     steps: list[EngineStep] = []
@@ -71,9 +71,9 @@ class StepComparison:
     near_tie: bool = False
 
 
-def compare(step: EngineStep, drafts: Sequence[int], committed: Sequence[int], k: int) -> (
-    StepComparison
-):
+def compare(
+    step: EngineStep, drafts: Sequence[int], committed: Sequence[int], k: int
+) -> StepComparison:
     """The reference's accepted count for one step against the engine's (committed: the output
     tokens after the anchor that the response holds)."""
     limit = min(k, step.available)

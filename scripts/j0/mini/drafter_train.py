@@ -1,7 +1,8 @@
 """A drafter: the `dflash` package's DFlashDraftModel (its layers, fc and norms; the target's
-embed_tokens and lm_head frozen and shared), trained on the target's taps over a time budget, then
-measured slot by slot on held-out windows and saved as the folder vLLM 0.33 serves as a DFlash
-draft (config.json with architectures ["DFlashDraftModel"], dflash_config, block_size, is_causal)."""
+embed_tokens and lm_head frozen and shared), trained on the target's taps over a time budget,
+then measured slot by slot on held-out windows and saved as the folder vLLM 0.33 serves as a
+DFlash draft (config.json: architectures ["DFlashDraftModel"], dflash_config, block_size,
+is_causal)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,10 @@ def train_drafter(
     generator = torch.Generator().manual_seed(seed)
     weights = drafter_batch.slot_weights(sizes.block, recipe.gamma, device)
     optimizer = torch.optim.AdamW(
-        drafter.parameters(), lr=sizes.draft_lr, betas=(0.9, 0.95), weight_decay=0.01,
+        drafter.parameters(),
+        lr=sizes.draft_lr,
+        betas=(0.9, 0.95),
+        weight_decay=0.01,
         fused=device == "cuda",
     )
     clock = Clock(f"drafter {recipe.init}", budget, log, progress)
@@ -87,8 +91,14 @@ def train_drafter(
         ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator).to(device)
         with autocast(device):
             batch = drafter_batch.build(
-                ids, target, sizes.taps, sizes.block, sizes.anchors, recipe.init,
-                recipe.labels, generator,
+                ids,
+                target,
+                sizes.taps,
+                sizes.block,
+                sizes.anchors,
+                recipe.init,
+                recipe.labels,
+                generator,
             )
             scores = drafter_batch.logits(drafter, target, batch, sizes.block)
             loss = drafter_batch.weighted_loss(scores, batch.labels, weights)
@@ -128,12 +138,9 @@ def score_slots(
     tgt = torch.cat(hits_target).mean(0)
     rows = torch.cat(agree_rows)
     chain = {
-        f"k{k}": round(drafter_batch.expected_acceptance(rows, k), 4)
-        for k in (7, sizes.block - 1)
+        f"k{k}": round(drafter_batch.expected_acceptance(rows, k), 4) for k in (7, sizes.block - 1)
     }
-    return SlotScores(
-        [round(float(x), 4) for x in data], [round(float(x), 4) for x in tgt], chain
-    )
+    return SlotScores([round(float(x), 4) for x in data], [round(float(x), 4) for x in tgt], chain)
 
 
 def save_drafter(drafter: Any, folder: Path) -> None:

@@ -85,7 +85,10 @@ def train_target(
     model = Qwen3ForCausalLM(config).to(device)
     model.train()
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=sizes.target_lr, betas=(0.9, 0.95), weight_decay=0.1,
+        model.parameters(),
+        lr=sizes.target_lr,
+        betas=(0.9, 0.95),
+        weight_decay=0.1,
         fused=device == "cuda",
     )
     clock = Clock("target", budget, log, progress)

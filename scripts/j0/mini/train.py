@@ -107,8 +107,14 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
 
     say(f"==> target on {device}: {budget:.0f} s")
     target, target_run = train_target(
-        train_tokens, held_tokens, sizes, budget, device, options.seed,
-        out / "logs" / "target.jsonl", options.progress,
+        train_tokens,
+        held_tokens,
+        sizes,
+        budget,
+        device,
+        options.seed,
+        out / "logs" / "target.jsonl",
+        options.progress,
     )
     save_target(target, out / "target")
     tok_mod.save(tokenizer, out / "target")
@@ -128,18 +134,31 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         say(f"==> drafter {init} on {device}: {budget:.0f} s, labels {options.labels}")
         seed = options.seed + 100 * (number + 1)
         drafter, steps, seconds, loss = train_drafter(
-            target, train_tokens, sizes, recipe, budget, device, seed,
-            out / "logs" / f"drafter-{init}.jsonl", options.progress,
+            target,
+            train_tokens,
+            sizes,
+            recipe,
+            budget,
+            device,
+            seed,
+            out / "logs" / f"drafter-{init}.jsonl",
+            options.progress,
         )
         scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed)
         folder = out / f"drafter-{init}"
         save_drafter(drafter, folder)
         tok_mod.save(tokenizer, folder)
-        write_text_atomic(folder.parent / "logs" / f"slots-{init}.json",
-                          json.dumps(asdict(scores), indent=1) + "\n")
+        write_text_atomic(
+            folder.parent / "logs" / f"slots-{init}.json",
+            json.dumps(asdict(scores), indent=1) + "\n",
+        )
         drafters[init] = {
-            "recipe": asdict(recipe), "seed": seed, "steps": steps, "seconds": round(seconds, 1),
-            "last_loss": round(loss, 4), "heldout_slots": asdict(scores),
+            "recipe": asdict(recipe),
+            "seed": seed,
+            "steps": steps,
+            "seconds": round(seconds, 1),
+            "last_loss": round(loss, 4),
+            "heldout_slots": asdict(scores),
         }
         times[f"drafter_{init}_s"] = round(seconds, 1)
         say(
@@ -161,9 +180,11 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         "labels": options.labels,
         "gamma": options.gamma,
         "target": {
-            "steps": target_run.steps, "seconds": round(target_run.seconds, 1),
+            "steps": target_run.steps,
+            "seconds": round(target_run.seconds, 1),
             "last_loss": round(target_run.last_loss, 4),
-            "heldout_loss": round(target_run.heldout_loss, 4), "seed": options.seed,
+            "heldout_loss": round(target_run.heldout_loss, 4),
+            "seed": options.seed,
         },
         "drafters": drafters,
         "times": times,
