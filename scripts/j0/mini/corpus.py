@@ -79,7 +79,7 @@ def candidates(roots: list[Path]) -> list[tuple[Path, str]]:
     found: list[tuple[Path, str]] = []
     taken: set[Path] = set()
     for root in roots:
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
             try:
                 real = path.resolve()
                 size = path.stat().st_size
