@@ -52,7 +52,12 @@ def _record(smoke_out: Path, k: int, monkeypatch: pytest.MonkeyPatch):  # type: 
     text = (Path(dflash.model.__file__)).read_text()[:3000]
     ids = tokenizer(text)["input_ids"][:120]
     stats = dflash.model.dflash_generate(
-        models.drafter, models.target, torch.tensor([ids]), 48, None, block_size=k + 1,
+        models.drafter,
+        models.target,
+        torch.tensor([ids]),
+        48,
+        None,
+        block_size=k + 1,
         return_stats=True,
     )
     output = stats.output_ids[0, len(ids) :].tolist()
@@ -83,7 +88,10 @@ def test_a_changed_count_is_found(smoke_out: Path, monkeypatch: pytest.MonkeyPat
     counts[changed] += 1 if counts[changed] < 7 else -1
     agreement = Agreement()
     check_response(
-        models, Response("r0", response.prompt_ids, response.output_ids, counts), 7, 0.0,
+        models,
+        Response("r0", response.prompt_ids, response.output_ids, counts),
+        7,
+        0.0,
         agreement,
     )
     assert not agreement.ok and agreement.unexplained >= 1

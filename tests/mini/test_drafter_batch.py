@@ -40,9 +40,7 @@ def _models(smoke_out: Path):  # type: ignore[no-untyped-def]
     from transformers import Qwen3ForCausalLM
 
     target = Qwen3ForCausalLM.from_pretrained(str(smoke_out / "target"), dtype=torch.float32)
-    drafter = DFlashDraftModel.from_pretrained(
-        str(smoke_out / "drafter-mask"), dtype=torch.float32
-    )
+    drafter = DFlashDraftModel.from_pretrained(str(smoke_out / "drafter-mask"), dtype=torch.float32)
     return target.eval(), drafter.eval()
 
 

@@ -68,7 +68,9 @@ def test_manifest_hashes_and_logs(smoke_out: Path) -> None:
     assert manifest["smoke"] is True and manifest["device"] == "cpu"
     assert set(manifest["drafters"]) == {"mask", "j0"}
     for name in ("target", "drafter-mask", "drafter-j0"):
-        lines = [json.loads(x) for x in (smoke_out / "logs" / f"{name}.jsonl").read_text().splitlines()]
+        lines = [
+            json.loads(x) for x in (smoke_out / "logs" / f"{name}.jsonl").read_text().splitlines()
+        ]
         assert lines and all(set(x) >= {"step", "loss", "seconds"} for x in lines)
         steps = [x["step"] for x in lines]
         assert steps == sorted(steps) and steps[0] == 1

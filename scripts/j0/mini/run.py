@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,60 +71,6 @@ def read_manifest(out: Path) -> dict[str, Any]:
                 f"{out / name}/config.json: missing; run `j0 mini train` again", INPUT_LACKS
             )
     return manifest
-
-
-def post_json(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as answer:
-        result: dict[str, Any] = json.loads(answer.read())
-        return result
-
-
-def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:
-    """The prompts as token ids, greedy, one at a time, with return_token_ids."""
-    answers = []
-    for prompt in prompts:
-        answers.append(
-            post_json(
-                f"{url}/v1/completions",
-                {
-                    "model": model,
-                    "prompt": prompt.ids,
-                    "max_tokens": max_tokens,
-                    "temperature": 0.0,
-                    "ignore_eos": True,
-                    "return_token_ids": True,
-                },
-                timeout=600.0,
-            )
-        )
-    return answers
-
-
-def by_context(result_path: Path) -> dict[str, Any]:
-    """Pooled acceptance length, and per context the mean of per-request acceptance lengths."""
-    from j0.bench import results
-    from j0.engine import spec_counts
-
-    doc = results.read_result(result_path)
-    counts, _ = results.pooled(doc.requests)
-    groups: dict[str, list[float]] = {}
-    for entry in doc.requests:
-        if entry.get("ok") and entry.get("acceptance_length") is not None:
-            context = str(entry["prompt_id"]).split("-")[0].removeprefix("ctx")
-            groups.setdefault(context, []).append(float(entry["acceptance_length"]))
-    return {
-        "pooled_acceptance_length": (
-            round(spec_counts.acceptance_length(counts), 4) if counts else None
-        ),
-        "per_request_mean_by_context": {
-            c: round(sum(v) / len(v), 4) for c, v in sorted(groups.items(), key=lambda x: int(x[0]))
-        },
-        "requests_ok": sum(1 for e in doc.requests if e.get("ok")),
-        "metrics_crosscheck": doc.metrics_crosscheck.get("status"),
-    }
 
 
 def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:

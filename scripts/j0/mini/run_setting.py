@@ -5,6 +5,7 @@ the prompts again as token ids for the teacher-forced cross-check (run after the
 from __future__ import annotations
 
 import json
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,6 @@ def run_setting(
     from j0.bench.run import RunOptions, run
     from j0.engine.endpoints import first_model
     from j0.engine_check.server import LocalServer, ServeSetting, wait_healthy
-    from j0.mini.run import ask_with_ids, by_context
 
     outcome = SettingOutcome()
     lines: list[str] = []
@@ -97,6 +97,60 @@ def run_setting(
     for line in lines:
         say(f"    {line}")
     return outcome
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+
+def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:
+    """The prompts as token ids, greedy, one at a time, with return_token_ids."""
+    answers = []
+    for prompt in prompts:
+        answers.append(
+            post_json(
+                f"{url}/v1/completions",
+                {
+                    "model": model,
+                    "prompt": prompt.ids,
+                    "max_tokens": max_tokens,
+                    "temperature": 0.0,
+                    "ignore_eos": True,
+                    "return_token_ids": True,
+                },
+                timeout=600.0,
+            )
+        )
+    return answers
+
+
+def by_context(result_path: Path) -> dict[str, Any]:
+    """Pooled acceptance length, and per context the mean of per-request acceptance lengths."""
+    from j0.bench import results
+    from j0.engine import spec_counts
+
+    doc = results.read_result(result_path)
+    counts, _ = results.pooled(doc.requests)
+    groups: dict[str, list[float]] = {}
+    for entry in doc.requests:
+        if entry.get("ok") and entry.get("acceptance_length") is not None:
+            context = str(entry["prompt_id"]).split("-")[0].removeprefix("ctx")
+            groups.setdefault(context, []).append(float(entry["acceptance_length"]))
+    return {
+        "pooled_acceptance_length": (
+            round(spec_counts.acceptance_length(counts), 4) if counts else None
+        ),
+        "per_request_mean_by_context": {
+            c: round(sum(v) / len(v), 4) for c, v in sorted(groups.items(), key=lambda x: int(x[0]))
+        },
+        "requests_ok": sum(1 for e in doc.requests if e.get("ok")),
+        "metrics_crosscheck": doc.metrics_crosscheck.get("status"),
+    }
 
 
 def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
