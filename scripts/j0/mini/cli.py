@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default=7.0,
         help="slot loss weights exp(-(k-1)/GAMMA) (default 7; 0: equal weights)",
     )
+    train.add_argument("--anchors", type=int, help="anchors per drafter sequence (default 24)")
+    train.add_argument("--draft-layers", type=int, help="drafter layers (default 2)")
+    train.add_argument("--draft-lr", type=float, help="drafter peak learning rate (1e-3)")
     train.add_argument("--no-progress", dest="progress", action="store_false")
     train.set_defaults(func=_train)
 
@@ -90,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("auto", "cpu", "cuda"),
         help="where the cross-check's reference runs",
     )
+    run.add_argument(
+        "--run-dir", type=Path, metavar="DIR", help="where the run goes (default OUT/run; new)"
+    )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
 
@@ -107,6 +113,9 @@ def _train(args: argparse.Namespace) -> int:
             labels=args.labels,
             gamma=args.gamma,
             progress=args.progress,
+            anchors=args.anchors,
+            draft_layers=args.draft_layers,
+            draft_lr=args.draft_lr,
         )
     )
     return 0
@@ -132,8 +141,9 @@ def _run(args: argparse.Namespace) -> int:
             crosscheck=args.crosscheck,
             device=args.device,
             server_command=shlex.split(args.server_command) if args.server_command else None,
+            run_dir=args.run_dir,
         )
     )
-    print((args.out / "run" / "mini-run.md").read_text())
+    print((Path(result.summary["out"]) / "mini-run.md").read_text())
     print(result.verdict)
     return result.exit_code

@@ -32,6 +32,7 @@ class MiniRunOptions:
     device: str = "auto"  # the cross-check's reference
     dump_steps: int = 200
     server_command: list[str] | None = None  # in the place of `vllm serve` (tests)
+    run_dir: Path | None = None  # where the run goes (None: OUT/run)
 
 
 @dataclass
@@ -81,7 +82,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini import tokenizer as tok_mod
     from j0.mini.prompts import make_prompts, write_jsonl
 
-    work = options.out / "run"
+    work = options.run_dir or options.out / "run"
     if work.exists():
         raise J0Error(f"{work}: exists; move it away first (nothing is overwritten)", USAGE)
     work.mkdir(parents=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ class TrainOptions:
     gamma: float = 7.0  # slot weights exp(-(k-1)/gamma); <= 0: equal weights
     progress: bool = True
     roots: tuple[Path, ...] | None = None  # where the corpus comes from (None: stdlib + site)
+    anchors: int | None = None  # anchors per drafter training sequence (None: the sizes')
+    draft_layers: int | None = None  # drafter depth (None: the sizes')
+    draft_lr: float | None = None  # drafter peak learning rate (None: the sizes')
 
 
 @dataclass
@@ -57,7 +60,26 @@ def check(options: TrainOptions) -> Sizes:
         raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
     if options.labels not in ("data", "target"):
         raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
-    return SMOKE if options.smoke else FULL
+    sizes = SMOKE if options.smoke else FULL
+    changes = {
+        name: value
+        for name, value in (
+            ("anchors", options.anchors),
+            ("draft_layers", options.draft_layers),
+            ("draft_lr", options.draft_lr),
+        )
+        if value is not None
+    }
+    for name, value in changes.items():
+        if value <= 0:
+            raise J0Error(f"--{name.replace('_', '-')} {value}: expected a value > 0", USAGE)
+    if changes.get("anchors", 0) > sizes.draft_seq - sizes.block:
+        raise J0Error(
+            f"--anchors {changes['anchors']}: expected at most {sizes.draft_seq - sizes.block} "
+            f"(sequences of {sizes.draft_seq}, blocks of {sizes.block})",
+            USAGE,
+        )
+    return replace(sizes, **changes)
 
 
 def files_of(out: Path) -> dict[str, str]:
