@@ -1,5 +1,6 @@
 """The smoke miniature, trained once per session on this CPU by `j0 mini train --smoke`'s
-function (a few standard-library files, tiny sizes, seconds per model)."""
+function (a few standard-library files, tiny sizes, seconds per model). tests/mini is a package
+(its __init__.py) so that this conftest is `mini.conftest`, not a second `conftest`."""
 
 from __future__ import annotations
 
