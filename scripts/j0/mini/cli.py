@@ -68,6 +68,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument("--anchors", type=int, help="anchors per drafter sequence (default 24)")
     train.add_argument("--draft-layers", type=int, help="drafter layers (default 2)")
     train.add_argument("--draft-lr", type=float, help="drafter peak learning rate (1e-3)")
+    train.add_argument(
+        "--draft-data",
+        default="text",
+        choices=("text", "generated"),
+        help="the drafters' windows: the text, or the target's own greedy continuations of it",
+    )
     train.add_argument("--no-progress", dest="progress", action="store_false")
     train.set_defaults(func=_train)
 
@@ -116,6 +122,7 @@ def _train(args: argparse.Namespace) -> int:
             anchors=args.anchors,
             draft_layers=args.draft_layers,
             draft_lr=args.draft_lr,
+            draft_data=args.draft_data,
         )
     )
     return 0

@@ -67,11 +67,14 @@ def train_drafter(
     seed: int,
     log: Path,
     progress: bool,
+    rows: Any | None = None,
 ) -> tuple[Any, int, float, float]:
-    """(drafter, steps, seconds, last loss)."""
+    """(drafter, steps, seconds, last loss); rows: [N, draft_seq] windows to draw from (the
+    target's own text, `--draft-data generated`) instead of the training stream."""
     import torch
 
     from j0.mini.data import windows
+    from j0.mini.generate import row_batch
 
     drafter = make_drafter(sizes, device, seed)
     drafter.train()
@@ -88,7 +91,11 @@ def train_drafter(
     while clock.running():
         for group in optimizer.param_groups:
             group["lr"] = lr_at(sizes.draft_lr, clock.elapsed, budget)
-        ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator).to(device)
+        if rows is None:
+            ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator)
+        else:
+            ids = row_batch(rows, sizes.draft_batch, generator)
+        ids = ids.to(device)
         with autocast(device):
             batch = drafter_batch.build(
                 ids,

@@ -34,6 +34,8 @@ class Sizes:
     draft_lr: float
     eval_batches: int
     budget_s: float  # default seconds per model
+    gen_prompt: int = 64  # --draft-data generated: prompt tokens cut from the training stream
+    gen_batch: int = 128  # rows continued at once
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "taps": list(self.taps)}
@@ -85,6 +87,8 @@ SMOKE = Sizes(
     draft_lr=1e-3,
     eval_batches=2,
     budget_s=4.0,
+    gen_prompt=16,
+    gen_batch=4,
 )
 
 MIN_FILE_BYTES = 3_000

@@ -17,6 +17,7 @@ from j0.errors import USAGE, J0Error, require
 from j0.mini.sizes import FULL, SMOKE, Sizes
 
 DRAFTERS = ("mask", "j0")
+GENERATE_SHARE = 0.25  # --draft-data generated: this share of the budget, once, before both
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class TrainOptions:
     anchors: int | None = None  # anchors per drafter training sequence (None: the sizes')
     draft_layers: int | None = None  # drafter depth (None: the sizes')
     draft_lr: float | None = None  # drafter peak learning rate (None: the sizes')
+    draft_data: str = "text"  # text | generated (the target's greedy continuations)
 
 
 @dataclass
@@ -60,6 +62,8 @@ def check(options: TrainOptions) -> Sizes:
         raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
     if options.labels not in ("data", "target"):
         raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
+    if options.draft_data not in ("text", "generated"):
+        raise J0Error(f"--draft-data {options.draft_data}: expected text or generated", USAGE)
     sizes = SMOKE if options.smoke else FULL
     changes = {
         name: value
@@ -150,6 +154,30 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         f"{target_run.heldout_loss:.3f}"
     )
 
+    rows = None
+    generated: dict[str, Any] | None = None
+    if options.draft_data == "generated":
+        from j0.mini.generate import generate_rows
+
+        seconds = GENERATE_SHARE * budget
+        say(f"==> the target's own text: greedy continuations for {seconds:.0f} s")
+        mark = time.monotonic()
+        rows = generate_rows(
+            target,
+            train_tokens,
+            sizes,
+            seconds,
+            device,
+            torch.Generator().manual_seed(options.seed + 50),
+        )
+        generated = {
+            "rows": int(rows.shape[0]),
+            "tokens": int(rows.numel()),
+            "seconds": round(time.monotonic() - mark, 1),
+            "prompt_tokens": sizes.gen_prompt,
+        }
+        times["generate_s"] = generated["seconds"]
+        say(f"    {generated['rows']} rows of {sizes.draft_seq} tokens")
     drafters: dict[str, Any] = {}
     for number, init in enumerate(DRAFTERS):
         recipe = DraftRecipe(init=init, labels=options.labels, gamma=options.gamma)
@@ -165,6 +193,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             seed,
             out / "logs" / f"drafter-{init}.jsonl",
             options.progress,
+            rows,
         )
         scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed)
         folder = out / f"drafter-{init}"
@@ -201,6 +230,8 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         "sizes": sizes.to_json(),
         "labels": options.labels,
         "gamma": options.gamma,
+        "draft_data": options.draft_data,
+        "generated": generated,
         "target": {
             "steps": target_run.steps,
             "seconds": round(target_run.seconds, 1),
