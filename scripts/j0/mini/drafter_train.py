@@ -119,8 +119,18 @@ def train_drafter(
 
 
 def score_slots(
-    drafter: Any, target: Any, tokens: Any, sizes: Sizes, init: str, device: str, seed: int
+    drafter: Any,
+    target: Any,
+    tokens: Any,
+    sizes: Sizes,
+    init: str,
+    device: str,
+    seed: int,
+    held_rows: Any | None = None,
 ) -> SlotScores:
+    """Per-slot scores on held-out windows of the text; with held_rows (the target's greedy
+    continuations of held-out text), also the chain estimate on those, closest to what the
+    engine's verify step sees (`greedy_rows_k7`, `greedy_rows_k15`)."""
     import torch
 
     from j0.mini.data import windows
@@ -128,7 +138,24 @@ def score_slots(
     generator = torch.Generator().manual_seed(seed + 7)
     hits_data, hits_target, agree_rows = [], [], []
     drafter.eval()
+    chain: dict[str, float] = {}
     with torch.no_grad():
+        if held_rows is not None:
+            with autocast(device):
+                batch = drafter_batch.build(
+                    held_rows.to(device),
+                    target,
+                    sizes.taps,
+                    sizes.block,
+                    sizes.anchors,
+                    init,
+                    "target",
+                    generator,
+                )
+                guess = drafter_batch.logits(drafter, target, batch, sizes.block).argmax(-1)
+            agree = (guess == batch.target_labels).flatten(0, 1)
+            for k in (7, sizes.block - 1):
+                chain[f"greedy_rows_k{k}"] = round(drafter_batch.expected_acceptance(agree, k), 4)
         for _ in range(sizes.eval_batches):
             ids = windows(tokens, sizes.draft_seq, sizes.draft_batch, generator).to(device)
             with autocast(device):
@@ -144,9 +171,8 @@ def score_slots(
     data = torch.cat(hits_data).mean(0)
     tgt = torch.cat(hits_target).mean(0)
     rows = torch.cat(agree_rows)
-    chain = {
-        f"k{k}": round(drafter_batch.expected_acceptance(rows, k), 4) for k in (7, sizes.block - 1)
-    }
+    for k in (7, sizes.block - 1):
+        chain[f"text_k{k}"] = round(drafter_batch.expected_acceptance(rows, k), 4)
     return SlotScores([round(float(x), 4) for x in data], [round(float(x), 4) for x in tgt], chain)
 
 

@@ -103,8 +103,9 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     from j0.mini import corpus as corpus_mod
     from j0.mini import device as device_mod
     from j0.mini import tokenizer as tok_mod
-    from j0.mini.data import stream
+    from j0.mini.data import stream, windows
     from j0.mini.drafter_train import DraftRecipe, save_drafter, score_slots, train_drafter
+    from j0.mini.generate import greedy_rows
     from j0.mini.target_train import save_target, train_target
 
     device = device_mod.pick(options.device)
@@ -178,6 +179,13 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         }
         times["generate_s"] = generated["seconds"]
         say(f"    {generated['rows']} rows of {sizes.draft_seq} tokens")
+    held_prompts = torch.Generator().manual_seed(options.seed + 60)
+    held_rows = greedy_rows(
+        target,
+        windows(held_tokens, sizes.gen_prompt, sizes.draft_batch, held_prompts),
+        sizes.draft_seq,
+        device,
+    ).cpu()
     drafters: dict[str, Any] = {}
     for number, init in enumerate(DRAFTERS):
         recipe = DraftRecipe(init=init, labels=options.labels, gamma=options.gamma)
@@ -195,7 +203,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             options.progress,
             rows,
         )
-        scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed)
+        scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed, held_rows)
         folder = out / f"drafter-{init}"
         save_drafter(drafter, folder)
         tok_mod.save(tokenizer, folder)
