@@ -6,7 +6,8 @@
 #
 # Run from the checkout, with vLLM 0.33's Python files (the article's speculator.py installed)
 # already on PYTHONPATH. The models go to $MINI_WORK (default /tmp/mini, which must not exist yet
-# for `train`); $MINI_BUDGET seconds per model (default 140).
+# for `train`); $MINI_BUDGET seconds per model (default 140); $MINI_TRAIN_ARGS more flags for
+# `j0 mini train`, e.g. "--draft-data generated" (the drafters on the target's own text).
 set -euo pipefail
 
 results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|run7|run15]}
@@ -18,7 +19,9 @@ export VLLM_USE_FLASHINFER_SAMPLER=0
 mkdir -p "$results"
 
 train() {
-  python3 -m j0 mini train "$work" --budget "$budget" --seed 0 --no-progress \
+  local extra
+  read -r -a extra <<< "${MINI_TRAIN_ARGS:-}"
+  python3 -m j0 mini train "$work" --budget "$budget" --seed 0 --no-progress "${extra[@]}" \
     2>&1 | tee "$results/train.log"
   mkdir -p "$results/train"
   cp "$work/mini.json" "$work/corpus.json" "$results/train/"
