@@ -35,7 +35,7 @@ class Sizes:
     eval_batches: int
     budget_s: float  # default seconds per model
     gen_prompt: int = 64  # --draft-data generated: prompt tokens cut from the training stream
-    gen_batch: int = 128  # rows continued at once
+    gen_batch: int = 256  # rows continued at once
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "taps": list(self.taps)}
