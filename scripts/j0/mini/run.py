@@ -115,6 +115,10 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     result.summary = {
         "out": str(work),
         "max_model_len": length,
+        "trained": {
+            key: manifest.get(key)
+            for key in ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
+        },
         "contexts": list(options.contexts),
         "tokens": list(options.tokens),
         "requests_per_context": options.requests,
@@ -148,6 +152,8 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         f"max-model-len {summary['max_model_len']}, {summary['requests_per_context']} prompts "
         f"per context, {summary['max_tokens']} tokens each, greedy, prefix caching off.",
+        "Trained: "
+        + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
         "",
         "| setting | pooled acceptance length | per-request mean by context | checks |",
         "|---|---|---|---|",

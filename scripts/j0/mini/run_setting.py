@@ -83,7 +83,7 @@ def run_setting(
             model = str(first_model(server.url)["id"])
             answers = ask_with_ids(server.url, model, prompts, options.max_tokens)
             write_text_atomic(plan.folder / "crosscheck-answers.json", json.dumps(answers) + "\n")
-    except J0Error as exc:
+    except (J0Error, OSError) as exc:  # OSError: the server stopped answering (urllib)
         outcome.problems.append(f"{plan.name}: {exc}")
     finally:
         server.stop()
