@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "j0.doctor.cli",
     "j0.status.cli",
     "j0.engine_check.cli",
+    "j0.mini.cli",
 )
 
 DESCRIPTION = """\

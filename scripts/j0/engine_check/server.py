@@ -39,6 +39,7 @@ class ServeSetting:
     dump_steps: int
     port: int
     extra_env: dict[str, str] = field(default_factory=dict)
+    max_model_len: int = MAX_MODEL_LEN
 
     @property
     def name(self) -> str:
@@ -62,7 +63,7 @@ class ServeSetting:
             "--max-num-seqs",
             str(MAX_NUM_SEQS),
             "--max-model-len",
-            str(MAX_MODEL_LEN),
+            str(self.max_model_len),
             "--gpu-memory-utilization",
             "0.3",
             "--host",

@@ -1,0 +1,156 @@
+"""`j0 mini train|run`: arguments only; the work is in j0.mini.train and j0.mini.run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from j0.commands import add_command
+from j0.errors import USAGE, J0Error
+
+TRAIN_HELP = """\
+Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
+target (6 layers, hidden 512) on this machine's Python source (the standard library and
+site-packages, listed with sha256 in OUT/corpus.json; one file in 50 held out by a hash of its
+path), then two DFlash drafters of the `dflash` package on the target's taps (layers 1 and 4;
+2 layers, block 16, causal, sequences of 512): `drafter-mask` with vLLM's mask initialisation of
+the query slots, `drafter-j0` with J0's (slot k > 0 a committed token drawn from 0..anchor).
+Each model is a folder vLLM serves (the drafters pass `j0 drafter check`); OUT/logs/ has the
+training logs and the drafters' per-slot accuracy on held-out text; OUT/mini.json what was made.
+--smoke: tiny sizes, seconds per model (CI, CPU). Needs `pip install -e '.[mini]'` (dflash with
+--no-deps). Exit 0: trained; 64: bad arguments or OUT not empty; 69: --device cuda without one.
+"""
+
+RUN_HELP = """\
+Serve the miniature of OUT (from `j0 mini train`) in vLLM's real engine, the 2 x 2 matrix
+(drafter mask/J0 x J0 off/on) for each --tokens, prefix caching off, and measure each setting with
+`j0 bench run` on held-out prompts cut to each --contexts length (mini tokenizer counts); then
+`j0 bench report` on OUT/run/, `j0 dumps check` on every J0-on dump set, and the teacher-forced
+cross-check: the `dflash` reference at the engine's own anchors of each J0-off setting, step by
+step (near-ties named). --here serves with this Python's vLLM. Writes OUT/run/ (results,
+report.md, plots, server logs, mini-run.json). Exit 0: every setting ran and every check passed;
+1: one did not (named).
+"""
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 7,15")
+    return values
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = add_command(subparsers, "mini", "the miniature: trained models, real acceptance", "")
+    sub = parser.add_subparsers(dest="mini_command", metavar="SUBCOMMAND")
+    sub.required = True
+    train = add_command(sub, "train", "train the tokenizer, target and drafters", TRAIN_HELP)
+    train.add_argument("out", type=Path, metavar="OUT")
+    train.add_argument("--budget", type=float, help="seconds per model (default 150; smoke 4)")
+    train.add_argument("--smoke", action="store_true", help="tiny sizes, for CI on a CPU")
+    train.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    train.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    train.add_argument(
+        "--labels",
+        default="target",
+        choices=("data", "target"),
+        help="the drafters' labels: the text, or the target's greedy prediction (default)",
+    )
+    train.add_argument(
+        "--gamma",
+        type=float,
+        default=7.0,
+        help="slot loss weights exp(-(k-1)/GAMMA) (default 7; 0: equal weights)",
+    )
+    train.add_argument("--anchors", type=int, help="anchors per drafter sequence (default 24)")
+    train.add_argument("--draft-layers", type=int, help="drafter layers (default 2)")
+    train.add_argument("--draft-lr", type=float, help="drafter peak learning rate (1e-3)")
+    train.add_argument(
+        "--draft-data",
+        default="text",
+        choices=("text", "generated"),
+        help="the drafters' windows: the text, or the target's own greedy continuations of it",
+    )
+    train.add_argument("--no-progress", dest="progress", action="store_false")
+    train.set_defaults(func=_train)
+
+    run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
+    run.add_argument("out", type=Path, metavar="OUT")
+    run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
+    run.add_argument("--tokens", type=_ints, default=[7], help="draft tokens (default 7)")
+    run.add_argument(
+        "--contexts",
+        type=_ints,
+        default=[256, 1024, 2048],
+        help="prompt lengths in tokens (default 256,1024,2048)",
+    )
+    run.add_argument("--requests", type=int, default=4, help="prompts per context (default 4)")
+    run.add_argument("--max-tokens", type=int, default=256, help="tokens per request (256)")
+    run.add_argument("--port", type=int, default=8765)
+    run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S")
+    run.add_argument("--graphs", action="store_true", help="CUDA graphs (default: eager)")
+    run.add_argument("--no-crosscheck", dest="crosscheck", action="store_false")
+    run.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="where the cross-check's reference runs",
+    )
+    run.add_argument(
+        "--run-dir", type=Path, metavar="DIR", help="where the run goes (default OUT/run; new)"
+    )
+    run.add_argument("--server-command", help=argparse.SUPPRESS)
+    run.set_defaults(func=_run)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from j0.mini.train import TrainOptions, run_train
+
+    run_train(
+        TrainOptions(
+            out=args.out,
+            budget=args.budget,
+            smoke=args.smoke,
+            seed=args.seed,
+            device=args.device,
+            labels=args.labels,
+            gamma=args.gamma,
+            progress=args.progress,
+            anchors=args.anchors,
+            draft_layers=args.draft_layers,
+            draft_lr=args.draft_lr,
+            draft_data=args.draft_data,
+        )
+    )
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import shlex
+
+    from j0.mini.run import MiniRunOptions, run_matrix
+
+    if not args.here:
+        raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
+    result = run_matrix(
+        MiniRunOptions(
+            out=args.out,
+            tokens=tuple(args.tokens),
+            contexts=tuple(args.contexts),
+            requests=args.requests,
+            max_tokens=args.max_tokens,
+            port=args.port,
+            startup_timeout=args.startup_timeout,
+            graphs=args.graphs,
+            crosscheck=args.crosscheck,
+            device=args.device,
+            server_command=shlex.split(args.server_command) if args.server_command else None,
+            run_dir=args.run_dir,
+        )
+    )
+    print((Path(result.summary["out"]) / "mini-run.md").read_text())
+    print(result.verdict)
+    return result.exit_code

@@ -1,0 +1,182 @@
+"""A drafter: the `dflash` package's DFlashDraftModel (its layers, fc and norms; the target's
+embed_tokens and lm_head frozen and shared), trained on the target's taps over a time budget,
+then measured slot by slot on held-out windows and saved as the folder vLLM 0.33 serves as a
+DFlash draft (config.json: architectures ["DFlashDraftModel"], dflash_config, block_size,
+is_causal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.mini import drafter_batch
+from j0.mini.device import autocast
+from j0.mini.schedule import Clock, lr_at
+from j0.mini.sizes import MASK_ID, Sizes
+from j0.mini.target_train import target_config
+
+
+@dataclass(frozen=True)
+class DraftRecipe:
+    init: str  # mask | j0
+    labels: str  # data | target
+    gamma: float  # slot weights exp(-(k-1)/gamma); <= 0: equal
+
+
+@dataclass
+class SlotScores:
+    """Held-out, per slot 1..K-1: accuracy against the text and agreement with the target."""
+
+    accuracy_vs_data: list[float] = field(default_factory=list)
+    agreement_with_target: list[float] = field(default_factory=list)
+    chain_estimate: dict[str, float] = field(default_factory=dict)
+
+
+def drafter_config(sizes: Sizes) -> Any:
+    return target_config(
+        sizes,
+        sizes.draft_layers,
+        num_target_layers=sizes.layers,
+        block_size=sizes.block,
+        is_causal=True,
+        dflash_config={
+            "mask_token_id": MASK_ID,
+            "target_layer_ids": list(sizes.taps),
+            "causal": True,
+            "causal_head": True,
+        },
+    )
+
+
+def make_drafter(sizes: Sizes, device: str, seed: int) -> Any:
+    import torch
+    from dflash.model import DFlashDraftModel
+
+    torch.manual_seed(seed)
+    return DFlashDraftModel(drafter_config(sizes)).to(device)
+
+
+def train_drafter(
+    target: Any,
+    train_tokens: Any,
+    sizes: Sizes,
+    recipe: DraftRecipe,
+    budget: float,
+    device: str,
+    seed: int,
+    log: Path,
+    progress: bool,
+    rows: Any | None = None,
+) -> tuple[Any, int, float, float]:
+    """(drafter, steps, seconds, last loss); rows: [N, draft_seq] windows to draw from (the
+    target's own text, `--draft-data generated`) instead of the training stream."""
+    import torch
+
+    from j0.mini.data import windows
+    from j0.mini.generate import row_batch
+
+    drafter = make_drafter(sizes, device, seed)
+    drafter.train()
+    generator = torch.Generator().manual_seed(seed)
+    weights = drafter_batch.slot_weights(sizes.block, recipe.gamma, device)
+    optimizer = torch.optim.AdamW(
+        drafter.parameters(),
+        lr=sizes.draft_lr,
+        betas=(0.9, 0.95),
+        weight_decay=0.01,
+        fused=device == "cuda",
+    )
+    clock = Clock(f"drafter {recipe.init}", budget, log, progress)
+    while clock.running():
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(sizes.draft_lr, clock.elapsed, budget)
+        if rows is None:
+            ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator)
+        else:
+            ids = row_batch(rows, sizes.draft_batch, generator)
+        ids = ids.to(device)
+        with autocast(device):
+            batch = drafter_batch.build(
+                ids,
+                target,
+                sizes.taps,
+                sizes.block,
+                sizes.anchors,
+                recipe.init,
+                recipe.labels,
+                generator,
+            )
+            scores = drafter_batch.logits(drafter, target, batch, sizes.block)
+            loss = drafter_batch.weighted_loss(scores, batch.labels, weights)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
+        optimizer.step()
+        clock.record(float(loss.detach()))
+    seconds = clock.close()
+    return drafter, clock.steps, seconds, clock.last_loss
+
+
+def score_slots(
+    drafter: Any,
+    target: Any,
+    tokens: Any,
+    sizes: Sizes,
+    init: str,
+    device: str,
+    seed: int,
+    held_rows: Any | None = None,
+) -> SlotScores:
+    """Per-slot scores on held-out windows of the text; with held_rows (the target's greedy
+    continuations of held-out text), also the chain estimate on those, closest to what the
+    engine's verify step sees (`greedy_rows_k7`, `greedy_rows_k15`)."""
+    import torch
+
+    from j0.mini.data import windows
+
+    generator = torch.Generator().manual_seed(seed + 7)
+    hits_data, hits_target, agree_rows = [], [], []
+    drafter.eval()
+    chain: dict[str, float] = {}
+    with torch.no_grad():
+        if held_rows is not None:
+            with autocast(device):
+                batch = drafter_batch.build(
+                    held_rows.to(device),
+                    target,
+                    sizes.taps,
+                    sizes.block,
+                    sizes.anchors,
+                    init,
+                    "target",
+                    generator,
+                )
+                guess = drafter_batch.logits(drafter, target, batch, sizes.block).argmax(-1)
+            agree = (guess == batch.target_labels).flatten(0, 1)
+            for k in (7, sizes.block - 1):
+                chain[f"greedy_rows_k{k}"] = round(drafter_batch.expected_acceptance(agree, k), 4)
+        for _ in range(sizes.eval_batches):
+            ids = windows(tokens, sizes.draft_seq, sizes.draft_batch, generator).to(device)
+            with autocast(device):
+                batch = drafter_batch.build(
+                    ids, target, sizes.taps, sizes.block, sizes.anchors, init, "data", generator
+                )
+                guess = drafter_batch.logits(drafter, target, batch, sizes.block).argmax(-1)
+            hits_data.append((guess == batch.data_labels).flatten(0, 1).float())
+            agree = (guess == batch.target_labels).flatten(0, 1)
+            hits_target.append(agree.float())
+            agree_rows.append(agree)
+    drafter.train()
+    data = torch.cat(hits_data).mean(0)
+    tgt = torch.cat(hits_target).mean(0)
+    rows = torch.cat(agree_rows)
+    for k in (7, sizes.block - 1):
+        chain[f"text_k{k}"] = round(drafter_batch.expected_acceptance(rows, k), 4)
+    return SlotScores([round(float(x), 4) for x in data], [round(float(x), 4) for x in tgt], chain)
+
+
+def save_drafter(drafter: Any, folder: Path) -> None:
+    import torch
+
+    drafter.to(torch.bfloat16).save_pretrained(folder)

@@ -1,0 +1,96 @@
+"""What `j0 mini train` makes: the sizes of the tokenizer, the target and the drafters, full (the
+H200 recipe) and smoke (tiny, for CI on a CPU). Standard library only."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SPECIALS = ("<unk>", "<s>", "</s>", "<pad>", "<mask>")  # ids 0-4
+EOS_ID = 2
+MASK_ID = 4
+
+
+@dataclass(frozen=True)
+class Sizes:
+    vocab: int
+    corpus_bytes: int  # stop adding training files past this many bytes
+    min_heldout_files: int
+    layers: int
+    hidden: int
+    heads: int
+    head_dim: int
+    kv_heads: int
+    mlp: int
+    target_seq: int
+    target_batch: int
+    target_lr: float
+    draft_layers: int
+    taps: tuple[int, ...]
+    block: int
+    draft_seq: int
+    anchors: int
+    draft_batch: int
+    draft_lr: float
+    eval_batches: int
+    budget_s: float  # default seconds per model
+    gen_prompt: int = 64  # --draft-data generated: prompt tokens cut from the training stream
+    gen_batch: int = 256  # rows continued at once
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "taps": list(self.taps)}
+
+
+FULL = Sizes(
+    vocab=4096,
+    corpus_bytes=40_000_000,
+    min_heldout_files=8,
+    layers=6,
+    hidden=512,
+    heads=4,
+    head_dim=128,
+    kv_heads=2,
+    mlp=1536,
+    target_seq=2048,
+    target_batch=16,
+    target_lr=1e-3,
+    draft_layers=2,
+    taps=(1, 4),
+    block=16,
+    draft_seq=512,
+    anchors=24,
+    draft_batch=32,
+    draft_lr=1e-3,
+    eval_batches=8,
+    budget_s=150.0,
+)
+
+SMOKE = Sizes(
+    vocab=512,
+    corpus_bytes=120_000,
+    min_heldout_files=1,
+    layers=2,
+    hidden=64,
+    heads=2,
+    head_dim=32,
+    kv_heads=1,
+    mlp=128,
+    target_seq=128,
+    target_batch=4,
+    target_lr=1e-3,
+    draft_layers=1,
+    taps=(0, 1),
+    block=16,
+    draft_seq=64,
+    anchors=4,
+    draft_batch=4,
+    draft_lr=1e-3,
+    eval_batches=2,
+    budget_s=4.0,
+    gen_prompt=16,
+    gen_batch=4,
+)
+
+MIN_FILE_BYTES = 3_000
+MAX_FILE_BYTES = 300_000
+HELDOUT_ONE_IN = 50

@@ -1,0 +1,256 @@
+"""`j0 mini train OUT`, in order: the corpus (OUT/corpus.json), the tokenizer, the target, then
+the mask drafter and the J0 drafter; each model a folder vLLM serves (weights, config.json, the
+tokenizer), each training a log (OUT/logs/NAME.jsonl), the drafters' per-slot scores on held-out
+windows, and OUT/mini.json: what was made, with the sizes, seeds, times and every file's sha256."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from j0.atomic import sha256_file, write_text_atomic
+from j0.errors import USAGE, J0Error, require
+from j0.mini.sizes import FULL, SMOKE, Sizes
+
+DRAFTERS = ("mask", "j0")
+GENERATE_SHARE = 0.25  # --draft-data generated: this share of the budget, once, before both
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    out: Path
+    budget: float | None = None  # seconds per model; None: the sizes' default
+    smoke: bool = False
+    seed: int = 0
+    device: str = "auto"
+    labels: str = "target"  # the drafters' labels: data | target (the target's greedy argmax)
+    gamma: float = 7.0  # slot weights exp(-(k-1)/gamma); <= 0: equal weights
+    progress: bool = True
+    roots: tuple[Path, ...] | None = None  # where the corpus comes from (None: stdlib + site)
+    anchors: int | None = None  # anchors per drafter training sequence (None: the sizes')
+    draft_layers: int | None = None  # drafter depth (None: the sizes')
+    draft_lr: float | None = None  # drafter peak learning rate (None: the sizes')
+    draft_data: str = "text"  # text | generated (the target's greedy continuations)
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def folders(self) -> dict[str, Path]:
+        return {name: self.out / name for name in ("target", *drafter_folders())}
+
+
+def drafter_folders() -> list[str]:
+    return [f"drafter-{init}" for init in DRAFTERS]
+
+
+def check(options: TrainOptions) -> Sizes:
+    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+        raise J0Error(
+            f"{options.out}: exists and is not an empty folder; expected a new folder "
+            "(nothing is overwritten)",
+            USAGE,
+        )
+    if options.budget is not None and options.budget <= 0:
+        raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
+    if options.labels not in ("data", "target"):
+        raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
+    if options.draft_data not in ("text", "generated"):
+        raise J0Error(f"--draft-data {options.draft_data}: expected text or generated", USAGE)
+    sizes = SMOKE if options.smoke else FULL
+    changes = {
+        name: value
+        for name, value in (
+            ("anchors", options.anchors),
+            ("draft_layers", options.draft_layers),
+            ("draft_lr", options.draft_lr),
+        )
+        if value is not None
+    }
+    for name, value in changes.items():
+        if value <= 0:
+            raise J0Error(f"--{name.replace('_', '-')} {value}: expected a value > 0", USAGE)
+    if changes.get("anchors", 0) > sizes.draft_seq - sizes.block:
+        raise J0Error(
+            f"--anchors {changes['anchors']}: expected at most {sizes.draft_seq - sizes.block} "
+            f"(sequences of {sizes.draft_seq}, blocks of {sizes.block})",
+            USAGE,
+        )
+    return replace(sizes, **changes)
+
+
+def files_of(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): sha256_file(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != "mini.json"
+    }
+
+
+def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
+    for module in ("torch", "transformers", "tokenizers", "dflash", "tqdm"):
+        require(module, "j0 mini train", extra="mini")
+    sizes = check(options)
+    import torch
+
+    from j0.mini import corpus as corpus_mod
+    from j0.mini import device as device_mod
+    from j0.mini import tokenizer as tok_mod
+    from j0.mini.data import stream, windows
+    from j0.mini.drafter_train import DraftRecipe, save_drafter, score_slots, train_drafter
+    from j0.mini.generate import greedy_rows
+    from j0.mini.target_train import save_target, train_target
+
+    device = device_mod.pick(options.device)
+    budget = options.budget if options.budget is not None else sizes.budget_s
+    out = options.out
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    times: dict[str, float] = {}
+    started = time.monotonic()
+
+    roots = list(options.roots) if options.roots else corpus_mod.default_roots()
+    corpus = corpus_mod.collect(roots, sizes.corpus_bytes, sizes.min_heldout_files)
+    corpus_mod.write(corpus, out / "corpus.json")
+    say(
+        f"==> corpus: {len(corpus.train)} training files ({sum(f.size for f in corpus.train)} "
+        f"bytes), {len(corpus.heldout)} held out; OUT/corpus.json"
+    )
+    train_texts, held_texts = corpus.texts(False), corpus.texts(True)
+    mark = time.monotonic()
+    tokenizer = tok_mod.train_tokenizer(train_texts, sizes.vocab)
+    train_tokens, held_tokens = stream(tokenizer, train_texts), stream(tokenizer, held_texts)
+    times["tokenizer_s"] = round(time.monotonic() - mark, 1)
+    say(
+        f"==> tokenizer: vocab {tokenizer.get_vocab_size()}; {train_tokens.numel()} training "
+        f"tokens, {held_tokens.numel()} held out ({times['tokenizer_s']} s)"
+    )
+
+    say(f"==> target on {device}: {budget:.0f} s")
+    target, target_run = train_target(
+        train_tokens,
+        held_tokens,
+        sizes,
+        budget,
+        device,
+        options.seed,
+        out / "logs" / "target.jsonl",
+        options.progress,
+    )
+    save_target(target, out / "target")
+    tok_mod.save(tokenizer, out / "target")
+    if device == "cpu":
+        target.to(torch.float32)
+    target.eval()
+    target.requires_grad_(False)
+    times["target_s"] = round(target_run.seconds, 1)
+    say(
+        f"    {target_run.steps} steps, loss {target_run.last_loss:.3f}, held-out loss "
+        f"{target_run.heldout_loss:.3f}"
+    )
+
+    rows = None
+    generated: dict[str, Any] | None = None
+    if options.draft_data == "generated":
+        from j0.mini.generate import generate_rows
+
+        seconds = GENERATE_SHARE * budget
+        say(f"==> the target's own text: greedy continuations for {seconds:.0f} s")
+        mark = time.monotonic()
+        rows = generate_rows(
+            target,
+            train_tokens,
+            sizes,
+            seconds,
+            device,
+            torch.Generator().manual_seed(options.seed + 50),
+        )
+        generated = {
+            "rows": int(rows.shape[0]),
+            "tokens": int(rows.numel()),
+            "seconds": round(time.monotonic() - mark, 1),
+            "prompt_tokens": sizes.gen_prompt,
+        }
+        times["generate_s"] = generated["seconds"]
+        say(f"    {generated['rows']} rows of {sizes.draft_seq} tokens")
+    held_prompts = torch.Generator().manual_seed(options.seed + 60)
+    held_rows = greedy_rows(
+        target,
+        windows(held_tokens, sizes.gen_prompt, sizes.draft_batch, held_prompts),
+        sizes.draft_seq,
+        device,
+    ).cpu()
+    drafters: dict[str, Any] = {}
+    for number, init in enumerate(DRAFTERS):
+        recipe = DraftRecipe(init=init, labels=options.labels, gamma=options.gamma)
+        say(f"==> drafter {init} on {device}: {budget:.0f} s, labels {options.labels}")
+        seed = options.seed + 100 * (number + 1)
+        drafter, steps, seconds, loss = train_drafter(
+            target,
+            train_tokens,
+            sizes,
+            recipe,
+            budget,
+            device,
+            seed,
+            out / "logs" / f"drafter-{init}.jsonl",
+            options.progress,
+            rows,
+        )
+        scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed, held_rows)
+        folder = out / f"drafter-{init}"
+        save_drafter(drafter, folder)
+        tok_mod.save(tokenizer, folder)
+        write_text_atomic(
+            folder.parent / "logs" / f"slots-{init}.json",
+            json.dumps(asdict(scores), indent=1) + "\n",
+        )
+        drafters[init] = {
+            "recipe": asdict(recipe),
+            "seed": seed,
+            "steps": steps,
+            "seconds": round(seconds, 1),
+            "last_loss": round(loss, 4),
+            "heldout_slots": asdict(scores),
+        }
+        times[f"drafter_{init}_s"] = round(seconds, 1)
+        say(
+            f"    {steps} steps, loss {loss:.3f}; held-out slot 1: {scores.accuracy_vs_data[0]:.3f}"
+            f" vs the text, {scores.agreement_with_target[0]:.3f} with the target; chain "
+            f"estimate {scores.chain_estimate}"
+        )
+        del drafter
+    times["total_s"] = round(time.monotonic() - started, 1)
+    manifest = {
+        "made_by": "j0 mini train",
+        "smoke": options.smoke,
+        "device": device,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "seed": options.seed,
+        "budget_s_per_model": budget,
+        "sizes": sizes.to_json(),
+        "labels": options.labels,
+        "gamma": options.gamma,
+        "draft_data": options.draft_data,
+        "generated": generated,
+        "target": {
+            "steps": target_run.steps,
+            "seconds": round(target_run.seconds, 1),
+            "last_loss": round(target_run.last_loss, 4),
+            "heldout_loss": round(target_run.heldout_loss, 4),
+            "seed": options.seed,
+        },
+        "drafters": drafters,
+        "times": times,
+        "files": files_of(out),
+    }
+    write_text_atomic(out / "mini.json", json.dumps(manifest, indent=1) + "\n")
+    say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
+    return TrainResult(out, manifest)

@@ -1,0 +1,1 @@
+"""The miniature's tests (a package: see conftest.py)."""

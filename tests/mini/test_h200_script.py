@@ -1,0 +1,86 @@
+"""scripts/mini-h200.sh, the lead's H200 commands, run here for real with smoke sizes
+(`MINI_TRAIN_ARGS="--smoke --device cpu"`) and, in vLLM's place, a `vllm` package of ours first on
+PYTHONPATH whose `vllm.entrypoints.cli.main serve` execs the vLLM stand-in
+(tests/engine_check/bin/vllm_serve_standin.py: our server on 127.0.0.1, recorded engine dumps).
+The stand-in returns no token ids, so the run phase ends with exit 2 (cross-check not run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN = ROOT / "tests" / "engine_check" / "bin" / "vllm_serve_standin.py"
+
+
+def fake_vllm(site: Path) -> None:
+    cli = site / "vllm" / "entrypoints" / "cli"
+    cli.mkdir(parents=True)
+    for folder in (site / "vllm", site / "vllm" / "entrypoints", cli):
+        (folder / "__init__.py").write_text("")
+    (cli / "main.py").write_text(
+        "import os, sys\n"
+        "assert sys.argv[1] == 'serve', sys.argv\n"
+        f"os.execv(sys.executable, [sys.executable, {str(STANDIN)!r}, *sys.argv[2:]])\n"
+    )
+
+
+def test_train_then_run7(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    fake_vllm(site)
+    bin_dir = Path(sys.executable).parent  # this Python's python3 first (a venv keeps its own)
+    assert (bin_dir / "python3").exists()
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHONPATH": str(site),
+        "MINI_WORK": str(tmp_path / "mini"),
+        "MINI_BUDGET": "2",
+        "MINI_TRAIN_ARGS": "--smoke --device cpu",
+    }
+    results = tmp_path / "results"
+    script = ROOT / "scripts" / "mini-h200.sh"
+    train = subprocess.run(
+        ["bash", str(script), str(results), "train"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-2000:]
+    manifest = json.loads((results / "train" / "mini.json").read_text())
+    assert manifest["smoke"] is True and manifest["budget_s_per_model"] == 2.0
+    assert (results / "train" / "drafter-j0" / "config.json").is_file()
+    run = subprocess.run(
+        ["bash", str(script), str(results), "run7"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "cross-check not run" in (results / "run-k7.log").read_text()
+    summary = json.loads((results / "run-k7" / "mini-run.json").read_text())
+    assert summary["max_model_len"] == 2560  # 2048 + 256 + 8, in 256s
+    assert sorted(summary["settings"]) == [
+        "drafter-j0/k7-j0-off",
+        "drafter-j0/k7-j0-on",
+        "drafter-mask/k7-j0-off",
+        "drafter-mask/k7-j0-on",
+    ]
+    assert (results / "run-k7" / "drafter-mask" / "report.md").is_file()
+    assert not list(results.rglob("dumps"))  # the dumps stay in MINI_WORK
+    assert (tmp_path / "mini" / "run-k7" / "drafter-mask" / "k7-j0-on" / "dumps").is_dir()
+    bad = subprocess.run(
+        ["bash", str(script), str(results), "nope"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 64 and "expected all, train, run7 or run15" in bad.stderr

@@ -1,0 +1,54 @@
+"""`j0 mini`'s command line: bad arguments and folders in use end with exit 64 and a line naming
+the value, before anything is trained or served; `j0 --help` lists the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from j0.cli import main
+
+
+def test_help_lists_mini(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["mini", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "train" in out and "run" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--smoke", "--anchors", "99"], "--anchors 99: expected at most 48"),
+        (["--smoke", "--budget", "0"], "--budget 0.0: expected seconds > 0"),
+        (["--smoke", "--draft-layers", "0"], "--draft-layers 0: expected a value > 0"),
+    ],
+)
+def test_bad_train_arguments(
+    tmp_path: Path, args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["mini", "train", str(out), *args]) == 64
+    assert says in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_train_refuses_a_folder_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x").write_text("mine")
+    assert main(["mini", "train", str(tmp_path), "--smoke"]) == 64
+    assert "not an empty folder" in capsys.readouterr().err
+    assert (tmp_path / "x").read_text() == "mine"
+
+
+def test_run_needs_here_and_a_trained_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mini", "run", str(tmp_path)]) == 64
+    assert "--here" in capsys.readouterr().err
+    assert main(["mini", "run", str(tmp_path), "--here"]) == 64
+    assert "mini.json: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        main(["mini", "run", str(tmp_path), "--here", "--tokens", "7,x"])
+    assert done.value.code == 64

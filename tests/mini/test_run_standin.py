@@ -1,0 +1,104 @@
+"""`j0 mini run --here` from start to verdict without a GPU: the real orchestration (a server
+process per setting, /health, `j0 bench run`, `j0 bench report`, `j0 dumps check`, the cross-check's
+requests) with tests/engine_check/bin/vllm_serve_standin.py in the place of `vllm serve`: our vLLM
+stand-in on 127.0.0.1 (tests/servers/vllm_server.py) with real recorded engine dumps for J0 on.
+The stand-in returns no token ids, so the cross-check is reported as not run (exit 2)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from j0.errors import INPUT_LACKS, OK, USAGE, J0Error
+from j0.mini.run import MiniRunOptions, run_matrix
+from servers.base import free_port
+
+STANDIN = Path(__file__).resolve().parents[1] / "engine_check" / "bin" / "vllm_serve_standin.py"
+
+
+def options(out: Path, crosscheck: bool) -> MiniRunOptions:
+    return MiniRunOptions(
+        out=out,
+        tokens=(7,),
+        contexts=(32, 64),
+        requests=2,
+        max_tokens=16,
+        port=free_port(),
+        startup_timeout=60.0,
+        crosscheck=crosscheck,
+        device="cpu",
+        server_command=[sys.executable, str(STANDIN)],
+    )
+
+
+@pytest.fixture
+def trained(smoke_out: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "mini"
+    shutil.copytree(smoke_out, copy)
+    return copy
+
+
+def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
+    result = run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    assert result.exit_code == OK, result.verdict
+    run = trained / "run"
+    names = ["k7-j0-off", "k7-j0-on"]
+    for drafter in ("drafter-mask", "drafter-j0"):
+        for name in names:
+            doc = json.loads((run / drafter / name / "result.json").read_text())
+            assert doc["complete"] is True
+            assert len(doc["requests"]) == 4
+            assert doc["metrics_crosscheck"]["status"] == "match"
+            log = (run / drafter / name / "server.log").read_text()
+            args = ast.literal_eval(re.search(r"non-default args: (\{.*\})", log)[1])
+            assert args["max_model_len"] == 512  # 4 x 64 (smoke drafters) + 16 + 8, in 256s
+            assert args["enable_prefix_caching"] is False
+            assert args["model"] == str(trained / "target")
+            assert args["speculative_config"]["model"] == str(trained / drafter)
+            assert args["speculative_config"]["num_speculative_tokens"] == 7
+            assert ("DFLASH_CTX_NOISE=1" in log) == name.endswith("on")
+        assert (run / drafter / "report.md").is_file()
+        report = json.loads((run / drafter / "report.json").read_text())
+        assert [p["k"] for p in report["j0_on_minus_off"]] == [7]
+    summary = json.loads((run / "mini-run.json").read_text())
+    on = summary["settings"]["drafter-j0/k7-j0-on"]
+    assert on["dumps_check"]["verdict"] == "PASS"
+    assert on["dumps_check"]["draws_verified"] == on["dumps_check"]["draws"] > 0
+    assert set(on["per_request_mean_by_context"]) == {"32", "64"}
+    prompts = [json.loads(x) for x in (run / "prompts.jsonl").read_text().splitlines()]
+    assert [p["id"] for p in prompts] == ["ctx32-00", "ctx32-01", "ctx64-00", "ctx64-01"]
+    from j0.mini.tokenizer import load
+
+    tokenizer = load(trained / "target")
+    lengths = [len(tokenizer(p["prompt"], add_special_tokens=False)["input_ids"]) for p in prompts]
+    assert all(abs(n - c) <= 2 for n, c in zip(lengths, (32, 32, 64, 64), strict=True)), lengths
+
+
+def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path) -> None:
+    result = run_matrix(options(trained, crosscheck=True), say=lambda line: None)
+    assert result.exit_code == INPUT_LACKS
+    assert "return_token_ids" in result.verdict and "cross-check not run" in result.verdict
+    answers = json.loads(
+        (trained / "run" / "drafter-mask" / "k7-j0-off" / "crosscheck-answers.json").read_text()
+    )
+    assert len(answers) == 4 and all("choices" in a for a in answers)
+
+
+def test_a_second_run_does_not_overwrite_the_first(trained: Path) -> None:
+    (trained / "run").mkdir()
+    (trained / "run" / "mine").write_text("keep")
+    with pytest.raises(J0Error) as caught:
+        run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    assert caught.value.exit_code == USAGE
+    assert (trained / "run" / "mine").read_text() == "keep"
+
+
+def test_a_folder_without_training_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(J0Error, match=r"mini\.json"):
+        run_matrix(options(tmp_path, crosscheck=False), say=lambda line: None)
