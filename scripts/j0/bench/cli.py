@@ -179,13 +179,38 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         metavar="S",
         help="longest wait for the next chunk (default 3600 s)",
     )
+    _add_repeats_and_system_prompt(p, "run")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=_run)
 
 
+def _add_repeats_and_system_prompt(p: argparse.ArgumentParser, command: str) -> None:
+    restart = (
+        "the server is not restarted between repeats"
+        if command == "run"
+        else "each setting's server is started once and runs all repeats"
+    )
+    p.add_argument(
+        "--repeats",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help=f"send the prompts N times, in the same order each time ({restart}); the report "
+        "gives the mean and spread over repeats (default 1)",
+    )
+    p.add_argument(
+        "--system-prompt",
+        metavar="TEXT|@FILE",
+        help="a system message before each prompt (chat; with completions, the text and a blank "
+        "line before the prompt); @FILE reads it from FILE; kept in the manifest",
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from j0.bench.run import RunOptions, run
+    from j0.bench.run.options import system_prompt_of
 
+    system_prompt, system_prompt_file = system_prompt_of(args.system_prompt)
     outcome = run(
         RunOptions(
             url=args.url,
@@ -208,6 +233,9 @@ def _run(args: argparse.Namespace) -> int:
             overlay_identity=args.overlay_identity,
             timeout_s=args.timeout,
             progress=args.progress,
+            repeats=args.repeats,
+            system_prompt=system_prompt,
+            system_prompt_file=system_prompt_file,
         )
     )
     problem = outcome.failure()
@@ -244,6 +272,13 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
     p.add_argument("--namespace", help="k8s: the namespace")
     p.add_argument("--gpus", type=_positive, help="k8s: GPUs to use")
     p.add_argument("--shards", type=_positive, help="k8s: shards of the prompts per setting")
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add a setting `baseline`: the same server without --speculative-config (no "
+        "speculative decoding), for speedups and the lossless check in `j0 bench report`",
+    )
+    _add_repeats_and_system_prompt(p, "matrix")
     p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     p.set_defaults(func=_matrix)
 

@@ -45,11 +45,19 @@ class ServerKnobs:
 def server_args(
     setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> list[str]:
-    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order."""
+    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order; the baseline's are
+    the same without --speculative-config."""
+    speculative = (
+        []
+        if setting.baseline
+        else [
+            "--speculative-config",
+            render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        ]
+    )
     return [
         knobs.target_model,
-        "--speculative-config",
-        render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        *speculative,
         "--max-num-seqs",
         str(ARTICLE_MAX_NUM_SEQS),
         "--max-model-len",

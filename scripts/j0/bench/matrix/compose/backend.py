@@ -75,6 +75,9 @@ class ComposeBackend:
     say: Callable[[str], None]
     up_timeout: float = UP_TIMEOUT_S
     health_timeout: float = HEALTH_TIMEOUT_S
+    repeats: int = 1
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
 
     def run_setting(self, run: SettingRun) -> None:
         setting = run.setting
@@ -128,6 +131,9 @@ class ComposeBackend:
                 dataset=str(self.prompts_file),
                 requests=self.requests,
                 max_tokens=self.max_tokens,
+                repeats=self.repeats,
+                system_prompt=self.system_prompt,
+                system_prompt_file=self.system_prompt_file,
             )
             code = run_as_command(bench.options())
             if out.is_file():

@@ -105,6 +105,8 @@ def bench_of(
         requests=requests,
         max_tokens=None if max_tokens is None else int(max_tokens),
         progress=False,
+        repeats=int(bench.get("repeats") or 1),
+        system_prompt=bench.get("system_prompt"),
     )
 
 
