@@ -18,6 +18,7 @@ ok ones. Standard library only.
 from __future__ import annotations
 
 import bisect
+import itertools
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -104,7 +105,7 @@ def parse_bins(text: str) -> list[int]:
             f"--bins {text!r}: expected comma-separated whole numbers (context lengths in tokens)",
             USAGE,
         ) from None
-    if any(e < 1 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+    if any(e < 1 for e in edges) or any(b <= a for a, b in itertools.pairwise(edges)):
         raise J0Error(f"--bins {text!r}: expected increasing positive context lengths", USAGE)
     return edges
 

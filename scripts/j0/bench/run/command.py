@@ -1,8 +1,9 @@
 """`j0 bench run`'s work, in order: ask the server what it serves and make the prompts
 (discovery), send the warm-up requests (not measured), read /metrics, send the measured requests
 (sending; one at a time by default; with --repeats N the prompts N times over, in the same
-order each time, on the same server: it is not restarted between repeats), read /metrics again, then the result (summary) written to
-FILE.json atomically (also every few seconds while requests run) and its table printed.
+order each time, on the same server: it is not restarted between repeats), read /metrics
+again, then the result (summary) written to FILE.json atomically (also every few seconds while
+requests run) and its table printed.
 
 A server that stops answering ends the run; the requests that finished are kept in FILE.json
 ("complete": false) and RunOutcome.failure() says so.
