@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from j0.engine import spec_counts
 from j0.errors import USAGE, J0Error
 
 Entry = dict[str, Any]
@@ -131,13 +132,15 @@ def edge_bins(edges: Sequence[int]) -> Callable[[int], Bin]:
 
 def by_context(entries: Sequence[Entry], bin_of: Callable[[int], Bin]) -> list[dict[str, Any]]:
     """Both acceptance lengths per context-length bin, from each ok entry's
-    per_step_context_length and per_step_accepted: pooled over the bin's steps, and the mean over
-    requests of each request's mean over its steps in the bin."""
+    per_step_context_length (else made from prompt_tokens) and per_step_accepted: pooled over the
+    bin's steps, and the mean over requests of each request's mean over its steps in the bin."""
     pooled: dict[Bin, list[int]] = {}
     per_request: dict[Bin, list[float]] = {}
     for e in entries:
         steps = request_steps(e)
         contexts = e.get("per_step_context_length")
+        if not isinstance(contexts, list) and steps is not None and e.get("prompt_tokens"):
+            contexts = spec_counts.step_contexts(int(e["prompt_tokens"]), steps)
         if not e.get("ok") or steps is None or not isinstance(contexts, list):
             continue
         mine: dict[Bin, list[int]] = {}

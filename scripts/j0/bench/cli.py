@@ -320,26 +320,37 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
         metavar="BYTES",
         help="the target's weight bytes (instead of --weights-index)",
     )
-    p.add_argument(
+    bins = p.add_mutually_exclusive_group()
+    bins.add_argument(
         "--bin-size",
         type=_positive,
         default=512,
         metavar="TOKENS",
-        help="context-length bin of the acceptance plot (default 512)",
+        help="context-length bins of this width, re-binned from the stored per-step data "
+        "(default 512)",
+    )
+    bins.add_argument(
+        "--bins",
+        metavar="A,B,C",
+        help="context-length bins [0,A), [A,B), [B,C), [C,...) instead of --bin-size",
     )
     p.add_argument("--out", type=Path, metavar="DIR2", help="write there (default: DIR)")
     p.set_defaults(func=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from j0.bench import report
+    from j0.bench.acceptance import parse_bins
+    from j0.bench.report import ReportOptions, main
 
-    return report.main(
-        args.dir,
-        out=args.out,
-        gpu=args.gpu,
-        bandwidth_tbs=args.bandwidth,
-        weights_index=args.weights_index,
-        weight_bytes=args.weight_bytes,
-        bin_size=args.bin_size,
+    return main(
+        ReportOptions(
+            folder=args.dir,
+            out=args.out,
+            gpu=args.gpu,
+            bandwidth_tbs=args.bandwidth,
+            weights_index=args.weights_index,
+            weight_bytes=args.weight_bytes,
+            bin_size=args.bin_size,
+            bins=parse_bins(args.bins) if args.bins else None,
+        )
     )
