@@ -54,19 +54,20 @@ def request_histogram(entry: Entry) -> list[int] | None:
 
 
 def request_length(entry: Entry) -> float | None:
-    """One request's mean per-step acceptance length: mean of 1 + accepted over its steps."""
+    """One request's mean per-step acceptance length: statistics.mean of 1 + accepted over its
+    steps (the dflash benchmark's inner mean, computed as it computes it)."""
     histogram = request_histogram(entry)
-    steps = sum(histogram) if histogram else 0
-    if not histogram or not steps:
+    if not histogram or not sum(histogram):
         return None
-    return 1.0 + sum(i * n for i, n in enumerate(histogram)) / steps
+    return float(statistics.mean([1 + i for i, n in enumerate(histogram) for _ in range(n)]))
 
 
 def request_mean(entries: Sequence[Entry]) -> float | None:
-    """acceptance_length_request_mean over the ok entries that have steps."""
+    """acceptance_length_request_mean over the ok entries that have steps: statistics.mean of
+    the requests' means, as the dflash benchmark computes it."""
     lengths = [request_length(e) for e in entries if e.get("ok")]
     values = [v for v in lengths if v is not None]
-    return statistics.fmean(values) if values else None
+    return float(statistics.mean(values)) if values else None
 
 
 def width_of(entries: Sequence[Entry]) -> int:
@@ -150,7 +151,7 @@ def by_context(entries: Sequence[Entry], bin_of: Callable[[int], Bin]) -> list[d
             total = pooled.setdefault(b, [0, 0])
             total[0] += len(accepted)
             total[1] += sum(accepted)
-            per_request.setdefault(b, []).append(1.0 + sum(accepted) / len(accepted))
+            per_request.setdefault(b, []).append(float(statistics.mean([1 + a for a in accepted])))
     return [
         {
             "context_start": b[0],
@@ -159,7 +160,7 @@ def by_context(entries: Sequence[Entry], bin_of: Callable[[int], Bin]) -> list[d
             "num_accepted_tokens": a,
             "acceptance_length": 1.0 + a / n,
             "requests": len(per_request[b]),
-            "acceptance_length_request_mean": statistics.fmean(per_request[b]),
+            "acceptance_length_request_mean": float(statistics.mean(per_request[b])),
         }
         for b, (n, a) in sorted(pooled.items())
     ]

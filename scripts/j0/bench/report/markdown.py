@@ -143,15 +143,8 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
     ]
     for name, c in block["settings"].items():
         out = c["outputs"]
-        firsts = ", ".join(
-            f"{d['prompt_id']} (repeat {d['repeat']}): "
-            + (
-                "differs"
-                if d["first_differing_token"] is None
-                else f"@{d['first_differing_token']}"
-            )
-            for d in out["differences"][:5]
-        ) + (" ..." if len(out["differences"]) > 5 else "")
+        firsts = ", ".join(_difference(d) for d in out["differences"][:5])
+        firsts += " ..." if len(out["differences"]) > 5 else ""
         lines.append(
             f"| {name} | {_interval(c['speedup'], '.3f', signed=False)} | "
             f"{_fmt(c['speedup_of_means'])} | {_fmt(c['ttft_ratio'])} | {_fmt(c['itl_ratio'])} | "

@@ -125,7 +125,7 @@ def summary_lines(result: BenchResult, measured: int, out: Path) -> list[str]:
         f"{' j0 bench run ' + (result.label or ''):=^60}",
         f"{'Requests (ok/measured):':<40} {s['requests_ok']}/{measured}",
         f"{'Acceptance length (pooled, vLLM):':<40} {_fmt(result.acceptance_length)}",
-        f"{'Acceptance length (request mean, DFlash):':<40} "
+        f"{'Acceptance length (req. mean, DFlash):':<40} "
         f"{_fmt(result.acceptance_length_request_mean)}",
         f"{'Acceptance rate (%):':<40} {_fmt(result.acceptance_rate, '.2f', 100)}",
         "Per-position acceptance (%): "
