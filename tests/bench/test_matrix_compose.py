@@ -77,6 +77,9 @@ def test_settings_are_tokens_by_j0_in_the_order_given() -> None:
     assert names == ["k15-j0-off", "k15-j0-on", "k7-j0-off", "k7-j0-on"]
     assert [s.name for s in matrix_settings("7", "on", True)] == ["k7-j0-on"]
     assert matrix_settings("7", "on", True)[0].prefix_caching is True
+    with_baseline = matrix_settings("7", "off,on", False, baseline=True)
+    assert [s.name for s in with_baseline] == ["baseline", "k7-j0-off", "k7-j0-on"]
+    assert with_baseline[0].to_json()["baseline"] is True
 
 
 @pytest.mark.parametrize(
@@ -290,3 +293,13 @@ def test_a_server_that_exits_fails_at_once_with_its_log(
     assert "no-such-server.py" in setting["error"]  # its log is in the error
     assert "no-such-server.py" in (out / "k7-j0-on" / "server.log").read_text()
     assert took < 300, took  # not the health bound (an hour)
+
+
+def test_compose_refuses_a_baseline_it_cannot_serve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compose.serve.yaml always passes --speculative-config: a baseline there would speculate."""
+    out = tmp_path / "o"
+    assert j0_main(["bench", "matrix", "--out", str(out), "--baseline", "--dry-run"]) == 64
+    assert "--backend k8s" in capsys.readouterr().err
+    assert not out.exists()
