@@ -11,7 +11,10 @@ RUN_DESCRIPTION = """\
 Send prompts to a running vLLM server with speculative decoding (one at a time by default,
 streaming) and write FILE.json: per request the prompt, cached and output tokens, TTFT,
 inter-token latency, output tok/s and the accepted count of every verify step with the context
-length at that step; for the run `acceptance_length` (1 + accepted / drafts), `acceptance_rate`
+length at that step; for the run `acceptance_length` (1 + accepted / drafts, pooled: vLLM's
+definition), `acceptance_length_request_mean` (the mean of each request's mean: the DFlash
+paper's),
+`acceptance_histogram` (fraction of steps with i accepted), `acceptance_rate`
 (accepted / draft tokens) and `per_position_acceptance` (drafts that accepted more than i tokens
 / drafts, one per draft position), pooled over the measured requests from the server's
 per-request metrics and cross-checked against its /metrics counters read before and after them
@@ -23,7 +26,9 @@ the figures come from /metrics deltas alone.
 
 Datasets: synthetic[:LEN,...] (built-in long-context reasoning prompts of LEN words; default
 synthetic:1000,4000,8000, capped to fit max_model_len), FILE.jsonl ({"prompt": ...} per line),
-math500, aime, gsm8k (through `datasets`, cached; --dataset-files FILE for a local copy).
+math500, aime, gsm8k, speed-bench:CONFIG (nvidia/SPEED-Bench throughput_1k..32k) and
+longbench-v2[:LEN,...] (THUDM/LongBench-v2 cut to LEN words), through `datasets`, cached;
+--dataset-files FILE for a local copy.
 Prompts go to /v1/chat/completions with Qwen3's thinking on (chat_template_kwargs
 enable_thinking); --no-thinking turns it off, --endpoint completions sends plain text.
 
@@ -33,8 +38,11 @@ Exit 0: done; 1: the server failed or died (the finished requests are kept in FI
 
 REPORT_DESCRIPTION = """\
 Read DIR/<setting>/result.json (and result-shard-NN.json files of sharded runs, merged per
-setting by request) and write DIR/report.md (a table of acceptance length, rate, tok/s, TTFT and
-ITL per setting, and J0 on minus off with a 95 % interval over prompts, paired by prompt), and
+setting by request) and write DIR/report.md (a table of acceptance length by both definitions,
+rate, tok/s, TTFT and ITL per setting; the acceptance histogram; acceptance by context length,
+re-binned from the stored steps; the spread over repeats; every setting against a `baseline`
+setting: speedup paired by prompt and the first output token that differs; and J0 on minus off
+with a 95 % interval over prompts, paired by prompt), and
 PNG plots with a CSV beside each: acceptance length against context length, per-position
 acceptance, and tok/s against the decode roofline (acceptance length x memory bandwidth /
 weight bytes).
@@ -103,8 +111,8 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         "--dataset",
         default="synthetic",
         metavar="NAME|FILE.jsonl",
-        help="synthetic[:LEN,...], FILE.jsonl, math500, aime or gsm8k "
-        "(default synthetic:1000,4000,8000)",
+        help="synthetic[:LEN,...], FILE.jsonl, math500, aime, gsm8k, speed-bench:CONFIG[@REV] "
+        "or longbench-v2[:LEN,...][@REV] (default synthetic:1000,4000,8000)",
     )
     p.add_argument(
         "--dataset-files",
