@@ -82,6 +82,13 @@ def test_table_holds_each_settings_pooled_figures(results_dir) -> None:
         assert summary[name]["requests_ok"] == 4
         assert summary[name]["acceptance_length"] == pytest.approx(1 + sum(steps) / len(steps))
         assert summary[name]["acceptance_rate"] == pytest.approx(sum(steps) / (5 * len(steps)))
+        # Both definitions and the histogram, over the merged shards, by their formulas.
+        assert summary[name]["acceptance_length_request_mean"] == statistics.mean(
+            statistics.mean([1 + a for a in r["accepted"]]) for r in records
+        )
+        assert summary[name]["acceptance_histogram"] == [
+            steps.count(i) / len(steps) for i in range(6)
+        ]
     assert summary["k5-j0-on"]["files"] == ["result-shard-00.json", "result-shard-01.json"]
     assert summary["k5-j0-on"]["j0"] == "on" and summary["k5-j0-on"]["k"] == 5
     text = (root / "report.md").read_text()

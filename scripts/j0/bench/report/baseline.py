@@ -90,7 +90,17 @@ def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
                     "baseline_token": None,
                 }
             )
+    hot = sorted(
+        {
+            str(d.manifest.get("options", {}).get("temperature"))
+            for d in [*setting.docs, *baseline.docs]
+            if (d.manifest.get("options", {}).get("temperature") or 0) != 0
+        }
+    )
     return {
+        "note": (
+            f"sampled at temperature {', '.join(hot)}: outputs need not agree" if hot else None
+        ),
         "compared": compared,
         "identical": identical,
         "missing_in_baseline": missing,

@@ -150,6 +150,14 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
             f"{_fmt(c['speedup_of_means'])} | {_fmt(c['ttft_ratio'])} | {_fmt(c['itl_ratio'])} | "
             f"{out['identical']}/{out['compared']} ({out['compared_by']}) | {firsts or 'none'} |"
         )
+    notes = [(name, c["outputs"]) for name, c in block["settings"].items()]
+    lines += [f"\n- {name}: {out['note']}" for name, out in notes if out.get("note")]
+    lines += [
+        f"\n- {name}: {out['missing_in_baseline']} requests have no baseline request of "
+        "their prompt"
+        for name, out in notes
+        if out["missing_in_baseline"]
+    ]
     return lines
 
 
