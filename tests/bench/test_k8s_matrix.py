@@ -129,6 +129,7 @@ class Node:
         bindir = self.work / "pods" / name / "bin"
         bindir.mkdir()
         (bindir / "j0").symlink_to(STANDIN_BIN)
+        (bindir / "vllm").symlink_to(STANDIN_BIN)  # the baseline's sidecar runs `vllm serve`
         port = free_port()
         env = self.env(sidecar, mounts, index)
         env.update(
@@ -355,6 +356,13 @@ def test_baseline_and_repeats_on_the_stand_in_cluster(
     plan = json.loads((out / "k8s" / "plan.json").read_text())
     assert "--speculative-config" not in plan["settings"]["baseline"]["server_args"]
     assert "--speculative-config" in plan["settings"]["k7-j0-on"]["server_args"]
+    # `j0 serve` refuses a server without the drafter: the baseline's sidecar runs `vllm serve`,
+    # with the prefix-caching flag `j0 serve` would have made.
+    assert plan["settings"]["baseline"]["server_args"][-1] == "--no-enable-prefix-caching"
+    log = (out / "baseline" / "server.log").read_text()
+    assert ": vllm serve " in log and ": j0 serve " not in log
+    (seen,) = [x for x in log.splitlines() if x.startswith("j0-matrix-standin: ")]
+    assert json.loads(seen.removeprefix("j0-matrix-standin: "))["prefix_caching"] is False
     truth = {s["name"]: node.truth[s["shards"][0]["pod"]] for s in record["settings"]}
     results = {s["name"]: load(out / s["results"][0]) for s in record["settings"]}
     # The baseline served one token per step and no speculative metrics.
