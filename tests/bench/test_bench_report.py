@@ -139,3 +139,21 @@ def test_report_errors(tmp_path: Path) -> None:
     with pytest.raises(J0Error, match="no bandwidth known"):
         roofline.bandwidth_tbs("Z80")
     assert roofline.bandwidth_tbs("nvidia h100-sxm") == 3.35
+
+
+def test_report_as_a_function_for_other_commands(results_dir, tmp_path: Path) -> None:
+    """`main(folder, bin_size=...)` (what other commands call) writes the same report."""
+    from j0.bench.report import main as report_main
+
+    root, _ = results_dir
+    out = tmp_path / "again"
+    out.mkdir()
+    assert report_main(root, out=out, bin_size=64) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert again["context_bins"] == {"bin_size": 64}
+    first = json.loads((root / "report.json").read_text())
+    for name, figs in first["settings"].items():
+        assert again["settings"][name]["acceptance_length"] == figs["acceptance_length"]
+        assert sum(b["num_drafts"] for b in again["settings"][name]["by_context"]) == sum(
+            b["num_drafts"] for b in figs["by_context"]
+        )

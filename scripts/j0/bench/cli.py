@@ -348,17 +348,20 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
 
 def _report(args: argparse.Namespace) -> int:
     from j0.bench.acceptance import parse_bins
-    from j0.bench.report import ReportOptions, main
+    from j0.bench.report import ReportOptions, report, say
 
-    return main(
-        ReportOptions(
-            folder=args.dir,
-            out=args.out,
-            gpu=args.gpu,
-            bandwidth_tbs=args.bandwidth,
-            weights_index=args.weights_index,
-            weight_bytes=args.weight_bytes,
-            bin_size=args.bin_size,
-            bins=parse_bins(args.bins) if args.bins else None,
+    say(
+        report(
+            ReportOptions(
+                folder=args.dir,
+                out=args.out,
+                gpu=args.gpu,
+                bandwidth_tbs=args.bandwidth,
+                weights_index=args.weights_index,
+                weight_bytes=args.weight_bytes,
+                bin_size=args.bin_size,
+                bins=parse_bins(args.bins) if args.bins else None,
+            )
         )
     )
+    return 0

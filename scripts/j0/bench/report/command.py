@@ -104,11 +104,40 @@ def report(opts: ReportOptions) -> ReportOutcome:
     return ReportOutcome(report_md, report_json, written, summary)
 
 
-def main(opts: ReportOptions) -> int:
-    done = report(opts)
+def say(done: ReportOutcome) -> None:
+    """What `j0 bench report` prints: report.md, then where the files went."""
     print(done.report_md.read_text())
     print(
         f"wrote {done.report_md}, {done.report_json} and {len(done.written)} plot files in "
         f"{done.report_md.parent}"
+    )
+
+
+def main(
+    folder: Path,
+    *,
+    out: Path | None = None,
+    gpu: str | None = None,
+    bandwidth_tbs: float | None = None,
+    weights_index: Path | None = None,
+    weight_bytes: float | None = None,
+    bin_size: int = 512,
+    bins: list[int] | None = None,
+) -> int:
+    """`j0 bench report FOLDER` as a function for other commands (the signature it had before
+    ReportOptions): the report written and printed; 0."""
+    say(
+        report(
+            ReportOptions(
+                folder=folder,
+                out=out,
+                gpu=gpu,
+                bandwidth_tbs=bandwidth_tbs,
+                weights_index=weights_index,
+                weight_bytes=weight_bytes,
+                bin_size=bin_size,
+                bins=bins,
+            )
+        )
     )
     return 0
