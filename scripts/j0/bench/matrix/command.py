@@ -45,14 +45,6 @@ def main(args: argparse.Namespace) -> int:
     settings = matrix_settings(args.tokens, args.j0, bool(args.prefix_caching), baseline)
     repeats = int(getattr(args, "repeats", 1) or 1)
     system_prompt, system_prompt_file = system_prompt_of(getattr(args, "system_prompt", None))
-    if baseline and backend == "compose":
-        raise J0Error(
-            "--baseline: the compose backend cannot serve without --speculative-config yet "
-            "(compose.serve.yaml always passes one); run the matrix with --backend k8s, or the "
-            "baseline by hand with `j0 bench run --label baseline` against a server started "
-            "without --speculative-config",
-            USAGE,
-        )
     shards = getattr(args, "shards", None)
     gpus = getattr(args, "gpus", None)
     if backend == "compose" and shards not in (None, 1):
@@ -118,7 +110,7 @@ def _finish(record: MatrixRecord) -> int:
 
 def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
     from j0.bench.matrix.compose.backend import ComposeBackend
-    from j0.bench.matrix.compose.project import Compose, rendered_setting
+    from j0.bench.matrix.compose.project import rendered_setting
     from j0.bench.matrix.server import compose_switches
 
     backend = ComposeBackend(
@@ -135,7 +127,9 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
     )
     for run in record.runs:
         if args.dry_run:
-            compose = Compose(backend.root, {**backend.environ, **compose_switches(run.setting)})
+            folder = record.out / run.setting.name
+            environ = {**backend.environ, **compose_switches(run.setting)}
+            compose = backend.project(folder, environ, run.setting.baseline)
             config = compose(["config", "--format", "json"], timeout=120)
             if config.returncode != 0:
                 raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
