@@ -9,8 +9,10 @@ The request (vLLM 0.33's protocol, vllm/entrypoints/openai/*/protocol.py):
                                  prompt is put before PROMPT, a blank line between)
     with "stream": true, "stream_options": {"include_usage": true,
                                             "continuous_usage_stats": true}
-    and "return_token_ids": true (each chunk's choice carries the token ids it adds, which the
-    baseline comparison reads: the first token where two settings' outputs part)
+    and "return_token_ids": true (vLLM 0.33's field: each chunk's choice carries the token ids it
+    adds, which the baseline comparison reads, the first token where two settings' outputs part;
+    vLLM then also sends the chunk of a step whose tokens make no text yet, where it would skip
+    it otherwise, vllm/entrypoints/openai/chat_completion/serving.py)
 
 vLLM streams one chunk per engine step (`--stream-interval 1`); with continuous usage every chunk
 carries the running `completion_tokens`, which gives the tokens of each step. The final usage
