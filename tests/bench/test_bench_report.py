@@ -82,6 +82,13 @@ def test_table_holds_each_settings_pooled_figures(results_dir) -> None:
         assert summary[name]["requests_ok"] == 4
         assert summary[name]["acceptance_length"] == pytest.approx(1 + sum(steps) / len(steps))
         assert summary[name]["acceptance_rate"] == pytest.approx(sum(steps) / (5 * len(steps)))
+        # Both definitions and the histogram, over the merged shards, by their formulas.
+        assert summary[name]["acceptance_length_request_mean"] == statistics.mean(
+            statistics.mean([1 + a for a in r["accepted"]]) for r in records
+        )
+        assert summary[name]["acceptance_histogram"] == [
+            steps.count(i) / len(steps) for i in range(6)
+        ]
     assert summary["k5-j0-on"]["files"] == ["result-shard-00.json", "result-shard-01.json"]
     assert summary["k5-j0-on"]["j0"] == "on" and summary["k5-j0-on"]["k"] == 5
     text = (root / "report.md").read_text()
@@ -132,3 +139,21 @@ def test_report_errors(tmp_path: Path) -> None:
     with pytest.raises(J0Error, match="no bandwidth known"):
         roofline.bandwidth_tbs("Z80")
     assert roofline.bandwidth_tbs("nvidia h100-sxm") == 3.35
+
+
+def test_report_as_a_function_for_other_commands(results_dir, tmp_path: Path) -> None:
+    """`main(folder, bin_size=...)` (what other commands call) writes the same report."""
+    from j0.bench.report import main as report_main
+
+    root, _ = results_dir
+    out = tmp_path / "again"
+    out.mkdir()
+    assert report_main(root, out=out, bin_size=64) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert again["context_bins"] == {"bin_size": 64}
+    first = json.loads((root / "report.json").read_text())
+    for name, figs in first["settings"].items():
+        assert again["settings"][name]["acceptance_length"] == figs["acceptance_length"]
+        assert sum(b["num_drafts"] for b in again["settings"][name]["by_context"]) == sum(
+            b["num_drafts"] for b in figs["by_context"]
+        )

@@ -109,3 +109,38 @@ def test_non_streaming_and_models(server: VllmStandIn) -> None:
     missing = requests.post(server.url + "/v1/completions", json={"model": "nope", "prompt": "q"})
     assert missing.status_code == 404
     assert missing.json()["error"]["message"] == "The model `nope` does not exist."
+
+
+def test_chat_stream_with_return_token_ids(server: VllmStandIn) -> None:
+    """`return_token_ids` (what `j0 bench run` asks): each chunk's choice carries its token ids,
+    as vLLM's protocol types them, and together they are the output the stand-in sent."""
+    body = {
+        "messages": [{"role": "user", "content": "u v " * 30}],
+        "max_tokens": 50,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "return_token_ids": True,
+    }
+    chunks = events(requests.post(server.url + "/v1/chat/completions", json=body, stream=True))
+    ids: list[int] = []
+    for text in chunks[1:-1]:
+        same_after_vllm(ChatCompletionStreamResponse, text, exclude_unset=True)
+        parsed = ChatCompletionStreamResponse.model_validate_json(text)
+        assert parsed.choices[0].token_ids is not None
+        ids += parsed.choices[0].token_ids
+    assert ids == server.records[-1].output_token_ids and len(ids) == 50
+
+
+def test_a_server_without_speculation_sends_no_spec_metrics() -> None:
+    """`vllm serve` without --speculative-config: no metrics.speculative_decoding, no spec-decode
+    counters; the final chunk still parses as vLLM's."""
+    with VllmStandIn(num_spec_tokens=0) as plain:
+        body = {"prompt": "a b " * 20, "max_tokens": 12, "stream": True,
+                "stream_options": {"include_usage": True}}  # fmt: skip
+        chunks = events(requests.post(plain.url + "/v1/completions", json=body, stream=True))
+        metrics = requests.get(plain.url + "/metrics").text
+    final = json.loads(chunks[-1])
+    same_after_vllm(protocol.CompletionStreamResponse, chunks[-1], exclude_none=True)
+    assert "metrics" not in final and final["usage"]["completion_tokens"] == 12
+    assert len(chunks) - 1 == 12  # one token per step
+    assert "vllm:spec_decode" not in metrics and "vllm:generation_tokens_total" in metrics

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -127,6 +129,7 @@ class Node:
         bindir = self.work / "pods" / name / "bin"
         bindir.mkdir()
         (bindir / "j0").symlink_to(STANDIN_BIN)
+        (bindir / "vllm").symlink_to(STANDIN_BIN)  # the baseline's sidecar runs `vllm serve`
         port = free_port()
         env = self.env(sidecar, mounts, index)
         env.update(
@@ -262,6 +265,7 @@ def test_sharded_matrix_on_the_stand_in_cluster(
         j0 = "on" if setting["j0"] else "off"
         row = f"| {setting['name']} | {setting['num_speculative_tokens']} | {j0} | off | 5/5 |"
         assert row in table, table
+    assert "No baseline: no baseline setting" in table  # said, not left out
     # The results are on the "PVC" too, under the run's name.
     run = record["k8s"]["run"]
     on_pvc = sorted(p.relative_to(node.pvc) for p in (node.pvc / "results" / run).rglob("*.json"))
@@ -333,3 +337,111 @@ def test_result_blocks_survive_the_log_and_catch_damage() -> None:
 def test_stand_in_requires_the_kubeconfig_token(cluster: tuple[K8sApiStandIn, Node]) -> None:
     api, _ = cluster
     assert get(f"{api.url}/api/v1/namespaces/x/pods")[0] == 401
+
+
+def test_baseline_and_repeats_on_the_stand_in_cluster(
+    cluster: tuple[K8sApiStandIn, Node], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--baseline --repeats 2`: a server without --speculative-config beside k7 J0 off and on.
+    The J0-on stand-in is made lossy from output token 5 (J0_STANDIN_LOSSY_J0), so the report's
+    comparison with the baseline has something to find. Every figure is computed here from the
+    stand-ins' own records (the speedup from the per-request tok/s the results hold)."""
+    _, node = cluster
+    monkeypatch.setenv("J0_STANDIN_LOSSY_J0", "5")
+    out = tmp_path / "out"
+    assert matrix(out, "--tokens", "7", "--baseline", "--repeats", "2", "--requests", "4") == 0
+    record = load(out / "matrix.json")
+    assert [s["name"] for s in record["settings"]] == ["baseline", "k7-j0-off", "k7-j0-on"]
+    assert record["baseline"] is True and record["repeats"] == 2
+    plan = json.loads((out / "k8s" / "plan.json").read_text())
+    assert "--speculative-config" not in plan["settings"]["baseline"]["server_args"]
+    assert "--speculative-config" in plan["settings"]["k7-j0-on"]["server_args"]
+    # `j0 serve` refuses a server without the drafter: the baseline's sidecar runs `vllm serve`,
+    # with the prefix-caching flag `j0 serve` would have made.
+    assert plan["settings"]["baseline"]["server_args"][-1] == "--no-enable-prefix-caching"
+    log = (out / "baseline" / "server.log").read_text()
+    assert ": vllm serve " in log and ": j0 serve " not in log
+    (seen,) = [x for x in log.splitlines() if x.startswith("j0-matrix-standin: ")]
+    assert json.loads(seen.removeprefix("j0-matrix-standin: "))["prefix_caching"] is False
+    truth = {s["name"]: node.truth[s["shards"][0]["pod"]] for s in record["settings"]}
+    results = {s["name"]: load(out / s["results"][0]) for s in record["settings"]}
+    # The baseline served one token per step and no speculative metrics.
+    assert all(not r["per_step_accepted"] for r in truth["baseline"])
+    assert results["baseline"]["acceptance_length"] is None
+    assert all(r["speculative_decoding"] is None for r in results["baseline"]["requests"])
+
+    # Bins that cut through the steps' contexts, re-binned from the stored steps (no re-run).
+    contexts = sorted(c for r in truth["k7-j0-off"] for c in r["step_context_lengths"])
+    low, high = contexts[len(contexts) // 3], contexts[2 * len(contexts) // 3]
+    assert contexts[0] < low < high
+    assert j0_main(["bench", "report", str(out), "--bins", f"{low},{high}"]) == 0
+    report = load(out / "report.json")
+    assert report["context_bins"] == {"bins": [low, high]}
+    for name in ("k7-j0-off", "k7-j0-on"):
+        records, got = truth[name], report["settings"][name]
+        assert len(records) == 8  # 4 prompts, twice, in the same order
+        steps = [a for r in records for a in r["per_step_accepted"]]
+        assert got["acceptance_length"] == 1 + sum(steps) / len(steps)
+        assert got["acceptance_length_request_mean"] == statistics.mean(
+            statistics.mean([1 + a for a in r["per_step_accepted"]]) for r in records
+        )
+        assert got["acceptance_histogram"] == [steps.count(i) / len(steps) for i in range(8)]
+        bins: dict[int, list[list[int]]] = {}
+        for r in records:
+            mine: dict[int, list[int]] = {}
+            for context, a in zip(r["step_context_lengths"], r["per_step_accepted"], strict=True):
+                start = 0 if context < low else low if context < high else high
+                mine.setdefault(start, []).append(a)
+            for start, accepted in mine.items():
+                bins.setdefault(start, []).append(accepted)
+        assert [
+            (b["context_start"], b["num_drafts"], b["acceptance_length"],
+             b["acceptance_length_request_mean"]) for b in got["by_context"]
+        ] == [
+            (start, sum(map(len, v)), 1 + sum(map(sum, v)) / sum(map(len, v)),
+             statistics.mean(statistics.mean([1 + a for a in x]) for x in v))
+            for start, v in sorted(bins.items())
+        ]  # fmt: skip
+        assert len(got["by_context"]) >= 2
+        per_repeat = []
+        for half in (records[:4], records[4:]):
+            s = [a for r in half for a in r["per_step_accepted"]]
+            per_repeat.append(1 + sum(s) / len(s))
+        spread = got["repeats"]["spread"]["acceptance_length"]
+        assert got["repeats"]["count"] == 2
+        assert spread["mean"] == statistics.fmean(per_repeat)
+        assert spread["stdev"] == statistics.stdev(per_repeat)
+
+    # The speedup over the baseline, paired by prompt (tok/s averaged over the two repeats).
+    def tok_s(name: str) -> dict[str, float]:
+        by_prompt: dict[str, list[float]] = {}
+        for r in results[name]["requests"]:
+            by_prompt.setdefault(r["prompt_sha256"], []).append(r["output_tok_s"])
+        return {k: statistics.fmean(v) for k, v in by_prompt.items()}
+
+    block = report["baseline"]
+    assert block["setting"] == "baseline"
+    base = tok_s("baseline")
+    for name in ("k7-j0-off", "k7-j0-on"):
+        ratios = [v / base[k] for k, v in tok_s(name).items()]
+        mean = statistics.fmean(ratios)
+        half = 3.182 * statistics.stdev(ratios) / math.sqrt(4)
+        speedup = block["settings"][name]["speedup"]
+        assert speedup == {"n": 4, "mean": mean, "ci95": [mean - half, mean + half]}
+    # The outputs against the baseline's, from the records: J0 off is lossless, J0 on parts at 5.
+    base_out = {i: r["output_token_ids"] for i, r in enumerate(truth["baseline"])}
+    for name, lossless in (("k7-j0-off", True), ("k7-j0-on", False)):
+        outputs = block["settings"][name]["outputs"]
+        firsts = []
+        for i, r in enumerate(truth[name]):
+            pairs_ = zip(r["output_token_ids"], base_out[i], strict=True)
+            firsts.append(next((n for n, (a, b) in enumerate(pairs_) if a != b), None))
+        assert outputs["lossless"] is lossless and outputs["compared"] == 8
+        assert outputs["identical"] == firsts.count(None)
+        assert [d["first_differing_token"] for d in outputs["differences"]] == [
+            f for f in firsts if f is not None
+        ]
+    assert firsts == [5] * 8
+    table = (out / "report.md").read_text()
+    assert "| baseline | none (baseline) | n/a | off | 8/8 |" in table
+    assert "| k7-j0-on | " in table and "token 5" in table

@@ -388,3 +388,40 @@ def test_production_stack_values_serve_composes_flags(pins: Pins, tmp_path: Path
     assert env["VLLM_DFLASH_CTX_NOISE"] == server["environment"]["VLLM_DFLASH_CTX_NOISE"]
     assert spec["initContainer"]["command"] == ["j0", "drafter", "fetch"]
     assert spec["initContainer"]["mountPvcStorage"] is True
+
+
+@pytest.mark.parametrize("caching", [False, True])
+def test_baseline_server_arguments_equal_composes(
+    caching: bool, pins: Pins, tmp_path: Path
+) -> None:
+    """The baseline's sidecar (`vllm serve ARGS`) and the compose backend's baseline override,
+    both rendered: the same program and arguments."""
+    require_compose()
+    from j0.bench.matrix.compose.project import BASELINE_FILE, baseline_override
+    from j0.bench.matrix.server import compose_switches
+
+    setting = Setting(0, False, caching)
+    switches = compose_switches(setting)
+    plain = compose_server(tmp_path, **switches)
+    override = tmp_path / BASELINE_FILE
+    override.write_text(baseline_override({"services": {"server": plain}}, caching))
+    env = {k: v for k, v in os.environ.items() if k not in COMPOSE_KNOBS}
+    env.update(HOME=str(tmp_path), **switches)
+    done = subprocess.run(
+        ["docker", "compose", "--env-file", os.devnull, "-f", str(ROOT / "compose.yaml"),
+         "-f", str(override), "config", "--format", "json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    server = json.loads(done.stdout)["services"]["server"]
+    knobs = ServerKnobs(target_model=pins.target_model)
+    plan = build_plan("j0-matrix-x", [setting], knobs, 1, BenchOptions(None, 1, 8), None)
+    docs = k8s_render.matrix_manifests(
+        pins, knobs, plan, k8s_render.K8sOptions(image="x/y:z"), parallelism=1
+    )
+    argv, _ = k8s_pod.server_command(json.loads(docs["configmap"]["data"]["plan.json"]), 0)
+    assert server["entrypoint"] == argv[:2] == ["vllm", "serve"]
+    assert server["command"] == argv[2:]
+    assert "--speculative-config" not in argv
+    flag = "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"
+    assert argv[-1] == flag

@@ -77,6 +77,9 @@ def test_settings_are_tokens_by_j0_in_the_order_given() -> None:
     assert names == ["k15-j0-off", "k15-j0-on", "k7-j0-off", "k7-j0-on"]
     assert [s.name for s in matrix_settings("7", "on", True)] == ["k7-j0-on"]
     assert matrix_settings("7", "on", True)[0].prefix_caching is True
+    with_baseline = matrix_settings("7", "off,on", False, baseline=True)
+    assert [s.name for s in with_baseline] == ["baseline", "k7-j0-off", "k7-j0-on"]
+    assert with_baseline[0].to_json()["baseline"] is True
 
 
 @pytest.mark.parametrize(
@@ -290,3 +293,62 @@ def test_a_server_that_exits_fails_at_once_with_its_log(
     assert "no-such-server.py" in setting["error"]  # its log is in the error
     assert "no-such-server.py" in (out / "k7-j0-on" / "server.log").read_text()
     assert took < 300, took  # not the health bound (an hour)
+
+
+def test_dry_run_renders_the_baseline_without_speculative_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline's project: the user's compose files plus OUT/baseline/compose.baseline.yaml,
+    rendered by the real `docker compose config`: `vllm serve` with the server's arguments less
+    --speculative-config (`j0 serve` would refuse them), prefix caching off as the flag."""
+    require_compose()
+    clean_env(monkeypatch, tmp_path)
+    out = tmp_path / "out"
+    code = j0_main(
+        ["bench", "matrix", "--out", str(out), "--dry-run", "--requests", "1", "--tokens", "7",
+         "--j0", "on", "--baseline"]
+    )  # fmt: skip
+    assert code == 0
+    base, spec = load(out / "matrix.json")["settings"]
+    assert base["name"] == "baseline" and base["status"] == "rendered", base
+    assert base["baseline"] is True and base["num_speculative_tokens"] == 0
+    assert "--speculative-config" not in base["server_args"]
+    assert base["server_args"][-1] == "--no-enable-prefix-caching"
+    assert base["server_env"]["VLLM_DFLASH_CTX_NOISE"] == "0"
+    # Everything else as the speculative setting's server has it.
+    others = spec["server_args"]
+    at = others.index("--speculative-config")
+    assert base["server_args"][:-1] == others[:at] + others[at + 2 :]
+    override = json.loads(
+        "".join((out / "baseline" / "compose.baseline.yaml").read_text().splitlines(True)[1:])
+    )
+    assert override["services"]["server"]["entrypoint"] == ["vllm", "serve"]
+    assert not (out / "k7-j0-on").exists()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_baseline_and_repeats_with_compose(stack: Stack, tmp_path: Path) -> None:
+    """--baseline --repeats 2 on the stand-in image: the baseline's server is `vllm serve`
+    without --speculative-config (no speculative metrics); the report compares with it."""
+    out = tmp_path / "out"
+    code = j0_main(
+        ["bench", "matrix", "--out", str(out), "--dataset", "synthetic:40,80", "--requests", "2",
+         "--max-tokens", "24", "--tokens", "7", "--j0", "on", "--baseline", "--repeats", "2"]
+    )  # fmt: skip
+    record = load(out / "matrix.json")
+    assert code == 0, json.dumps(record, indent=1)
+    assert [s["name"] for s in record["settings"]] == ["baseline", "k7-j0-on"]
+    log = (out / "baseline" / "server.log").read_text()
+    (line,) = [x for x in log.splitlines() if x.startswith("j0-matrix-standin: ")]
+    seen = json.loads(line.removeprefix("j0-matrix-standin: "))
+    assert seen["num_speculative_tokens"] is None and seen["prefix_caching"] is False
+    base = load(out / "baseline" / "result.json")
+    assert base["acceptance_length"] is None and len(base["requests"]) == 4
+    assert [r["repeat"] for r in base["requests"]] == [0, 0, 1, 1]
+    assert j0_main(["bench", "report", str(out)]) == 0
+    block = load(out / "report.json")["baseline"]
+    assert block["setting"] == "baseline"
+    outputs = block["settings"]["k7-j0-on"]["outputs"]
+    assert outputs["compared"] == 4 and outputs["lossless"] is True  # the stand-in is lossless
+    assert block["settings"]["k7-j0-on"]["speedup"]["n"] == 2

@@ -40,8 +40,9 @@ def usage(record: RequestRecord, final: bool, prompt_tokens_details: bool) -> Bo
 
 
 def spec_decode_metrics(record: RequestRecord, num_spec_tokens: int, level: str) -> Body | None:
-    """`metrics.speculative_decoding` at --per-request-spec-decode-metrics `level`."""
-    if level == "none":
+    """`metrics.speculative_decoding` at --per-request-spec-decode-metrics `level`; none from a
+    server without speculative decoding (num_spec_tokens 0)."""
+    if level == "none" or num_spec_tokens == 0:
         return None
     histogram = [0] * (num_spec_tokens + 1)
     for a in record.per_step_accepted:

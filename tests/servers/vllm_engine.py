@@ -73,8 +73,10 @@ class SimulatedEngine:
         step_delay: float,
         prefill_delay: float,
         engines: int,
+        lossy_from: int | None = None,
     ) -> None:
         self.acceptance = acceptance
+        self.lossy_from = lossy_from
         self.num_spec_tokens = num_spec_tokens
         self.max_model_len = max_model_len
         self.output_len = output_len
@@ -131,8 +133,22 @@ class SimulatedEngine:
         """Yield (token ids of this step, finish reason or None), one engine step at a time.
 
         The tokens depend on the prompt only (speculative decoding is lossless); how many come
-        per step depends on the accepted counts."""
-        out_rng = random.Random(hashlib.sha256(seed_text.encode()).digest())
+        per step depends on the accepted counts. With `lossy_from` N (a speculator that is not
+        lossless), output token N on (counted from 0) is another one."""
+        rng = random.Random(hashlib.sha256(seed_text.encode()).digest())
+        lossy_from = self.lossy_from
+        sent = 0
+
+        class Tokens:
+            def randrange(self, low: int, high: int) -> int:
+                nonlocal sent
+                value = rng.randrange(low, high)
+                if lossy_from is not None and sent >= lossy_from:
+                    value = low + (value - low + 1) % (high - low)
+                sent += 1
+                return value
+
+        out_rng = Tokens()
         budget = record.max_tokens
         natural = self.output_len
         context = record.prompt_tokens

@@ -72,6 +72,7 @@ def generate(handler: VllmHandler, body: dict[str, Any], chat: bool) -> None:
     options = body.get("stream_options") or {}
     include_usage = bool(options.get("include_usage"))
     continuous = include_usage and bool(options.get("continuous_usage_stats"))
+    token_ids = bool(body.get("return_token_ids"))  # vLLM's: the output's token ids per choice
     cached = server.prefix_cache.cached_tokens_for(tokens)
     record = server.engine.new_record(
         request_id=f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:16]}",
@@ -89,25 +90,31 @@ def generate(handler: VllmHandler, body: dict[str, Any], chat: bool) -> None:
     dies = server.die_after is not None and record.index >= server.die_after
     steps = server.engine.generate(record, " ".join(tokens))
     if stream:
-        send_stream(handler, record, steps, StreamOptions(chat, include_usage, continuous, dies))
+        options = StreamOptions(chat, include_usage, continuous, dies, token_ids)
+        send_stream(handler, record, steps, options)
     else:
-        send_whole(handler, record, steps, chat, dies)
+        send_whole(handler, record, steps, chat, dies, token_ids)
 
 
 def send_whole(
-    handler: VllmHandler, record: RequestRecord, steps: Iterator[Step], chat: bool, dies: bool
+    handler: VllmHandler,
+    record: RequestRecord,
+    steps: Iterator[Step],
+    chat: bool,
+    dies: bool,
+    token_ids: bool = False,
 ) -> None:
     server = handler.server
     reasoning = content = ""
     reason = None
-    for n_step, (token_ids, step_reason) in enumerate(steps):
+    for n_step, (step_ids, step_reason) in enumerate(steps):
         if dies and n_step >= DYING_STEP:
             record.died = True
             handler.close_connection = True
             server.die()
             return
-        before = record.add_output(len(token_ids))
-        r, c = bodies.split_output(record, token_ids, before, server.reasoning_tokens)
+        before = record.add_output(step_ids)
+        r, c = bodies.split_output(record, step_ids, before, server.reasoning_tokens)
         reasoning += r
         content += c
         reason = step_reason
@@ -128,4 +135,6 @@ def send_whole(
         answer = bodies.chat_completion(record, created, (reasoning, content), reason, tail)
     else:
         answer = bodies.text_completion(record, created, reasoning + content, reason, tail)
+    if token_ids:
+        answer["choices"][0]["token_ids"] = list(record.output_token_ids)
     handler.send_json(200, answer)

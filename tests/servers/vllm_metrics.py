@@ -23,8 +23,12 @@ def go_float(value: float) -> str:
     return text
 
 
-def metrics_text(counters: list[EngineCounters], model: str, prefix_caching: bool) -> str:
-    """GET /metrics: the engines' `counters` (a copy) as prometheus_client writes them."""
+def metrics_text(
+    counters: list[EngineCounters], model: str, prefix_caching: bool, speculative: bool = True
+) -> str:
+    """GET /metrics: the engines' `counters` (a copy) as prometheus_client writes them; a server
+    without speculative decoding (`speculative` false, `vllm serve` without
+    --speculative-config) has no spec-decode counters."""
     lines: list[str] = [
         "# HELP python_info Python platform information",
         "# TYPE python_info gauge",
@@ -81,30 +85,31 @@ def metrics_text(counters: list[EngineCounters], model: str, prefix_caching: boo
             for r, n in s.items()
         ],
     )
-    counter(
-        "vllm:spec_decode_num_drafts",
-        "Number of spec decoding drafts.",
-        [(labels(i), c.drafts, c.created) for i, c, *_ in engines],
-    )
-    counter(
-        "vllm:spec_decode_num_draft_tokens",
-        "Number of draft tokens.",
-        [(labels(i), c.draft_tokens, c.created) for i, c, *_ in engines],
-    )
-    counter(
-        "vllm:spec_decode_num_accepted_tokens",
-        "Number of accepted tokens.",
-        [(labels(i), c.accepted, c.created) for i, c, *_ in engines],
-    )
-    counter(
-        "vllm:spec_decode_num_accepted_tokens_per_pos",
-        "Accepted tokens per draft position.",
-        [
-            (f'{{engine="{i}",model_name="{model}",position="{pos}"}}', n, c.created + pos)
-            for i, c, _, per_pos in engines
-            for pos, n in enumerate(per_pos)
-        ],
-    )
+    if speculative:
+        counter(
+            "vllm:spec_decode_num_drafts",
+            "Number of spec decoding drafts.",
+            [(labels(i), c.drafts, c.created) for i, c, *_ in engines],
+        )
+        counter(
+            "vllm:spec_decode_num_draft_tokens",
+            "Number of draft tokens.",
+            [(labels(i), c.draft_tokens, c.created) for i, c, *_ in engines],
+        )
+        counter(
+            "vllm:spec_decode_num_accepted_tokens",
+            "Number of accepted tokens.",
+            [(labels(i), c.accepted, c.created) for i, c, *_ in engines],
+        )
+        counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            [
+                (f'{{engine="{i}",model_name="{model}",position="{pos}"}}', n, c.created + pos)
+                for i, c, _, per_pos in engines
+                for pos, n in enumerate(per_pos)
+            ],
+        )
     lines += [
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
         "# TYPE vllm:cache_config_info gauge",

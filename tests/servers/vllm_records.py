@@ -34,16 +34,18 @@ class RequestRecord:
     per_step_drafted: list[int] = field(default_factory=list)
     step_context_lengths: list[int] = field(default_factory=list)
     output_tokens: int = 0
+    output_token_ids: list[int] = field(default_factory=list)  # every output token, as sent
     finish_reason: str | None = None
     died: bool = False
     # time.monotonic() when the first and the last output token were written
     first_token_time: float | None = None
     last_token_time: float | None = None
 
-    def add_output(self, count: int) -> int:
-        """Count `count` output tokens, written now; the count before them."""
+    def add_output(self, token_ids: list[int]) -> int:
+        """Count these output tokens, written now; the count before them."""
         before = self.output_tokens
-        self.output_tokens += count
+        self.output_tokens += len(token_ids)
+        self.output_token_ids.extend(token_ids)
         now = time.monotonic()
         if self.first_token_time is None:
             self.first_token_time = now

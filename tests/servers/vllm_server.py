@@ -38,6 +38,12 @@ The engine is simulated one step at a time, as vLLM's scheduler does it
 - prompts are "tokenised" as whitespace-separated words; with prefix caching on, full 16-token
   blocks seen before count as cached (at most prompt_tokens - 1, as vLLM computes the last token).
 
+With `num_spec_tokens` 0 it serves as `vllm serve` without --speculative-config: one token per
+step, no `metrics.speculative_decoding` and no spec-decode counters in /metrics. With
+`return_token_ids` in a request, each chunk's choice carries the token ids it adds (the whole
+answer's, all of them), as vLLM's `return_token_ids` does; `lossy_from=N` changes every output
+token from the N-th on (a speculator that is not lossless).
+
 The truth, for tests: what the accepted count of each step is comes from `accept_script` (a list
 of counts used in order, then repeated) or else from a seeded RNG (`seed`, `accept_prob`,
 `position_decay`, `context_scale`); every request is recorded in `records` (also at
@@ -116,6 +122,7 @@ class VllmStandIn(StandInServer):
         ignore_stream: bool = False,
         api_key: str | None = None,
         engine_dead: bool = False,
+        lossy_from: int | None = None,
     ) -> None:
         super().__init__(VllmHandler, host, port)
         if spec_metrics not in ("none", "summary", "detailed"):
@@ -153,6 +160,7 @@ class VllmStandIn(StandInServer):
             step_delay=step_delay,
             prefill_delay=prefill_delay,
             engines=engines,
+            lossy_from=lossy_from,
         )
 
     # -- what it did, for tests -----------------------------------------------------------------
@@ -174,7 +182,10 @@ class VllmStandIn(StandInServer):
         return self.engine.record_json()
 
     def metrics_text(self) -> str:
-        return metrics_text(self.engine.counters_now(), self.model, self.prefix_caching)
+        speculative = self.num_spec_tokens > 0
+        return metrics_text(
+            self.engine.counters_now(), self.model, self.prefix_caching, speculative
+        )
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -211,7 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="served model name")
     parser.add_argument("--max-model-len", type=int, default=40960)
-    parser.add_argument("--num-spec-tokens", type=int, default=15)
+    parser.add_argument(
+        "--num-spec-tokens", type=int, default=15, help="0: no speculative decoding"
+    )
+    parser.add_argument(
+        "--lossy-from",
+        type=int,
+        default=None,
+        help="output token N on is not the lossless one (a broken speculator)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the acceptance RNG")
     parser.add_argument(
         "--accept-script",
@@ -284,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         spec_metrics=args.spec_metrics,
         reasoning_tokens=args.reasoning_tokens,
         output_len=args.output_len,
+        lossy_from=args.lossy_from,
     )
     # The first line, "... at http://HOST:PORT ...", is what callers read.
     print(

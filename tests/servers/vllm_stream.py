@@ -31,6 +31,7 @@ class StreamOptions:
     include_usage: bool  # stream_options.include_usage: a final usage chunk
     continuous: bool  # stream_options.continuous_usage_stats: usage in every chunk
     dies: bool  # die_after: this request stops mid-stream and the server with it
+    token_ids: bool = False  # the request's return_token_ids: each chunk's token ids
 
 
 def send_event(handler: VllmHandler, value: Any) -> None:
@@ -69,11 +70,13 @@ def send_stream(
             if options.dies and n_step >= DYING_STEP:
                 cut_and_die(handler, record)
                 return
-            before = record.add_output(len(token_ids))
+            before = record.add_output(token_ids)
             reasoning, content = bodies.split_output(
                 record, token_ids, before, server.reasoning_tokens
             )
             chunk = bodies.step_chunk(head, options.chat, reasoning, content, reason)
+            if options.token_ids:
+                chunk["choices"][0]["token_ids"] = list(token_ids)
             if options.continuous:
                 chunk["usage"] = bodies.usage(record, False, server.prompt_tokens_details)
             if reason is not None and not options.include_usage:

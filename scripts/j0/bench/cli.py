@@ -11,7 +11,10 @@ RUN_DESCRIPTION = """\
 Send prompts to a running vLLM server with speculative decoding (one at a time by default,
 streaming) and write FILE.json: per request the prompt, cached and output tokens, TTFT,
 inter-token latency, output tok/s and the accepted count of every verify step with the context
-length at that step; for the run `acceptance_length` (1 + accepted / drafts), `acceptance_rate`
+length at that step; for the run `acceptance_length` (1 + accepted / drafts, pooled: vLLM's
+definition), `acceptance_length_request_mean` (the mean of each request's mean: the DFlash
+paper's),
+`acceptance_histogram` (fraction of steps with i accepted), `acceptance_rate`
 (accepted / draft tokens) and `per_position_acceptance` (drafts that accepted more than i tokens
 / drafts, one per draft position), pooled over the measured requests from the server's
 per-request metrics and cross-checked against its /metrics counters read before and after them
@@ -23,7 +26,9 @@ the figures come from /metrics deltas alone.
 
 Datasets: synthetic[:LEN,...] (built-in long-context reasoning prompts of LEN words; default
 synthetic:1000,4000,8000, capped to fit max_model_len), FILE.jsonl ({"prompt": ...} per line),
-math500, aime, gsm8k (through `datasets`, cached; --dataset-files FILE for a local copy).
+math500, aime, gsm8k, speed-bench:CONFIG (nvidia/SPEED-Bench throughput_1k..32k) and
+longbench-v2[:LEN,...] (THUDM/LongBench-v2 cut to LEN words), through `datasets`, cached;
+--dataset-files FILE for a local copy.
 Prompts go to /v1/chat/completions with Qwen3's thinking on (chat_template_kwargs
 enable_thinking); --no-thinking turns it off, --endpoint completions sends plain text.
 
@@ -33,8 +38,11 @@ Exit 0: done; 1: the server failed or died (the finished requests are kept in FI
 
 REPORT_DESCRIPTION = """\
 Read DIR/<setting>/result.json (and result-shard-NN.json files of sharded runs, merged per
-setting by request) and write DIR/report.md (a table of acceptance length, rate, tok/s, TTFT and
-ITL per setting, and J0 on minus off with a 95 % interval over prompts, paired by prompt), and
+setting by request) and write DIR/report.md (a table of acceptance length by both definitions,
+rate, tok/s, TTFT and ITL per setting; the acceptance histogram; acceptance by context length,
+re-binned from the stored steps; the spread over repeats; every setting against a `baseline`
+setting: speedup paired by prompt and the first output token that differs; and J0 on minus off
+with a 95 % interval over prompts, paired by prompt), and
 PNG plots with a CSV beside each: acceptance length against context length, per-position
 acceptance, and tok/s against the decode roofline (acceptance length x memory bandwidth /
 weight bytes).
@@ -103,8 +111,8 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         "--dataset",
         default="synthetic",
         metavar="NAME|FILE.jsonl",
-        help="synthetic[:LEN,...], FILE.jsonl, math500, aime or gsm8k "
-        "(default synthetic:1000,4000,8000)",
+        help="synthetic[:LEN,...], FILE.jsonl, math500, aime, gsm8k, speed-bench:CONFIG[@REV] "
+        "or longbench-v2[:LEN,...][@REV] (default synthetic:1000,4000,8000)",
     )
     p.add_argument(
         "--dataset-files",
@@ -179,13 +187,38 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         metavar="S",
         help="longest wait for the next chunk (default 3600 s)",
     )
+    _add_repeats_and_system_prompt(p, "run")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=_run)
 
 
+def _add_repeats_and_system_prompt(p: argparse.ArgumentParser, command: str) -> None:
+    restart = (
+        "the server is not restarted between repeats"
+        if command == "run"
+        else "each setting's server is started once and runs all repeats"
+    )
+    p.add_argument(
+        "--repeats",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help=f"send the prompts N times, in the same order each time ({restart}); the report "
+        "gives the mean and spread over repeats (default 1)",
+    )
+    p.add_argument(
+        "--system-prompt",
+        metavar="TEXT|@FILE",
+        help="a system message before each prompt (chat; with completions, the text and a blank "
+        "line before the prompt); @FILE reads it from FILE; kept in the manifest",
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from j0.bench.run import RunOptions, run
+    from j0.bench.run.options import system_prompt_of
 
+    system_prompt, system_prompt_file = system_prompt_of(args.system_prompt)
     outcome = run(
         RunOptions(
             url=args.url,
@@ -208,6 +241,9 @@ def _run(args: argparse.Namespace) -> int:
             overlay_identity=args.overlay_identity,
             timeout_s=args.timeout,
             progress=args.progress,
+            repeats=args.repeats,
+            system_prompt=system_prompt,
+            system_prompt_file=system_prompt_file,
         )
     )
     problem = outcome.failure()
@@ -244,6 +280,13 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
     p.add_argument("--namespace", help="k8s: the namespace")
     p.add_argument("--gpus", type=_positive, help="k8s: GPUs to use")
     p.add_argument("--shards", type=_positive, help="k8s: shards of the prompts per setting")
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add a setting `baseline`: the same server without --speculative-config (no "
+        "speculative decoding), for speedups and the lossless check in `j0 bench report`",
+    )
+    _add_repeats_and_system_prompt(p, "matrix")
     p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     p.set_defaults(func=_matrix)
 
@@ -285,26 +328,40 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
         metavar="BYTES",
         help="the target's weight bytes (instead of --weights-index)",
     )
-    p.add_argument(
+    bins = p.add_mutually_exclusive_group()
+    bins.add_argument(
         "--bin-size",
         type=_positive,
         default=512,
         metavar="TOKENS",
-        help="context-length bin of the acceptance plot (default 512)",
+        help="context-length bins of this width, re-binned from the stored per-step data "
+        "(default 512)",
+    )
+    bins.add_argument(
+        "--bins",
+        metavar="A,B,C",
+        help="context-length bins [0,A), [A,B), [B,C), [C,...) instead of --bin-size",
     )
     p.add_argument("--out", type=Path, metavar="DIR2", help="write there (default: DIR)")
     p.set_defaults(func=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from j0.bench import report
+    from j0.bench.acceptance import parse_bins
+    from j0.bench.report import ReportOptions, report, say
 
-    return report.main(
-        args.dir,
-        out=args.out,
-        gpu=args.gpu,
-        bandwidth_tbs=args.bandwidth,
-        weights_index=args.weights_index,
-        weight_bytes=args.weight_bytes,
-        bin_size=args.bin_size,
+    say(
+        report(
+            ReportOptions(
+                folder=args.dir,
+                out=args.out,
+                gpu=args.gpu,
+                bandwidth_tbs=args.bandwidth,
+                weights_index=args.weights_index,
+                weight_bytes=args.weight_bytes,
+                bin_size=args.bin_size,
+                bins=parse_bins(args.bins) if args.bins else None,
+            )
+        )
     )
+    return 0

@@ -4,9 +4,15 @@ The request (vLLM 0.33's protocol, vllm/entrypoints/openai/*/protocol.py):
 
     POST /v1/chat/completions   {"messages": [{"role": "user", "content": PROMPT}],
                                  "chat_template_kwargs": {"enable_thinking": true|false}, ...}
-    POST /v1/completions        {"prompt": PROMPT, ...}   (--endpoint completions)
-    with "stream": true and "stream_options": {"include_usage": true,
-                                               "continuous_usage_stats": true}
+                                (with --system-prompt a {"role": "system"} message first)
+    POST /v1/completions        {"prompt": PROMPT, ...}   (--endpoint completions; a system
+                                 prompt is put before PROMPT, a blank line between)
+    with "stream": true, "stream_options": {"include_usage": true,
+                                            "continuous_usage_stats": true}
+    and "return_token_ids": true (vLLM 0.33's field: each chunk's choice carries the token ids it
+    adds, which the baseline comparison reads, the first token where two settings' outputs part;
+    vLLM then also sends the chunk of a step whose tokens make no text yet, where it would skip
+    it otherwise, vllm/entrypoints/openai/chat_completion/serving.py)
 
 vLLM streams one chunk per engine step (`--stream-interval 1`); with continuous usage every chunk
 carries the running `completion_tokens`, which gives the tokens of each step. The final usage
@@ -50,6 +56,8 @@ class Outcome:
     output_tokens: int | None = None
     finish_reason: str | None = None
     speculative_decoding: dict[str, Any] | None = None
+    token_ids: list[int] | None = None  # the output's token ids, where the server gave them
+    text: str = ""  # the output's text (reasoning, then content, as streamed)
     client_time_s: float = 0.0  # spent in this module's own parsing
 
 
@@ -62,18 +70,21 @@ def request_body(
     thinking: bool,
     temperature: float,
     ignore_eos: bool,
+    system_prompt: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model}
     if endpoint == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        body["messages"] = [*system, {"role": "user", "content": prompt}]
         body["chat_template_kwargs"] = {"enable_thinking": thinking}
     else:
-        body["prompt"] = prompt
+        body["prompt"] = f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
     body.update(
         max_tokens=max_tokens,
         temperature=temperature,
         stream=True,
         stream_options={"include_usage": True, "continuous_usage_stats": True},
+        return_token_ids=True,
     )
     if ignore_eos:
         body["ignore_eos"] = True
@@ -127,6 +138,7 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 _usage_and_metrics(out, whole)
                 for choice in whole.get("choices") or []:
                     out.finish_reason = choice.get("finish_reason") or out.finish_reason
+                    _output_of(out, choice)
                 seen = out.output_tokens or 0
                 out.chunk_tokens.append(seen)
             async for raw in response.content:
@@ -163,6 +175,7 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 for choice in chunk.get("choices") or []:
                     if choice.get("finish_reason"):
                         out.finish_reason = choice["finish_reason"]
+                    _output_of(out, choice)
                 _usage_and_metrics(out, chunk)
                 out.client_time_s += time.perf_counter() - now
     except EndpointMissing:
@@ -183,6 +196,20 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
         return out
     out.ok = True
     return out
+
+
+def _output_of(out: Outcome, choice: dict[str, Any]) -> None:
+    """Add a choice's token ids and text to the output (a chunk's delta or a whole message)."""
+    ids = choice.get("token_ids")
+    if isinstance(ids, list):
+        out.token_ids = (out.token_ids or []) + [int(t) for t in ids]
+    part = choice.get("delta") or choice.get("message")
+    if isinstance(part, dict):
+        out.text += (part.get("reasoning") or part.get("reasoning_content") or "") + (
+            part.get("content") or ""
+        )
+    else:
+        out.text += choice.get("text") or ""
 
 
 def _usage_and_metrics(out: Outcome, chunk: dict[str, Any]) -> None:

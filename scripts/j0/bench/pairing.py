@@ -1,4 +1,5 @@
-"""J0 on minus off, paired by prompt, with a 95 % interval (Student's t over the prompts).
+"""Means over prompts with a 95 % interval (Student's t over the prompts): J0 on minus off paired
+by prompt, and a setting's speedup over the baseline (the mean of per-prompt ratios).
 
 Standard library only.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Student's t, two-sided 95 % (0.975 quantile), for 1..30 degrees of freedom.
@@ -28,16 +29,25 @@ def t975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
-def paired_difference(on: Mapping[str, float], off: Mapping[str, float]) -> dict[str, Any]:
-    """Mean of on[p] - off[p] over the prompts p in both, and its 95 % interval."""
-    keys = [k for k in on if k in off]
-    diffs = [on[k] - off[k] for k in keys]
-    result: dict[str, Any] = {"n": len(diffs), "mean": None, "ci95": None}
-    if not diffs:
+def mean_interval(values: Sequence[float]) -> dict[str, Any]:
+    """{n, mean, ci95}: the mean of `values` and its 95 % interval (none for one value)."""
+    result: dict[str, Any] = {"n": len(values), "mean": None, "ci95": None}
+    if not values:
         return result
-    mean = statistics.fmean(diffs)
+    mean = statistics.fmean(values)
     result["mean"] = mean
-    if len(diffs) >= 2:
-        half = t975(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+    if len(values) >= 2:
+        half = t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
         result["ci95"] = [mean - half, mean + half]
     return result
+
+
+def paired_difference(on: Mapping[str, float], off: Mapping[str, float]) -> dict[str, Any]:
+    """Mean of on[p] - off[p] over the prompts p in both, and its 95 % interval."""
+    return mean_interval([on[k] - off[k] for k in on if k in off])
+
+
+def paired_ratio(setting: Mapping[str, float], base: Mapping[str, float]) -> dict[str, Any]:
+    """Mean of setting[p] / base[p] over the prompts p in both (base[p] > 0), and its 95 %
+    interval: a speedup paired by prompt."""
+    return mean_interval([setting[k] / base[k] for k in setting if base.get(k)])

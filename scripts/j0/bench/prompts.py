@@ -9,6 +9,9 @@
                               HuggingFaceH4/aime_2024, openai/gsm8k), with the suffix the DFlash
                               authors' benchmark puts after each problem; the prompts are kept in
                               a JSONL cache after the first load (and `datasets` keeps its own)
+    speed-bench:CONFIG, longbench-v2[:LEN,...]
+                              long-context sets (nvidia/SPEED-Bench, THUDM/LongBench-v2): see
+                              long_context.py; cached the same way
 
 The sha256 of a dataset is taken over the prompts a run sends, in order (JSON lines of
 {"id", "prompt"}), so two runs with the same hash sent the same text.
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
+from j0.bench import long_context
 from j0.errors import INPUT_LACKS, USAGE, J0Error, require
 
 # dflash 0.1.0, benchmark.py (DATASETS): "{problem}\n" + this, for math500 and gsm8k alike.
@@ -114,6 +118,11 @@ def resolve(spec: str, *, data_files: Path | None = None, max_words: int | None 
             len(prompts),
             str(data_files) if data_files else NAMED[spec].path,
         )
+    if long_context.is_long_set(spec):
+        found = long_context.parse(spec)
+        chosen = load_long(found, data_files)
+        return Dataset(spec, "named", lambda count: chosen[:count], len(chosen),
+                       found.source(data_files))  # fmt: skip
     path = Path(spec)
     if path.suffix == ".jsonl" or path.exists():
         prompts = read_jsonl(path)
@@ -121,8 +130,8 @@ def resolve(spec: str, *, data_files: Path | None = None, max_words: int | None 
             path.name, "jsonl", lambda count: prompts[:count], len(prompts), str(path.resolve())
         )
     raise J0Error(
-        f"--dataset {spec!r}: expected synthetic[:LEN,...], a .jsonl file, or one of "
-        f"{', '.join(NAMED)}",
+        f"--dataset {spec!r}: expected synthetic[:LEN,...], a .jsonl file, one of "
+        f"{', '.join(NAMED)}, speed-bench:CONFIG or longbench-v2[:LEN,...]",
         USAGE,
     )
 
@@ -213,6 +222,24 @@ def load_named(name: str, *, data_files: Path | None = None) -> list[Prompt]:
             "".join(json.dumps({"id": p.id, "prompt": p.text}) + "\n" for p in prompts),
         )
     return prompts
+
+
+def load_long(found: long_context.LongSet, data_files: Path | None) -> list[Prompt]:
+    """A long-context set's prompts: the JSONL cache where a Hub load made one, else through
+    `datasets` (then cached; a --dataset-files copy is not)."""
+    cached = cache_dir() / f"{found.slug}.jsonl"
+    if data_files is None and cached.is_file():
+        return read_jsonl(cached)
+    rows = long_context.load_rows(found, data_files)
+    made = [
+        Prompt(i, text)
+        for i, text in long_context.prompts_of(found, rows, found.source(data_files))
+    ]
+    if data_files is None:
+        write_text_atomic(
+            cached, "".join(json.dumps({"id": p.id, "prompt": p.text}) + "\n" for p in made)
+        )
+    return made
 
 
 # ---------------------------------------------------------------------------------------------

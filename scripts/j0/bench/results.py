@@ -11,12 +11,20 @@ Top-level keys (format_version 1), in the order they are written:
                             pooled over the measured requests, from the server's per-request
                             `metrics.speculative_decoding` (see spec_counts.py); from the /metrics
                             deltas only where no response carried per-request metrics
+    acceptance_length_request_mean
+                            the mean over requests of each request's mean per-step acceptance
+                            length (the DFlash paper's definition; acceptance.py)
+    acceptance_histogram    fraction of verify steps that accepted exactly i drafts, i = 0..k
+    acceptance_by_context_request_mean
+                            acceptance_length_request_mean per context-length bin (the same bins
+                            as acceptance_by_context)
     acceptance_source       "per-request metrics" | "metrics deltas" | null
     counts                  the pooled counts behind them
     metrics_crosscheck      the same figures from /metrics deltas around the measured requests
                             (warm-up excluded, summed over engines), and whether they match
     acceptance_by_context   acceptance length per context-length bin
     summary                 requests, tokens, throughput, TTFT, ITL, TPOT, the client's own time
+    repeats                 how many times the prompts were sent (requests carry `repeat`)
     flags                   requests to look at (cached prompt tokens while J0 is on, ...)
     notes                   what the reader should know about the figures' source
     warmup                  the warm-up requests sent and how many answered
@@ -78,6 +86,10 @@ class BenchResult:
     warmup: dict[str, Any] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    acceptance_length_request_mean: float | None = None
+    acceptance_histogram: list[float] = field(default_factory=list)
+    acceptance_by_context_request_mean: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 1
     kind: str = KIND
     format_version: int = FORMAT_VERSION
 
@@ -92,11 +104,15 @@ class BenchResult:
             "acceptance_length": self.acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "per_position_acceptance": self.per_position_acceptance,
+            "acceptance_length_request_mean": self.acceptance_length_request_mean,
+            "acceptance_histogram": self.acceptance_histogram,
+            "acceptance_by_context_request_mean": self.acceptance_by_context_request_mean,
             "acceptance_source": self.acceptance_source,
             "counts": self.counts,
             "metrics_crosscheck": self.metrics_crosscheck,
             "acceptance_by_context": self.acceptance_by_context,
             "summary": self.summary,
+            "repeats": self.repeats,
             "flags": self.flags,
             "notes": self.notes,
             "warmup": self.warmup,
@@ -117,6 +133,12 @@ class BenchResult:
             acceptance_length=value.get("acceptance_length"),
             acceptance_rate=value.get("acceptance_rate"),
             per_position_acceptance=list(value.get("per_position_acceptance") or []),
+            acceptance_length_request_mean=value.get("acceptance_length_request_mean"),
+            acceptance_histogram=list(value.get("acceptance_histogram") or []),
+            acceptance_by_context_request_mean=dict(
+                value.get("acceptance_by_context_request_mean") or {}
+            ),
+            repeats=int(value.get("repeats", 1)),
             acceptance_source=value.get("acceptance_source"),
             counts=value.get("counts"),
             metrics_crosscheck=dict(value.get("metrics_crosscheck") or {}),
@@ -152,8 +174,11 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str, Any]:
-    """One measured request as the result file holds it."""
+def request_entry(
+    index: int, prompt: Prompt, out: Outcome, j0: str, repeat: int = 0
+) -> dict[str, Any]:
+    """One measured request as the result file holds it (`repeat`: which pass over the prompts
+    sent it, from 0)."""
     spec = out.speculative_decoding
     counts, problems = spec_counts.request_counts(spec)
     entry: dict[str, Any] = {
@@ -192,6 +217,9 @@ def request_entry(index: int, prompt: Prompt, out: Outcome, j0: str) -> dict[str
         ),
         "flags": [],
         "warnings": problems,
+        "repeat": repeat,
+        "output_token_ids": out.token_ids,
+        "output_sha256": hashlib.sha256(out.text.encode("utf-8")).hexdigest(),
     }
     if spec and isinstance(spec.get("per_step_accepted"), list):
         steps = [int(a) for a in spec["per_step_accepted"]]

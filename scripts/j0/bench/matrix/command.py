@@ -1,8 +1,10 @@
 """`j0 bench matrix`: the article's experiment, every setting on the same prompts.
 
 Settings are --tokens x --j0 (default 15,7 x off,on: k15-j0-off, k15-j0-on, k7-j0-off,
-k7-j0-on), with prefix caching off unless --prefix-caching. The prompts are made once
-(OUT/prompts.jsonl). Backends:
+k7-j0-on), with prefix caching off unless --prefix-caching; --baseline adds `baseline` first,
+the same server without --speculative-config. The prompts are made once (OUT/prompts.jsonl);
+every setting sends them --repeats times (same order, server not restarted between repeats),
+with --system-prompt before each. Backends:
 
     compose   one setting after another on this machine (compose/): OUT/<setting>/result.json
     k8s       one Indexed Job on a cluster, an index per (setting, shard) (k8s/):
@@ -24,6 +26,7 @@ from j0.bench.matrix.layout import MATRIX_JSON, MatrixRecord, SettingRun, j0_rev
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.server import ServerKnobs
 from j0.bench.matrix.settings import matrix_settings
+from j0.bench.run.options import system_prompt_of
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.pins import Pins, load_pins
 
@@ -38,7 +41,10 @@ def main(args: argparse.Namespace) -> int:
     backend = getattr(args, "backend", "compose") or "compose"
     if backend not in BACKENDS:
         raise J0Error(f"--backend {backend}: expected compose or k8s", USAGE)
-    settings = matrix_settings(args.tokens, args.j0, bool(args.prefix_caching))
+    baseline = bool(getattr(args, "baseline", False))
+    settings = matrix_settings(args.tokens, args.j0, bool(args.prefix_caching), baseline)
+    repeats = int(getattr(args, "repeats", 1) or 1)
+    system_prompt, system_prompt_file = system_prompt_of(getattr(args, "system_prompt", None))
     shards = getattr(args, "shards", None)
     gpus = getattr(args, "gpus", None)
     if backend == "compose" and shards not in (None, 1):
@@ -72,7 +78,13 @@ def main(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         shards=shards or 1,
         j0_revision=j0_revision(pins.root),
-        extra={"prompts": {"file": prompts_file.name, "sha256": made.sha256}},
+        extra={
+            "prompts": {"file": prompts_file.name, "sha256": made.sha256},
+            "baseline": baseline,
+            "repeats": repeats,
+            "system_prompt": system_prompt,
+            "system_prompt_file": system_prompt_file,
+        },
     )
     record.write()
     say(
@@ -98,7 +110,7 @@ def _finish(record: MatrixRecord) -> int:
 
 def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
     from j0.bench.matrix.compose.backend import ComposeBackend
-    from j0.bench.matrix.compose.project import Compose, rendered_setting
+    from j0.bench.matrix.compose.project import rendered_setting
     from j0.bench.matrix.server import compose_switches
 
     backend = ComposeBackend(
@@ -109,10 +121,15 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
         max_tokens=args.max_tokens,
         environ=dict(os.environ),
         say=say,
+        repeats=int(record.extra["repeats"]),
+        system_prompt=record.extra["system_prompt"],
+        system_prompt_file=record.extra["system_prompt_file"],
     )
     for run in record.runs:
         if args.dry_run:
-            compose = Compose(backend.root, {**backend.environ, **compose_switches(run.setting)})
+            folder = record.out / run.setting.name
+            environ = {**backend.environ, **compose_switches(run.setting)}
+            compose = backend.project(folder, environ, run.setting.baseline)
             config = compose(["config", "--format", "json"], timeout=120)
             if config.returncode != 0:
                 raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
@@ -151,7 +168,13 @@ def _k8s(
         settings,
         knobs,
         shards,
-        BenchOptions(dataset=None, requests=len(lines), max_tokens=args.max_tokens),
+        BenchOptions(
+            dataset=None,
+            requests=len(lines),
+            max_tokens=args.max_tokens,
+            repeats=int(record.extra["repeats"]),
+            system_prompt=record.extra["system_prompt"],
+        ),
         lines,
     )
     options = K8sOptions(

@@ -45,11 +45,21 @@ class ServerKnobs:
 def server_args(
     setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> list[str]:
-    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order."""
+    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order; the baseline's are
+    the same without --speculative-config, and with the prefix-caching flag that `j0 serve`
+    would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm serve` itself: `j0
+    serve` serves the article's drafter only)."""
+    speculative = (
+        []
+        if setting.baseline
+        else [
+            "--speculative-config",
+            render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        ]
+    )
     return [
         knobs.target_model,
-        "--speculative-config",
-        render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        *speculative,
         "--max-num-seqs",
         str(ARTICLE_MAX_NUM_SEQS),
         "--max-model-len",
@@ -64,6 +74,11 @@ def server_args(
         "--enable-prompt-tokens-details",
         "--port",
         str(SERVER_PORT),
+        *(
+            ["--enable-prefix-caching" if setting.prefix_caching else "--no-enable-prefix-caching"]
+            if setting.baseline
+            else []
+        ),
     ]
 
 

@@ -1,5 +1,6 @@
-"""The settings of `j0 bench matrix`: draft tokens x J0 off/on, named like `k15-j0-off`; and
-the `j0 bench run` of a setting (SettingBench), built here for both backends.
+"""The settings of `j0 bench matrix`: draft tokens x J0 off/on, named like `k15-j0-off`, and with
+--baseline a setting `baseline` (the same server without --speculative-config); and the
+`j0 bench run` of a setting (SettingBench), built here for both backends.
 
 Standard library only.
 """
@@ -14,27 +15,38 @@ from j0.bench.run.options import RunOptions
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {"off": False, "on": True}
+BASELINE = "baseline"
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One server configuration of the matrix."""
+    """One server configuration of the matrix; `num_speculative_tokens` 0 is the baseline: no
+    speculative decoding (and so no J0)."""
 
     num_speculative_tokens: int
     j0: bool
     prefix_caching: bool = False
 
     @property
+    def baseline(self) -> bool:
+        return self.num_speculative_tokens == 0
+
+    @property
     def name(self) -> str:
+        if self.baseline:
+            return BASELINE
         return f"k{self.num_speculative_tokens}-j0-{'on' if self.j0 else 'off'}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        value = {
             "name": self.name,
             "num_speculative_tokens": self.num_speculative_tokens,
             "j0": self.j0,
             "prefix_caching": self.prefix_caching,
         }
+        if self.baseline:
+            value["baseline"] = True
+        return value
 
 
 def _items(text: str, flag: str) -> list[str]:
@@ -74,9 +86,13 @@ def parse_j0(text: str) -> list[bool]:
     return values
 
 
-def matrix_settings(tokens: str, j0: str, prefix_caching: bool) -> list[Setting]:
-    """Every (tokens, J0) pair, tokens outermost, both in the order given."""
-    return [
+def matrix_settings(
+    tokens: str, j0: str, prefix_caching: bool, baseline: bool = False
+) -> list[Setting]:
+    """The baseline first where asked, then every (tokens, J0) pair, tokens outermost, both in
+    the order given."""
+    first = [Setting(0, False, prefix_caching)] if baseline else []
+    return first + [
         Setting(num_speculative_tokens=n, j0=on, prefix_caching=prefix_caching)
         for n in parse_tokens(tokens)
         for on in parse_j0(j0)
@@ -96,6 +112,9 @@ class SettingBench:
     requests: int | None = None
     max_tokens: int | None = None
     progress: bool = True
+    repeats: int = 1
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
 
     def options(self) -> RunOptions:
         return RunOptions(
@@ -107,6 +126,9 @@ class SettingBench:
             requests=self.requests,
             max_tokens=RunOptions.max_tokens if self.max_tokens is None else self.max_tokens,
             progress=self.progress,
+            repeats=self.repeats,
+            system_prompt=self.system_prompt,
+            system_prompt_file=self.system_prompt_file,
         )
 
     def command_line(self) -> list[str]:
@@ -121,4 +143,9 @@ class SettingBench:
             args += ["--requests", str(self.requests)]
         if self.max_tokens is not None:
             args += ["--max-tokens", str(self.max_tokens)]
+        if self.repeats != 1:
+            args += ["--repeats", str(self.repeats)]
+        if self.system_prompt is not None:
+            args += ["--system-prompt", f"@{self.system_prompt_file}" if self.system_prompt_file
+                     else self.system_prompt]  # fmt: skip
         return args

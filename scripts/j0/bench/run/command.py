@@ -1,7 +1,9 @@
 """`j0 bench run`'s work, in order: ask the server what it serves and make the prompts
 (discovery), send the warm-up requests (not measured), read /metrics, send the measured requests
-(sending; one at a time by default), read /metrics again, then the result (summary) written to
-FILE.json atomically (also every few seconds while requests run) and its table printed.
+(sending; one at a time by default; with --repeats N the prompts N times over, in the same
+order each time, on the same server: it is not restarted between repeats), read /metrics
+again, then the result (summary) written to FILE.json atomically (also every few seconds while
+requests run) and its table printed.
 
 A server that stops answering ends the run; the requests that finished are kept in FILE.json
 ("complete": false) and RunOutcome.failure() says so.
@@ -74,7 +76,7 @@ async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
         found = await discover(server, opts, status, notes)
         sender = Sender(server, opts, found.model, found.manifest, endpoint=opts.endpoint)
         warmup = await warm_up(sender, opts.warmup)
-        measurement = Measurement(found.chosen)
+        measurement = Measurement.repeated(found.chosen, opts.repeats)
         last_write = 0.0
 
         def result_now(
@@ -96,6 +98,7 @@ async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
                 engines=engines,
                 wall=wall,
                 note=note,
+                repeats=opts.repeats,
             )
 
         def checkpoint(pooled: Counts | None) -> None:
@@ -120,8 +123,8 @@ async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
         )
         result = result_now(per_request, delta, engines, wall, note)
         result.write(opts.out)
-        say_summary(result, len(found.chosen), opts.out, opts.quiet)
-        return RunOutcome(result=result, measured=len(found.chosen), out=opts.out)
+        say_summary(result, len(measurement.chosen), opts.out, opts.quiet)
+        return RunOutcome(result=result, measured=len(measurement.chosen), out=opts.out)
 
 
 async def _settled_delta(

@@ -5,6 +5,7 @@ model's max_model_len) and the manifest of the setup (j0.bench.manifest).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +104,14 @@ async def discover(
         "ignore_eos": opts.ignore_eos,
         "bin_size": opts.bin_size,
         "label": opts.label,
+        "repeats": opts.repeats,
+        "system_prompt": opts.system_prompt,
+        "system_prompt_file": opts.system_prompt_file,
+        "system_prompt_sha256": (
+            hashlib.sha256(opts.system_prompt.encode("utf-8")).hexdigest()
+            if opts.system_prompt is not None
+            else None
+        ),
     }
     built = manifest.build(
         url=server.base,

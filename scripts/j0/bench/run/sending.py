@@ -110,6 +110,7 @@ class Sender:
                 thinking=self.opts.thinking,
                 temperature=self.opts.temperature,
                 ignore_eos=self.opts.ignore_eos,
+                system_prompt=self.opts.system_prompt,
             )
             try:
                 return await client.stream_request(
@@ -144,9 +145,11 @@ async def warm_up(sender: Sender, count: int) -> dict[str, int]:
 @dataclass
 class Measurement:
     """The measured requests as they end: entry i (and its outcome) once request i has ended,
-    None before; `dead` is why the server stopped answering, if it did."""
+    None before; `dead` is why the server stopped answering, if it did. `chosen` is every
+    request in the order sent: the prompts `repeats` times over, in the same order each time."""
 
     chosen: list[prompts.Prompt]
+    repeats: int = 1
     entries: list[dict[str, Any] | None] = field(default_factory=list)
     outcomes: list[client.Outcome | None] = field(default_factory=list)
     dead: str | None = None
@@ -154,6 +157,14 @@ class Measurement:
     def __post_init__(self) -> None:
         self.entries = [None] * len(self.chosen)
         self.outcomes = [None] * len(self.chosen)
+
+    @classmethod
+    def repeated(cls, prompts_once: list[prompts.Prompt], repeats: int) -> Measurement:
+        return cls(list(prompts_once) * repeats, repeats)
+
+    def repeat_of(self, index: int) -> int:
+        """Which pass over the prompts request `index` belongs to (from 0)."""
+        return index * self.repeats // len(self.chosen) if self.chosen else 0
 
     def finished_entries(self) -> list[dict[str, Any]]:
         return [e for e in self.entries if e is not None]
@@ -196,7 +207,9 @@ async def measure(
         if measurement.dead is not None and not outcome.ok:
             return  # the request the server died in (or one after it): not a result
         measurement.outcomes[index] = outcome
-        measurement.entries[index] = results.request_entry(index, prompt, outcome, j0)
+        measurement.entries[index] = results.request_entry(
+            index, prompt, outcome, j0, measurement.repeat_of(index)
+        )
         bar.update(1)
         pooled, _ = results.pooled(measurement.finished_entries())
         if pooled is not None and pooled.drafts:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from j0.bench import results
+from j0.bench import acceptance, results
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
 from j0.engine import spec_counts
@@ -32,6 +32,7 @@ def build_result(
     engines: list[str],
     wall: float | None,
     note: str | None,
+    repeats: int = 1,
 ) -> BenchResult:
     """The result as it stands: figures from the per-request metrics, else from the /metrics
     deltas. Adds to `notes` (and to the manifest: the draft-token counts the responses carry)."""
@@ -91,6 +92,10 @@ def build_result(
         acceptance_length=figures["acceptance_length"],
         acceptance_rate=figures["acceptance_rate"],
         per_position_acceptance=figures["per_position_acceptance"],
+        acceptance_length_request_mean=acceptance.request_mean(entries),
+        acceptance_histogram=acceptance.histogram(entries),
+        acceptance_by_context_request_mean=acceptance.request_mean_by_context(entries, bin_size),
+        repeats=repeats,
         acceptance_source=source,
         counts=counts.to_json() if counts is not None else None,
         metrics_crosscheck=results.crosscheck(per_request, delta, engines, note),
@@ -119,10 +124,14 @@ def summary_lines(result: BenchResult, measured: int, out: Path) -> list[str]:
     return [
         f"{' j0 bench run ' + (result.label or ''):=^60}",
         f"{'Requests (ok/measured):':<40} {s['requests_ok']}/{measured}",
-        f"{'Acceptance length:':<40} {_fmt(result.acceptance_length)}",
+        f"{'Acceptance length (pooled, vLLM):':<40} {_fmt(result.acceptance_length)}",
+        f"{'Acceptance length (req. mean, DFlash):':<40} "
+        f"{_fmt(result.acceptance_length_request_mean)}",
         f"{'Acceptance rate (%):':<40} {_fmt(result.acceptance_rate, '.2f', 100)}",
         "Per-position acceptance (%): "
         + " ".join(f"{p * 100:.1f}" for p in result.per_position_acceptance),
+        "Acceptance histogram (% of steps, 0..k accepted): "
+        + " ".join(f"{p * 100:.1f}" for p in result.acceptance_histogram),
         f"{'/metrics cross-check:':<40} {check['status']}"
         + (f" ({len(check['engines'])} engines)" if check["engines"] else ""),
         f"{'Output tok/s per request (mean):':<40} {_fmt(s['mean_output_tok_s'], '.1f')}",

@@ -7,11 +7,14 @@ the server's log) when the server container has exited, and after a bound otherw
 `docker compose down`. The compose files are the user's: compose.yaml, or what COMPOSE_FILE
 names, with .env and the environment as `docker compose` reads them; the switches
 (NUM_SPEC_TOKENS, VLLM_DFLASH_CTX_NOISE, ENABLE_PREFIX_CACHING) are set over them (project.py).
+The baseline adds OUT/baseline/compose.baseline.yaml after them: the same server, run by `vllm
+serve` without --speculative-config.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,7 +23,10 @@ from pathlib import Path
 from j0.atomic import write_text_atomic
 from j0.bench.matrix.compose.project import (
     ANSI,
+    BASELINE_FILE,
     Compose,
+    baseline_override,
+    compose_files,
     rendered_setting,
     server_state,
     tail,
@@ -75,17 +81,35 @@ class ComposeBackend:
     say: Callable[[str], None]
     up_timeout: float = UP_TIMEOUT_S
     health_timeout: float = HEALTH_TIMEOUT_S
+    repeats: int = 1
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+
+    def project(self, folder: Path, environ: dict[str, str], baseline: bool) -> Compose:
+        """The compose project of a setting; the baseline's with its override file added."""
+        compose = Compose(self.root, environ)
+        if not baseline:
+            return compose
+        config = compose(["config", "--format", "json"], timeout=120)
+        if config.returncode != 0:
+            raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}", INPUT_LACKS)
+        caching = environ.get("ENABLE_PREFIX_CACHING") == "1"
+        folder.mkdir(parents=True, exist_ok=True)
+        override = folder / BASELINE_FILE
+        write_text_atomic(override, baseline_override(json.loads(config.stdout), caching))
+        files = compose_files(self.root, environ) + os.pathsep + str(override.resolve())
+        return Compose(self.root, {**environ, "COMPOSE_FILE": files})
 
     def run_setting(self, run: SettingRun) -> None:
         setting = run.setting
         switches = compose_switches(setting)
-        compose = Compose(self.root, {**self.environ, **switches})
         url = url_of(self.environ)
         run.started = now()
         started = time.monotonic()
         setting_dir = self.out / setting.name
         setting_dir.mkdir(parents=True, exist_ok=True)
         run.server_log = f"{setting.name}/{SERVER_LOG}"
+        compose = self.project(setting_dir, {**self.environ, **switches}, setting.baseline)
 
         config = compose(["config", "--format", "json"], timeout=120)
         if config.returncode != 0:
@@ -128,6 +152,9 @@ class ComposeBackend:
                 dataset=str(self.prompts_file),
                 requests=self.requests,
                 max_tokens=self.max_tokens,
+                repeats=self.repeats,
+                system_prompt=self.system_prompt,
+                system_prompt_file=self.system_prompt_file,
             )
             code = run_as_command(bench.options())
             if out.is_file():

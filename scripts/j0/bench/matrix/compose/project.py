@@ -1,12 +1,15 @@
 """The user's compose project, as the matrix's compose backend drives it: `docker compose` in the
 checkout with the user's environment and a setting's switches over it (NUM_SPEC_TOKENS,
 VLLM_DFLASH_CTX_NOISE, ENABLE_PREFIX_CACHING), where it publishes the server, what its rendered
-project's server runs (`docker compose config`), and the server container's state.
+project's server runs (`docker compose config`), the server container's state, and the baseline's
+override: a compose file of ours, added after the user's, that runs `vllm serve` with the
+server's arguments less --speculative-config (`j0 serve` serves the article's drafter only).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Mapping
@@ -62,16 +65,57 @@ def rendered_setting(project: dict[str, Any]) -> tuple[Setting, list[str], dict[
     command = [str(x) for x in server.get("command") or []]
     environment = {str(k): str(v or "") for k, v in (server.get("environment") or {}).items()}
     raw = option_value(command, "--speculative-config")
-    if raw is None:
+    entrypoint = [str(x) for x in server.get("entrypoint") or []]
+    if raw is None and entrypoint != BASELINE_ENTRYPOINT:
         raise J0Error("docker compose config: the server has no --speculative-config", INPUT_LACKS)
-    spec = parse_speculative_config(raw)
     noise = environment.get("VLLM_DFLASH_CTX_NOISE")
     if noise not in ("0", "1"):
         raise J0Error(f"docker compose config: VLLM_DFLASH_CTX_NOISE={noise!r}", INPUT_LACKS)
     caching = prefix_caching_of(command, environment)
-    setting = Setting(spec.num_speculative_tokens, noise == "1", caching)
+    tokens = 0 if raw is None else parse_speculative_config(raw).num_speculative_tokens
+    setting = Setting(tokens, noise == "1" and raw is not None, caching)
     switches = {k: v for k, v in environment.items() if k.startswith("VLLM_") or "PREFIX" in k}
     return setting, command, switches
+
+
+BASELINE_ENTRYPOINT = ["vllm", "serve"]
+BASELINE_FILE = "compose.baseline.yaml"
+
+
+def baseline_override(project: dict[str, Any], prefix_caching: bool) -> str:
+    """The baseline's compose file (JSON is YAML): the rendered server's command without
+    --speculative-config and with the prefix-caching flag, run by `vllm serve` itself."""
+    server = project.get("services", {}).get("server")
+    if not isinstance(server, dict):
+        raise J0Error("docker compose config: no `server` service", INPUT_LACKS)
+    command = [str(x) for x in server.get("command") or []]
+    args: list[str] = []
+    skip = False
+    for arg in command:
+        if skip:
+            skip = False
+        elif arg == "--speculative-config":
+            skip = True
+        elif not arg.startswith("--speculative-config=") and "prefix-caching" not in arg:
+            args.append(arg)
+    args.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
+    value = {"services": {"server": {"entrypoint": BASELINE_ENTRYPOINT, "command": args}}}
+    return (
+        "# j0 bench matrix --baseline: the server without --speculative-config (written by j0)\n"
+        + json.dumps(value, indent=2)
+        + "\n"
+    )
+
+
+def compose_files(root: Path, environ: Mapping[str, str]) -> str:
+    """COMPOSE_FILE as `docker compose` would take it: the environment's, else compose.yaml
+    (and compose.override.yaml where there is one)."""
+    if environ.get("COMPOSE_FILE"):
+        return environ["COMPOSE_FILE"]
+    files = [str(root / "compose.yaml")]
+    if (root / "compose.override.yaml").is_file():
+        files.append(str(root / "compose.override.yaml"))
+    return os.pathsep.join(files)
 
 
 def prefix_caching_of(command: list[str], environment: Mapping[str, str]) -> bool:

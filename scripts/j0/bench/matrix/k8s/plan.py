@@ -50,6 +50,8 @@ class BenchOptions:
     dataset: str | None
     requests: int | None
     max_tokens: int | None
+    repeats: int = 1
+    system_prompt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ def build_plan(
             "dataset": options.dataset,
             "requests": options.requests,
             "max_tokens": options.max_tokens,
+            "repeats": options.repeats,
+            "system_prompt": options.system_prompt,
         },
         "indexes": indexes,
     }

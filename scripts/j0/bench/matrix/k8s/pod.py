@@ -2,7 +2,8 @@
 
     python3 -P -m j0.bench.matrix.k8s.pod serve
         the vLLM sidecar of index $JOB_COMPLETION_INDEX: its setting's switches, then
-        `j0 serve -- ARGS`
+        `j0 serve -- ARGS` (the baseline, which has no --speculative-config that `j0 serve`
+        would accept: `vllm serve ARGS`)
     python3 -P -m j0.bench.matrix.k8s.pod bench
         the main container: `j0 bench run` (j0.bench.run, with the index's SettingBench) on the
         index's shard against the sidecar, the result written to the PVC and repeated on stdout
@@ -79,8 +80,11 @@ def task_of(plan: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def server_command(plan: dict[str, Any], index: int) -> tuple[list[str], dict[str, str]]:
-    """The sidecar's program and the environment it adds: `j0 serve -- ARGS` and the switches."""
+    """The sidecar's program and the environment it adds: `j0 serve -- ARGS` and the switches
+    (the baseline: `vllm serve ARGS`, its prefix-caching flag already in ARGS)."""
     setting = plan["settings"][task_of(plan, index)["setting"]]
+    if setting.get("baseline"):
+        return ["vllm", "serve", *setting["server_args"]], dict(setting["server_env"])
     return ["j0", "serve", "--", *setting["server_args"]], dict(setting["server_env"])
 
 
@@ -105,6 +109,8 @@ def bench_of(
         requests=requests,
         max_tokens=None if max_tokens is None else int(max_tokens),
         progress=False,
+        repeats=int(bench.get("repeats") or 1),
+        system_prompt=bench.get("system_prompt"),
     )
 
 

@@ -1,0 +1,144 @@
+"""Every setting against the baseline (the same server without speculative decoding, `j0 bench
+matrix --baseline`): tok/s, TTFT and ITL beside the baseline's, the speedup paired by prompt, and
+the lossless check: each greedy output compared with the baseline's for the same prompt, token by
+token (the first token where they part), as Spec-Bench's equal.py and vLLM's tests compare
+speculative outputs with plain decoding.
+
+    speedup          mean over prompts of (tok/s of the setting / tok/s of the baseline) for that
+                     prompt (each the mean over the prompt's repeats), with a 95 % interval
+    speedup_of_means the setting's mean tok/s / the baseline's
+
+Outputs are compared by `output_token_ids` where both requests have them, else by the sha256 of
+the output text (equal or not, no position). A request is compared with the baseline's request of
+the same prompt and repeat, else of the same prompt's first repeat.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from j0.bench import pairing
+from j0.bench.report.figures import SPEED_KEYS, per_prompt
+from j0.bench.report.settings import Setting, prompt_key
+
+MISSING = (
+    "no baseline setting (a folder `baseline`, as `j0 bench matrix --baseline` writes): no "
+    "speedup, and no check of the outputs against decoding without speculation"
+)
+
+
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    """The first index where the two token lists part (the shorter one's length when one is a
+    prefix of the other), None when they are equal."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def _baseline_request(
+    base: dict[tuple[str, int], dict[str, Any]], entry: dict[str, Any]
+) -> dict[str, Any] | None:
+    key = prompt_key(entry)
+    found = base.get((key, int(entry.get("repeat", 0))))
+    if found is None:
+        firsts = sorted(r for (k, r) in base if k == key)
+        found = base.get((key, firsts[0])) if firsts else None
+    return found
+
+
+def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
+    """Each of the setting's ok requests against the baseline's output for its prompt."""
+    base = {(prompt_key(r), int(r.get("repeat", 0))): r for r in baseline.ok}
+    compared = identical = missing = 0
+    by_text = False
+    differences: list[dict[str, Any]] = []
+    for entry in setting.ok:
+        other = _baseline_request(base, entry)
+        if other is None:
+            missing += 1
+            continue
+        compared += 1
+        mine, theirs = entry.get("output_token_ids"), other.get("output_token_ids")
+        if isinstance(mine, list) and isinstance(theirs, list):
+            at = first_difference(mine, theirs)
+            if at is None:
+                identical += 1
+                continue
+            differences.append(
+                {
+                    "prompt_id": entry.get("prompt_id"),
+                    "repeat": int(entry.get("repeat", 0)),
+                    "first_differing_token": at,
+                    "token": mine[at] if at < len(mine) else None,
+                    "baseline_token": theirs[at] if at < len(theirs) else None,
+                }
+            )
+            continue
+        by_text = True
+        if entry.get("output_sha256") and entry.get("output_sha256") == other.get("output_sha256"):
+            identical += 1
+        else:
+            differences.append(
+                {
+                    "prompt_id": entry.get("prompt_id"),
+                    "repeat": int(entry.get("repeat", 0)),
+                    "first_differing_token": None,
+                    "token": None,
+                    "baseline_token": None,
+                }
+            )
+    hot = sorted(
+        {
+            str(d.manifest.get("options", {}).get("temperature"))
+            for d in [*setting.docs, *baseline.docs]
+            if (d.manifest.get("options", {}).get("temperature") or 0) != 0
+        }
+    )
+    return {
+        "note": (
+            f"sampled at temperature {', '.join(hot)}: outputs need not agree" if hot else None
+        ),
+        "compared": compared,
+        "identical": identical,
+        "missing_in_baseline": missing,
+        "compared_by": "output text sha256 (no token ids)" if by_text else "output token ids",
+        "lossless": compared > 0 and identical == compared,
+        "differences": differences,
+    }
+
+
+def against_baseline(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's `baseline` block: which setting it is (or why there is none) and every other
+    setting against it."""
+    found = [s for s in settings if s.baseline]
+    if len(found) != 1:
+        note = MISSING if not found else f"{len(found)} baseline settings: none is used"
+        return {"setting": None, "note": note, "settings": {}}
+    (baseline,) = found
+    base_fig = figs[baseline.name]
+    base_tok_s = per_prompt(baseline, "output_tok_s")
+    compared: dict[str, Any] = {}
+    for s in settings:
+        if s is baseline:
+            continue
+        f = figs[s.name]
+        ratios = {
+            key: (f[key] / base_fig[key] if f[key] is not None and base_fig[key] else None)
+            for key in SPEED_KEYS
+        }
+        compared[s.name] = {
+            "speedup": pairing.paired_ratio(per_prompt(s, "output_tok_s"), base_tok_s),
+            "speedup_of_means": ratios["output_tok_s"],
+            "ttft_ratio": ratios["ttft_ms"],
+            "itl_ratio": ratios["itl_ms"],
+            "outputs": lossless(s, baseline),
+        }
+    return {
+        "setting": baseline.name,
+        "note": None,
+        **{f"baseline_{key}": base_fig[key] for key in SPEED_KEYS},
+        "settings": compared,
+    }

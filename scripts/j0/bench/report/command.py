@@ -1,0 +1,143 @@
+"""`j0 bench report DIR`'s work: read the settings, compute the figures (re-binned by context
+length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, then write
+report.md, report.json and the plots with their CSV.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from j0.atomic import write_text_atomic
+from j0.bench import acceptance, roofline
+from j0.bench.report.baseline import against_baseline
+from j0.bench.report.figures import figures, pairs
+from j0.bench.report.markdown import markdown
+from j0.bench.report.plots import plots
+from j0.bench.report.settings import find_settings
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """`j0 bench report`'s flags (`--bandwidth` is bandwidth_tbs; `--bins` the edges)."""
+
+    folder: Path
+    out: Path | None = None
+    gpu: str | None = None
+    bandwidth_tbs: float | None = None
+    weights_index: Path | None = None
+    weight_bytes: float | None = None
+    bin_size: int = 512
+    bins: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    report_md: Path
+    report_json: Path
+    written: list[Path]
+    summary: dict[str, Any]
+
+
+def _roofline(opts: ReportOptions) -> dict[str, Any]:
+    bandwidth = (
+        opts.bandwidth_tbs
+        if opts.bandwidth_tbs is not None
+        else (roofline.bandwidth_tbs(opts.gpu) if opts.gpu else None)
+    )
+    weights = (
+        float(opts.weight_bytes)
+        if opts.weight_bytes is not None
+        else (
+            float(roofline.weight_bytes_of_index(opts.weights_index))
+            if opts.weights_index
+            else None
+        )
+    )
+    if bandwidth and weights:
+        where = f" ({opts.gpu})" if opts.gpu else ""
+        text = f"{bandwidth:g} TB/s{where}, {weights / 1e9:.2f} GB of weights"
+    else:
+        text = "not drawn: give --gpu or --bandwidth, and --weights-index or --weight-bytes"
+    return {"bandwidth_tbs": bandwidth, "weight_bytes": weights, "text": text}
+
+
+def report(opts: ReportOptions) -> ReportOutcome:
+    settings = find_settings(opts.folder)
+    out = opts.out or opts.folder
+    roof = _roofline(opts)
+    if opts.bins:
+        bin_of = acceptance.edge_bins(opts.bins)
+        bins_text = "bins at " + ", ".join(str(e) for e in opts.bins)
+        binning: dict[str, Any] = {"bins": list(opts.bins)}
+    else:
+        bin_of = acceptance.fixed_bins(opts.bin_size)
+        bins_text = f"bins of {opts.bin_size}"
+        binning = {"bin_size": opts.bin_size}
+    figs = {s.name: figures(s, bin_of) for s in settings}
+    paired = pairs(settings)
+    baseline = against_baseline(settings, figs)
+    written = plots(settings, figs, roof, bins_text, out)
+    report_md = out / "report.md"
+    write_text_atomic(report_md, markdown(settings, figs, paired, baseline, roof, bins_text))
+    summary = {
+        "settings": {
+            s.name: {
+                "k": s.k,
+                "j0": s.j0,
+                "prefix_caching": s.prefix_caching,
+                "baseline": s.baseline,
+                "files": [p.name for p in s.files],
+                **figs[s.name],
+            }
+            for s in settings
+        },
+        "context_bins": binning,
+        "baseline": baseline,
+        "j0_on_minus_off": paired,
+        "roofline": roof,
+    }
+    report_json = out / "report.json"
+    write_text_atomic(report_json, json.dumps(summary, indent=1) + "\n")
+    return ReportOutcome(report_md, report_json, written, summary)
+
+
+def say(done: ReportOutcome) -> None:
+    """What `j0 bench report` prints: report.md, then where the files went."""
+    print(done.report_md.read_text())
+    print(
+        f"wrote {done.report_md}, {done.report_json} and {len(done.written)} plot files in "
+        f"{done.report_md.parent}"
+    )
+
+
+def main(
+    folder: Path,
+    *,
+    out: Path | None = None,
+    gpu: str | None = None,
+    bandwidth_tbs: float | None = None,
+    weights_index: Path | None = None,
+    weight_bytes: float | None = None,
+    bin_size: int = 512,
+    bins: list[int] | None = None,
+) -> int:
+    """`j0 bench report FOLDER` as a function for other commands (the signature it had before
+    ReportOptions): the report written and printed; 0."""
+    say(
+        report(
+            ReportOptions(
+                folder=folder,
+                out=out,
+                gpu=gpu,
+                bandwidth_tbs=bandwidth_tbs,
+                weights_index=weights_index,
+                weight_bytes=weight_bytes,
+                bin_size=bin_size,
+                bins=bins,
+            )
+        )
+    )
+    return 0

@@ -1,0 +1,208 @@
+"""report.md: the settings' table, the acceptance histogram, acceptance by context length (both
+definitions, in the bins asked for), the spread over repeats, the baseline comparison (speedup
+and the lossless check) and J0 on minus off.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from j0.bench.report.settings import Setting
+
+DEFINITIONS = (
+    "Acceptance length (pooled) = 1 + accepted / verify steps over all steps of a setting's "
+    "requests, from the server's per-request metrics: the figure of vLLM's /metrics and `vllm "
+    "bench serve`. Acceptance length (request mean) = the mean over requests of each request's "
+    "mean per-step acceptance length: the figure of the DFlash paper and the `dflash` package's "
+    "benchmark. Acceptance rate = accepted / draft tokens. tok/s is the mean over requests of "
+    "(output tokens - 1) / decode time; TTFT the mean; ITL the mean gap between streamed chunks "
+    "(one engine step each)."
+)
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _interval(d: dict[str, Any], spec: str, signed: bool = True) -> str:
+    if d["mean"] is None:
+        return "n/a (no prompt in both)"
+    ci = d["ci95"]
+    span = (
+        f" [{format(ci[0], spec)}, {format(ci[1], spec)}]" if ci else " (one prompt: no interval)"
+    )
+    mean = format(d["mean"], ("+" if signed else "") + spec)
+    return f"{mean}{span}, n={d['n']}"
+
+
+def settings_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        "| setting | draft tokens | J0 | prefix caching | requests | acceptance length (pooled) "
+        "| acceptance length (request mean) | acceptance rate | tok/s | TTFT (ms) | ITL (ms) "
+        "| flagged |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in settings:
+        f = figs[s.name]
+        rate = None if f["acceptance_rate"] is None else f["acceptance_rate"] * 100
+        k = "none (baseline)" if s.baseline else (s.k or "?")
+        lines.append(
+            f"| {s.name} | {k} | {s.j0} | {s.prefix_caching} | "
+            f"{f['requests_ok']}/{f['requests']} | {_fmt(f['acceptance_length'])} | "
+            f"{_fmt(f['acceptance_length_request_mean'])} | "
+            f"{_fmt(rate, '.1f')} % | {_fmt(f['output_tok_s'], '.1f')} | "
+            f"{_fmt(f['ttft_ms'], '.1f')} | {_fmt(f['itl_ms'], '.2f')} | {f['flags']} |"
+        )
+    return lines
+
+
+def histogram_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    speculative = [s for s in settings if figs[s.name]["acceptance_histogram"]]
+    if not speculative:
+        return ["No setting has per-step acceptance."]
+    width = max(len(figs[s.name]["acceptance_histogram"]) for s in speculative)
+    lines = [
+        "| setting | " + " | ".join(str(i) for i in range(width)) + " |",
+        "|---|" + "---|" * width,
+    ]
+    for s in speculative:
+        h = figs[s.name]["acceptance_histogram"]
+        cells = [f"{h[i] * 100:.1f}" if i < len(h) else "" for i in range(width)]
+        lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def context_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    lines = [
+        "| setting | context (tokens) | steps | requests | acceptance length (pooled) | "
+        "acceptance length (request mean) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in settings:
+        for b in figs[s.name]["by_context"]:
+            end = "" if b["context_end"] is None else b["context_end"]
+            lines.append(
+                f"| {s.name} | {b['context_start']} to {end or '...'} | {b['num_drafts']} | "
+                f"{b['requests']} | {b['acceptance_length']:.3f} | "
+                f"{b['acceptance_length_request_mean']:.3f} |"
+            )
+    return lines
+
+
+def repeats_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    repeated = [s for s in settings if figs[s.name]["repeats"]["count"] >= 2]
+    if not repeated:
+        return ["Each setting ran its prompts once (`--repeats N` for a spread over repeats)."]
+    lines = [
+        "| setting | repeats | acceptance length (pooled) | acceptance length (request mean) "
+        "| tok/s | TTFT (ms) | ITL (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in repeated:
+        rep = figs[s.name]["repeats"]
+
+        def cell(key: str, spec: str, rep: dict[str, Any] = rep) -> str:
+            d = rep["spread"][key]
+            if d["mean"] is None:
+                return "n/a"
+            return (
+                f"{format(d['mean'], spec)} ± {_fmt(d['stdev'], spec)} "
+                f"(min {format(d['min'], spec)}, max {format(d['max'], spec)})"
+            )
+
+        lines.append(
+            f"| {s.name} | {rep['count']} | {cell('acceptance_length', '.3f')} | "
+            f"{cell('acceptance_length_request_mean', '.3f')} | {cell('output_tok_s', '.1f')} | "
+            f"{cell('ttft_ms', '.1f')} | {cell('itl_ms', '.2f')} |"
+        )
+    return lines
+
+
+def _difference(d: dict[str, Any]) -> str:
+    at = d["first_differing_token"]
+    where = "differs" if at is None else f"token {at}"
+    return f"{d['prompt_id']} (repeat {d['repeat']}): {where}"
+
+
+def baseline_section(block: dict[str, Any]) -> list[str]:
+    if block["setting"] is None:
+        return [f"No baseline: {block['note']}."]
+    lines = [
+        f"Baseline `{block['setting']}` (no speculative decoding): "
+        f"{_fmt(block['baseline_output_tok_s'], '.1f')} tok/s, TTFT "
+        f"{_fmt(block['baseline_ttft_ms'], '.1f')} ms, ITL {_fmt(block['baseline_itl_ms'], '.2f')} "
+        "ms. Speedup = mean over prompts of the setting's tok/s / the baseline's for that prompt "
+        "(95 % interval over prompts); outputs compared token by token with the baseline's "
+        "(greedy decoding is lossless only if they agree).",
+        "",
+        "| setting | speedup (paired) | tok/s ratio | TTFT ratio | ITL ratio | outputs equal to "
+        "baseline | first differing token |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in block["settings"].items():
+        out = c["outputs"]
+        firsts = ", ".join(_difference(d) for d in out["differences"][:5])
+        firsts += " ..." if len(out["differences"]) > 5 else ""
+        lines.append(
+            f"| {name} | {_interval(c['speedup'], '.3f', signed=False)} | "
+            f"{_fmt(c['speedup_of_means'])} | {_fmt(c['ttft_ratio'])} | {_fmt(c['itl_ratio'])} | "
+            f"{out['identical']}/{out['compared']} ({out['compared_by']}) | {firsts or 'none'} |"
+        )
+    notes = [(name, c["outputs"]) for name, c in block["settings"].items()]
+    lines += [f"\n- {name}: {out['note']}" for name, out in notes if out.get("note")]
+    lines += [
+        f"\n- {name}: {out['missing_in_baseline']} requests have no baseline request of "
+        "their prompt"
+        for name, out in notes
+        if out["missing_in_baseline"]
+    ]
+    return lines
+
+
+def markdown(
+    settings: list[Setting],
+    figs: dict[str, dict[str, Any]],
+    paired: list[dict[str, Any]],
+    baseline: dict[str, Any],
+    roof: dict[str, Any],
+    bins_text: str,
+) -> str:
+    lines = ["# j0 bench report", "", DEFINITIONS, "", *settings_table(settings, figs)]
+    lines += ["", "## Acceptance histogram (% of verify steps with i accepted drafts)", ""]
+    lines += histogram_table(settings, figs)
+    lines += ["", f"## Acceptance length by context length ({bins_text})", ""]
+    lines += context_table(settings, figs)
+    lines += ["", "## Over repeats (mean ± sample standard deviation, min, max)", ""]
+    lines += repeats_table(settings, figs)
+    lines += ["", "## Against the baseline", ""]
+    lines += baseline_section(baseline)
+    lines += ["", "## J0 on minus off (paired by prompt, 95 % interval over prompts)", ""]
+    if paired:
+        lines += ["| draft tokens | acceptance length | tok/s |", "|---|---|---|"]
+        lines += [
+            f"| {p['k']} | {_interval(p['acceptance_length'], '.3f')} | "
+            f"{_interval(p['output_tok_s'], '.1f')} |"
+            for p in paired
+        ]
+    else:
+        lines.append("No draft-token count has both a J0 on and a J0 off setting.")
+    lines += [
+        "",
+        "## Plots",
+        "",
+        "- `acceptance_vs_context.png` (`.csv`): acceptance length per context-length bin",
+        "- `per_position.png` (`.csv`): fraction of drafts accepted past each position",
+        f"- `throughput.png` (`.csv`): tok/s and the decode roofline ({roof['text']})",
+        "",
+    ]
+    notes = [f"- {s.name}: {n}" for s in settings for n in s.notes]
+    if any(s.prefix_caching == "on" and s.j0 == "on" for s in settings):
+        notes.append(
+            "- prefix caching was on with J0 on: cached prompt positions take J0 "
+            "tokens from another request's history (see flagged requests)"
+        )
+    if notes:
+        lines += ["## Notes", "", *notes, ""]
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""The settings of a results folder: DIR/<setting>/result.json (compose) or
+DIR/<setting>/result-shard-NN.json (sharded runs, merged here per setting by request: a request
+measured in two shards is kept once, from the first; a request is its prompt and its repeat).
+A setting's draft tokens, J0 state, prefix caching and whether it is the baseline come from
+DIR/matrix.json where there is one, else from the result's manifest and responses, else from a
+name like `k15-j0-on` (or `baseline`).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.bench import results
+from j0.bench.results import BenchResult
+from j0.errors import INPUT_LACKS, J0Error
+
+_NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
+BASELINE_NAME = "baseline"
+
+
+@dataclass
+class Setting:
+    name: str
+    files: list[Path]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[BenchResult] = field(default_factory=list)
+    k: int | None = None
+    j0: str = "unknown"
+    prefix_caching: str = "unknown"
+    baseline: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("ok")]
+
+    @property
+    def repeats(self) -> list[int]:
+        """The repeats the setting's requests belong to, in order (one, 0, for older files)."""
+        return sorted({int(r.get("repeat", 0)) for r in self.requests}) or [0]
+
+
+def prompt_key(entry: dict[str, Any]) -> str:
+    return str(entry.get("prompt_sha256") or entry.get("prompt_id"))
+
+
+def request_key(entry: dict[str, Any]) -> tuple[str, int]:
+    return prompt_key(entry), int(entry.get("repeat", 0))
+
+
+def find_settings(folder: Path) -> list[Setting]:
+    if not folder.is_dir():
+        raise J0Error(f"{folder}: no such folder", INPUT_LACKS)
+    settings = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        files = [sub / "result.json"] if (sub / "result.json").is_file() else []
+        files += sorted(sub.glob("result-shard-*.json"))
+        if files:
+            settings.append(Setting(sub.name, files))
+    if not settings:
+        raise J0Error(
+            f"{folder}: no <setting>/result.json or <setting>/result-shard-NN.json inside",
+            INPUT_LACKS,
+        )
+    matrix = _matrix_settings(folder)
+    for setting in settings:
+        _merge(setting)
+        _describe(setting, matrix.get(setting.name))
+    return settings
+
+
+def _matrix_settings(folder: Path) -> dict[str, dict[str, Any]]:
+    path = folder / "matrix.json"
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return {}
+    items = doc.get("settings", []) if isinstance(doc, dict) else []
+    return {str(s["name"]): s for s in items if isinstance(s, dict) and "name" in s}
+
+
+def _merge(setting: Setting) -> None:
+    seen: set[tuple[str, int]] = set()
+    for path in setting.files:
+        doc = results.read_result(path)
+        setting.docs.append(doc)
+        for entry in doc.requests:
+            key = request_key(entry)
+            if key in seen:
+                setting.notes.append(f"{path.name}: request {entry.get('prompt_id')} seen before")
+                continue
+            seen.add(key)
+            setting.requests.append(entry)
+        if not doc.complete:
+            setting.notes.append(f"{path.name}: incomplete run ({doc.error})")
+        status = doc.metrics_crosscheck.get("status")
+        if status == "mismatch":
+            setting.notes.append(f"{path.name}: per-request metrics and /metrics deltas differ")
+
+
+def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
+    if matrix:
+        setting.k = matrix.get("num_speculative_tokens")
+        setting.baseline = bool(matrix.get("baseline"))
+        if "j0" in matrix:
+            setting.j0 = "on" if matrix["j0"] in (True, "on", 1) else "off"
+        if "prefix_caching" in matrix:
+            setting.prefix_caching = "on" if matrix["prefix_caching"] else "off"
+    if setting.name == BASELINE_NAME:
+        setting.baseline = True
+    if setting.baseline:
+        setting.k, setting.j0 = 0, "n/a"
+        return
+    manifest = setting.docs[0].manifest
+    if setting.j0 == "unknown" and manifest.get("j0") in ("on", "off"):
+        setting.j0 = manifest["j0"]
+    if setting.k is None:
+        ks = {
+            (r.get("speculative_decoding") or {}).get("num_spec_tokens") for r in setting.requests
+        } - {None}
+        if len(ks) == 1:
+            setting.k = int(ks.pop())
+    match = _NAME.search(setting.name)
+    if match:
+        if setting.k is None:
+            setting.k = int(match["k"])
+        if setting.j0 == "unknown":
+            setting.j0 = match["j0"].lower()
