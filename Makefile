@@ -1,4 +1,4 @@
-.PHONY: test overlay mutation-check
+.PHONY: test overlay mutation-check engine-check
 # The test command (creates .venv, pinned deps, lint, pytest).
 test:
 	scripts/test
@@ -10,3 +10,9 @@ overlay:
 # Each guard in scripts/mutation-guards.toml disabled in a copy: a fast test must fail.
 mutation-check:
 	scripts/mutation-check
+
+# J0 in vLLM's real engine with tiny random models, inside the image `docker compose up` built
+# (J0_IMAGE), on the server service's GPU: the host needs Docker only. ARGS adds options, e.g.
+#   make engine-check ARGS="--graphs --tokens 15"
+engine-check:
+	docker compose run --rm --no-deps --entrypoint j0 server engine-check --here $(ARGS)

@@ -138,3 +138,27 @@ def test_the_exit_code_table_names_70() -> None:
 
     assert INTERNAL == 70
     assert "  70  internal error" in EXIT_CODE_TABLE
+
+
+def test_every_help_page_ends_with_the_exit_code_table() -> None:
+    """`j0 CMD --help` and `j0 GROUP SUB --help`, for every command and subcommand."""
+    import argparse
+
+    from j0.cli import build_parser
+
+    def pages(parser: argparse.ArgumentParser, prog: str) -> dict[str, argparse.ArgumentParser]:
+        found = {prog: parser}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found |= pages(sub, f"{prog} {name}")
+        return found
+
+    every = pages(build_parser(), "j0")
+    assert {"j0 overlay", "j0 drafter", "j0 dumps check", "j0 engine-check"} <= set(every)
+    lacking = {prog for prog, p in every.items() if "69  " not in p.format_help()}
+    # scripts/j0/bench/cli.py is being reworked on another branch: its two pages are fixed there.
+    # Once they are fixed the second assert fails: then delete this exception.
+    bench_pages = {"j0 bench", "j0 bench matrix"}
+    assert lacking - bench_pages == set(), sorted(lacking)
+    assert lacking == bench_pages, "bench's pages are fixed: drop bench_pages from this test"

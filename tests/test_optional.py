@@ -1,5 +1,5 @@
 """A plain `pip install -e .` (no extras): commands that need docker or huggingface_hub stop with
-one line naming the extra, not a ModuleNotFoundError traceback.
+one line naming the extra, exit 69 (UNAVAILABLE), not a ModuleNotFoundError traceback or exit 1.
 
 The commands run in `python -S` (no site-packages at all: the standard library and j0 only), which
 is what a plain install gives them.
@@ -40,13 +40,28 @@ def j0_without_site_packages(tmp_path: Path, *args: str) -> subprocess.Completed
             "docker",
         ),
         (("status", "--url", "http://127.0.0.1:9"), "j0 status", "prometheus_client", "status"),
+        (("dumps", "show", "."), "j0 dumps", "torch", "dumps"),
+        (("dumps", "check", "."), "j0 dumps", "torch", "dumps"),
+        (("dumps", "compare", ".", "."), "j0 dumps", "torch", "dumps"),
+        (
+            ("dumps", "replay", ".", "--drafter", ".", "--target", "."),
+            "j0 dumps replay",
+            "torch",
+            "dumps",
+        ),
+        (
+            ("bench", "run", "--url", "http://127.0.0.1:9", "--out", "r.json"),
+            "j0 bench run",
+            "aiohttp",
+            "bench",
+        ),
     ],
 )
 def test_a_plain_install_names_the_extra(
     tmp_path: Path, args: tuple[str, ...], purpose: str, package: str, extra: str
 ) -> None:
     result = j0_without_site_packages(tmp_path, *args)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 69, result.stderr  # UNAVAILABLE, never 1 (a failed check)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert purpose in lines[0] and f"`{package}`" in lines[0]
@@ -87,3 +102,26 @@ def test_require_keeps_a_broken_install_visible(
     with pytest.raises(ModuleNotFoundError) as exc:
         require("j0_broken_pkg", "j0 test")
     assert exc.value.name == "j0_missing_dependency"
+
+
+def test_every_extra_named_anywhere_exists() -> None:
+    """Each `.[name]` that a help text, a doc, the README or the Makefile tells the user to install
+    is an extra of pyproject.toml (an extra that does not exist installs nothing, silently)."""
+    import re
+    import tomllib
+
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    places = [ROOT / "README.md", ROOT / "Makefile", *sorted((ROOT / "docs").rglob("*.md"))]
+    places += sorted((ROOT / "scripts").rglob("*.py")) + sorted((ROOT / "scripts").glob("*-*"))
+    named: dict[str, set[str]] = {}
+    for place in places:
+        if not place.is_file():
+            continue
+        for match in re.finditer(r"\.\[([a-z0-9,-]+)\]", place.read_text(errors="replace")):
+            for extra in match.group(1).split(","):
+                named.setdefault(extra, set()).add(str(place.relative_to(ROOT)))
+    assert "docker" in named  # the search itself found what it looks for
+    unknown = {extra: where for extra, where in named.items() if extra not in extras}
+    assert not unknown, unknown

@@ -23,7 +23,8 @@ __commit_id__ = commit_id = 'g4ba787ec9'
 
 
 def test_the_installed_wheel_is_the_release_commit_4ba787ec9() -> None:
-    """The test environment's vLLM is the PyPI wheel 0.33.0: commit 4ba787ec9 (FACTS.md)."""
+    """The test environment's vLLM is the PyPI wheel 0.33.0: commit 4ba787ec9 (its
+    vllm/_version.py)."""
     found = installed_version()
     assert found is not None
     assert (found.version, found.commit) == ("0.33.0", "4ba787ec9")

@@ -33,7 +33,8 @@ exit codes (all commands):
   3   overlay verify: the file is the unpatched base
   4   overlay verify: the file is neither the article's file nor the base
   64  command-line usage error
-  69  what the command needs is not installed or not here (a package, a GPU; named)
+  69  what the command needs is not installed or not here (a package, with the pip install
+      line that brings it; a GPU; an image); nothing was checked
   70  internal error: a bug in j0, not a verdict (J0_DEBUG=1 shows the traceback)
 """
 
@@ -53,6 +54,17 @@ EXTRA_OF = {
     "requests": "docker",
     "huggingface_hub": "hub",
     "prometheus_client": "status",
+    "torch": "dumps",
+    "numpy": "dumps",
+    "rich": "dumps",
+    "dflash": "dumps",
+    "transformers": "dumps",
+    "safetensors": "dumps",
+    "aiohttp": "bench",
+    "tqdm": "bench",
+    "datasets": "bench",
+    "matplotlib": "bench",
+    "kubernetes": "k8s",
 }
 # Distribution (pip) names where they differ from the module's.
 DISTRIBUTION_OF = {"huggingface_hub": "huggingface_hub", "prometheus_client": "prometheus_client"}
@@ -63,14 +75,15 @@ def install_hint(extra: str) -> str:
 
 
 def missing_error(module: str, purpose: str, extra: str | None = None) -> J0Error:
-    """The J0Error for `module` missing, for `purpose` (the command, e.g. "j0 image build")."""
+    """The J0Error for `module` missing, for `purpose` (the command, e.g. "j0 image build"):
+    exit 69 (UNAVAILABLE), never 1, which would read as a failed check."""
     top = module.split(".", 1)[0]
     extra = extra or EXTRA_OF.get(top, top)
     package = DISTRIBUTION_OF.get(top, top)
     return J0Error(
         f"{purpose} needs the Python package `{package}`, which is not installed for "
         f"{sys.executable}: {install_hint(extra)}",
-        CHECK_FAILED,
+        UNAVAILABLE,
     )
 
 

@@ -380,3 +380,30 @@ def test_text_output_has_one_fix_line_per_problem(
     assert lines[index + 1].strip().startswith("fix: install the NVIDIA Container Toolkit")
     assert lines[-1] == "==> NOT READY: gpu-runtime failed"
     assert DOCKER_READY["compose"] in "\n".join(lines)
+
+
+def test_disk_counts_vllms_image_and_the_readmes_sizes(
+    host: Host, pins: Pins, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nothing here yet and the Hub not asked (HF_HUB_OFFLINE=1): the need is vLLM's image
+    (25 GB, the README's "tens of GB"), the target at 27B x 2 bytes (54 GB) and the drafter
+    (3 GB), all on the test folder's filesystem (Docker's root there): 82 GB in all."""
+    host.docker(docker_root=str(tmp_path / "docker-root"))  # VLLM_IMAGE not present
+    host.gpus(H200)
+    host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _, checks = doctor(capsys)
+    detail = checks["disk"]["detail"]
+    assert f"vLLM's image {pins.vllm_image} 23.3 GiB (estimate) into {tmp_path}" in detail
+    assert "Qwen/Qwen3.8-27B weights 50.3 GiB (estimate)" in detail
+    assert "the drafter 2.8 GiB (estimate)" in detail
+    assert "76.4 GiB = 82.0 GB in all" in detail
+    # the target's config was not read: the KV estimate says it assumes and is an upper bound
+    assert "upper bound" in checks["gpu-memory"]["detail"]
+
+
+def test_disk_counts_nothing_for_an_image_already_here(
+    host: Host, hub: HubServer, pins: Pins, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ready(host, hub, pins)
+    _, checks = doctor(capsys)
+    assert f"vLLM's image {pins.vllm_image} (present) 0.0 MiB" in checks["disk"]["detail"]

@@ -185,3 +185,14 @@ def test_disk_fails_when_the_download_does_not_fit(tmp_path: Path) -> None:
     )
     assert too_big.status == "fail"  # the same filesystem: the two add up
     assert "(estimate)" in too_big.detail and "HF_HUB_CACHE" in too_big.fix
+
+
+def test_a_config_without_layer_types_is_an_upper_bound() -> None:
+    """No layer_types, no full_attention_interval: every layer is counted as full attention, and
+    the estimate says that this is an upper bound (a hybrid model holds less)."""
+    config = {"num_hidden_layers": 4, "num_attention_heads": 8, "head_dim": 128}
+    shape = needs.attention_from_config(config, "target/config.json")
+    assert shape.full_layers == 4
+    assert len(shape.notes) == 1 and "upper bound" in shape.notes[0]
+    assert "target/config.json names no layer types" in shape.notes[0]
+    assert "upper bound" in needs.assumed_attention().source

@@ -96,6 +96,7 @@ def test_second_run_downloads_nothing_and_changes_nothing(env: Env, hub: HubServ
     result = env.run()
     assert result.returncode == 0, result.stderr
     assert "unchanged" in result.stdout
+    assert "nothing to download" in result.stdout and "fetching" not in result.stdout
     assert len(hub.requests("GET", "/resolve/")) == count
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
 
@@ -144,6 +145,9 @@ def test_interrupted_run_is_completed_by_the_next(env: Env, hub: HubServer) -> N
     hub.release.set()
     result = env.run()
     assert result.returncode == 0, result.stderr
+    plan = next(line for line in result.stdout.splitlines() if "fetching " in line)
+    fetched, _, here = plan.partition("; already here: ")
+    assert BIG in fetched and "model-00002-of-00002.safetensors" in here, plan
     assert len(hub.requests("GET", "model-00002-of-00002.safetensors")) == 1
     assert len(hub.requests("GET", BIG)) == 2
     assert "all 5 draft layers causal" in result.stdout

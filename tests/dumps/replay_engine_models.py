@@ -1,5 +1,5 @@
-"""The tiny random models of the recorded H200 engine run (../shared/gpu-engine/make_models.py,
-our own script), made again here: the same configs, the same seed, the same order of creation, so
+"""The tiny random models of the recorded H200 engine run (made then by a script of ours outside
+this repository), made again here: the same configs, the same seed, the same order of creation, so
 the same weights (the target is checked against the dumped taps by the test). Only the models;
 the engine run's word-level tokenizer is not needed to replay dumps.
 

@@ -21,7 +21,7 @@ RUN = ROOT / "tests" / "data" / "engine-h200-graphs-k15"
 
 
 def recorded(mode: str) -> list[Exchange]:
-    """The recorded responses (../shared/gpu-engine/send_requests.py's format) as Exchanges."""
+    """The recorded responses (a list per prompt: words, plain, stream_chunks) as Exchanges."""
     data = json.loads((RUN / f"responses-j0-{mode}.json").read_text())
     return [
         Exchange(

@@ -64,3 +64,58 @@ def test_engine_check_in_a_container_of_the_image(image: str, tmp_path: Path) ->
     # wheel's engine (vLLM 0.33.0, commit 4ba787ec9)
     assert "j0-entrypoint" in log and "identity=article" in log and "4ba787ec9" in log
     assert sorted(p.name for p in (kept / "dumps-j0-on").iterdir())[0] == "step0000.pt"
+
+
+@pytest.fixture(scope="module")
+def image_on_b(pins: Pins, own_images: OwnImages) -> Iterator[str]:
+    """The project's image on stand-in B: python3, the vllm wheel, torch, transformers and
+    tokenizers, and no `dflash`, as in vLLM's own image."""
+    from conftest import require_docker, standin_images
+
+    require_docker()
+    from standin import build as standin
+
+    (base,) = standin_images(lambda: standin.image_b(pins))
+    tag = own_images.tag("engine-check-b")
+    assert main(["image", "build", "--base", base, "--tag", tag]) == 0
+    own_images.record_tag(tag)
+    yield tag
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_engine_check_makes_the_models_inside_the_image(image_on_b: str, tmp_path: Path) -> None:
+    """No --models: the tiny models are made by a container of the image (the host's torch is not
+    used: the image has no dflash, so the draft is written by the transformers path), as this
+    user, then served by the stand-in in the place of vLLM."""
+    import os
+
+    kept = tmp_path / "kept"
+    code = main(
+        [
+            "engine-check", "--image", image_on_b, "--no-gpu",
+            "--container-mount", f"{ROOT / 'tests'}:/standin-tests", "--env", f"PATH={PATH}",
+            "--port", str(free_port()), "--startup-timeout", "120", "--keep", str(kept),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    draft = kept / "models" / "draft"
+    config = json.loads((draft / "config.json").read_text())
+    assert config["architectures"] == ["DFlashDraftModel"]
+    assert config["dflash_config"]["causal"] is True
+    assert (draft / "model.safetensors").stat().st_uid == os.getuid()
+    assert (kept / "models" / "target" / "tokenizer.json").is_file()
+
+
+@pytest.mark.docker
+def test_an_absent_image_is_named_never_pulled(capsys: pytest.CaptureFixture[str]) -> None:
+    """An image that is not here: exit 69, one line saying what builds it; no pull is tried (the
+    name is one no registry holds, and the answer comes before any container starts)."""
+    from conftest import require_docker
+
+    require_docker()
+    absent = "j0-test/never-built:absent"
+    code = main(["engine-check", "--image", absent, "--no-gpu", "--models", "/nonexistent"])
+    err = capsys.readouterr().err
+    assert code == 69, err
+    assert absent in err and "never pulls" in err and "j0 image build --tag" in err

@@ -51,6 +51,7 @@ def engine_check(tmp_path: Path, *extra: str) -> tuple[int, dict]:
         [
             "engine-check",
             "--here",
+            "--no-gpu",  # the stand-in in the place of vLLM needs none
             "--models",
             str(models(tmp_path)),
             "--server-command",
@@ -146,6 +147,7 @@ def test_a_server_that_exits_at_start_is_reported_with_its_log(tmp_path: Path) -
             "j0",
             "engine-check",
             "--here",
+            "--no-gpu",  # the stand-in in the place of vLLM needs none
             "--models",
             str(models(tmp_path)),
             "--server-command",

@@ -38,3 +38,47 @@ def test_make_models_writes_a_causal_draft_and_a_seeded_target(tmp_path: Path) -
             assert sorted(fa.keys()) == sorted(fb.keys())
             name = sorted(fa.keys())[0]
             assert fa.get_tensor(name).equal(fb.get_tensor(name))
+
+
+@pytest.mark.slow
+def test_the_draft_without_dflash_is_what_dflash_writes(tmp_path: Path) -> None:
+    """vLLM's image has no `dflash`: there the draft is written from transformers' Qwen3 layers.
+    Its tensors (names, shapes, dtypes) and config.json must be those of dflash's own
+    DFlashDraftModel.save_pretrained for the same config (dflash is installed in the test
+    environment, and made unimportable for the second run only)."""
+    import subprocess
+    import sys
+
+    from safetensors import safe_open
+
+    root = Path(__file__).resolve().parents[2]
+    hide = root / "tests" / "selfcheck" / "hide_modules"
+    outs = {}
+    for name, hidden in (("with", ""), ("without", "dflash")):
+        out = tmp_path / name
+        env = {
+            "PYTHONPATH": f"{hide}:{root / 'scripts'}",
+            "J0_TEST_HIDE_MODULES": hidden,
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+        }
+        cmd = [sys.executable, "-m", "j0.engine_check.tiny_models", str(out)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        writer = "transformers" if hidden else "dflash"
+        assert f"(draft written by {writer})" in done.stdout, done.stdout
+        outs[name] = out / "draft"
+
+    def tensors(folder: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+        with safe_open(folder / "model.safetensors", "pt") as f:
+            return {
+                k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()
+            }
+
+    assert tensors(outs["without"]) == tensors(outs["with"])
+    assert "fc.weight" in tensors(outs["with"])
+    configs = [json.loads((outs[n] / "config.json").read_text()) for n in ("with", "without")]
+    for config in configs:
+        config.pop("transformers_version", None)
+    assert configs[0] == configs[1]
+    assert configs[1]["architectures"] == ["DFlashDraftModel"]

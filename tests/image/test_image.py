@@ -175,7 +175,7 @@ def test_build_step_installs_the_article_file_with_stdlib_only(
     assert sha(copy.read_bytes()) == ARTICLE_SHA
 
 
-# vLLM 0.33.0's vllm/_version.py, as the wheel has it (FACTS.md: commit 4ba787ec9), typed here.
+# vLLM 0.33.0's vllm/_version.py, as the wheel has it (commit 4ba787ec9), typed here.
 RELEASE_VERSION_PY = "__version__ = version = '0.33.0'\n__commit_id__ = commit_id = 'g4ba787ec9'\n"
 
 

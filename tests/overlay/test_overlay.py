@@ -28,7 +28,7 @@ def sha(path: Path) -> str:
 
 
 def test_pins_hold_the_article_hashes(pins: Pins) -> None:
-    # Typed from the seed and FACTS.md, not read from the code under test.
+    # Typed from the seed and the measured wheel, not read from the code under test.
     assert pins.patched_sha256 == ARTICLE_SHA
     assert pins.base_sha256 == BASE_SHA
     assert pins.vllm_commit == "c50aca14416ef29f6ed0ed256302f30646726dcd"

@@ -8,6 +8,7 @@ each edit is one way J0 could be subtly wrong, and each must exit 1.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -344,15 +345,14 @@ def test_broken_copies_fail(broken_copies: dict[str, Path]) -> None:
         p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
     )
     env["VLLM_LOGGING_LEVEL"] = "ERROR"
-    cmd = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu"]
+    results = next(iter(broken_copies.values())).parent / "results.json"
+    cmd = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", "--json", str(results)]
     for path in broken_copies.values():
         cmd += ["--speculator", str(path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
-    codes = dict(
-        (Path(m.group(2)).name, int(m.group(1)))
-        for m in re.finditer(r"^RESULT (\d+) (.+)$", out, re.MULTILINE)
-    )
+    assert "RESULT " not in out  # no machine-only lines in what a user reads
+    codes = {Path(r["file"]).name: r["code"] for r in json.loads(results.read_text())}
     for name, path in broken_copies.items():
         assert codes.get(path.name) == 1, f"{name} ({path.name}) was not caught:\n{out[-3000:]}"
     assert proc.returncode == 1
@@ -407,3 +407,45 @@ def test_article_passes_on_cuda(pins: Pins, tmp_path: Path) -> None:
     code, out, _ = _cli("--speculator", str(article), "--device", "cuda", "--cases", "48")
     assert code == 0, out[-4000:]
     assert "J0 matches the reference: 48 cases" in out
+
+
+@pytest.mark.slow
+def test_a_missing_vllm_dependency_is_exit_69_not_a_verdict(article_file: Path) -> None:
+    """vLLM installed with --no-deps and nothing else: its module's import stops at `cbor2`
+    (vllm/utils/hashing.py imports it). The real vLLM module and the real CLI run; only `cbor2` is
+    made unimportable, by tests/selfcheck/hide_modules/sitecustomize.py. The answer is exit 69,
+    naming the package and the one command that installs what the check needs, and never a
+    FAIL line (which would read as "the article's file is broken")."""
+    os.environ["J0_TEST_HIDE_MODULES"] = "cbor2"
+    old_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(Path(__file__).parent / "hide_modules"), old_path) if p
+    )
+    try:
+        code, out, _ = _cli("--speculator", str(article_file), "--device", "cpu", "--cases", "1")
+    finally:
+        del os.environ["J0_TEST_HIDE_MODULES"]
+        if old_path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old_path
+    assert code == 69, out[-3000:]
+    assert "`cbor2`" in out and "scripts/selfcheck-setup" in out, out[-3000:]
+    assert "FAIL" not in out and "Traceback" not in out and "RESULT" not in out, out[-3000:]
+    assert "Nothing was checked" in out
+
+
+def test_the_setup_script_installs_the_extra_and_vllm_without_deps() -> None:
+    """scripts/selfcheck-setup, the one command the message names, installs pyproject's
+    `selfcheck` extra (which lists cbor2 among vLLM's import dependencies) and vLLM --no-deps at
+    the pinned release."""
+    import tomllib
+
+    script = (ROOT / "scripts" / "selfcheck-setup").read_text()
+    assert "pip install -e '.[selfcheck]'" in script
+    assert 'pip install --no-deps "vllm==$release"' in script and "VLLM_RELEASE" in script
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["selfcheck"]
+    names = {re.split(r"[<>=]", x)[0].lower() for x in extra}
+    assert {"numpy", "torch", "triton", "cbor2", "pydantic", "msgspec"} <= names

@@ -4,9 +4,10 @@
           `docker import`: no pip, no GNU patch.
   A       rootfs + the vllm 0.33.0 wheel unpacked into /usr/local/lib/python3.11/dist-packages,
           none of its dependencies: what the hidden check builds docker/Dockerfile on.
-  B       A + what importing the speculator needs on a CPU (torch, triton and the packages of
-          FACTS.md at the versions of requirements/test.txt), pip-installed here with
-          `--target` and copied in, so that no docker build needs the network.
+  B       A + what importing the speculator needs on a CPU (torch, triton and the packages
+          vLLM's speculator module imports, at the versions of requirements/test.txt),
+          pip-installed here with `--target` and copied in, so that no docker build needs the
+          network.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
 
 Each is tagged j0-standin/<name>:<key>, the key a hash of what makes it; an image already present

@@ -241,3 +241,22 @@ def test_a_dead_engine_under_a_running_server_is_not_healthy(
         probed = len(vllm.records)
     assert code == 1 and value["healthy"] is False and probed == 0
     assert any("/health 503" in reason for reason in value["reasons"]), value["reasons"]
+
+
+def test_no_server_leaves_no_empty_fragments(
+    host: Host, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listens on the port: each reason is whole words, none empty, none ending in a
+    separator (it once read `no model in /v1/models; ; no /metrics: ;`)."""
+    import re
+
+    port = free_port()
+    main(["status", "--url", f"http://127.0.0.1:{port}"])
+    out = capsys.readouterr().out
+    verdict = out.strip().splitlines()[-1]
+    assert verdict.startswith("==> NOT the article's setup")
+    assert not re.search(r";\s*;|:\s*;|[;:]\s*$", verdict), verdict
+    for line in out.splitlines():
+        assert not re.search(r"[;:]\s*$", line), line
+    assert "no model in /v1/models: not asked, no server answers" in out
+    assert "no /metrics: not asked, no server answers" in out

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How docs/results/engine-check-h200/ was made: on the H200 machine (no network, torch 2.11 and
-# Triton 3.6 installed, no vLLM), after ../shared/gpu-engine/run.sh `install` and `stash` put
+# Triton 3.6 installed, no vLLM), after scripts/gpu-engine/install (docs/gpu-without-docker.md) put
 # vLLM 0.33.0's Python files, wheels and compiled extensions under /tmp/site. Usage, from the
 # checkout's root:  h200-run.sh OUT MODE...   MODE: eager7 eager15 graphs7 graphs15 live
 set -euo pipefail

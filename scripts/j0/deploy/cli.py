@@ -16,10 +16,11 @@ whose text changes are rewritten; each is named as it is written.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    deploy = subparsers.add_parser(
+    deploy = add_command(
+        subparsers,
         "deploy",
-        help="the serving manifests of deploy/k8s (render)",
-        description="The serving manifests: `render` writes deploy/k8s/ from the pins.",
+        "the serving manifests of deploy/k8s (render)",
+        "The serving manifests: `render` writes deploy/k8s/ from the pins.",
     )
     commands = deploy.add_subparsers(
         dest="deploy_command", metavar="COMMAND", parser_class=type(deploy)

@@ -1,4 +1,5 @@
-"""Free disk where the downloads go: the Hub cache (the target's weights) and the drafter's folder.
+"""Free disk where the downloads go: vLLM's image (Docker's data root), the Hub cache (the target's
+weights) and the drafter's folder.
 
 Standard library only.
 """
@@ -49,7 +50,8 @@ def check(downloads: list[Download]) -> Check:
             f"{i.what} {gib(i.needed)}{' (estimate)' if i.estimate else ''} into {i.folder}"
             for i in items
         )
-        parts.append(f"{names}: {gib(free)} free there")
+        total = f"{gib(needed)} = {needed / 1e9:.1f} GB in all" if len(items) > 1 else ""
+        parts.append(f"{names}: {total}{', ' if total else ''}{gib(free)} free there")
         if free < needed:
             status = FAIL
             fixes.append(f"free {gib(needed - free)} on the filesystem of {where[device]}")

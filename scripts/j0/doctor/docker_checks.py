@@ -179,6 +179,19 @@ def gpu_runtime(state: DockerState) -> Check:
     return Check("gpu-runtime", OK, "Docker can give containers a GPU: " + "; ".join(ways))
 
 
+DEFAULT_DOCKER_ROOT = Path("/var/lib/docker")
+
+
+def docker_root(state: DockerState) -> Path:
+    """Where Docker keeps its images (`docker info`'s DockerRootDir; its default without one)."""
+    root = (state.info or {}).get("DockerRootDir")
+    return Path(root) if isinstance(root, str) and root else DEFAULT_DOCKER_ROOT
+
+
+def image_present(state: DockerState, image: str) -> bool:
+    return state.info is not None and _local_digest(image)[0]
+
+
 def _local_digest(image: str) -> tuple[bool, str]:
     ran = host.run(["docker", "image", "inspect", "--format", "{{json .RepoDigests}}", image])
     if not ran.ok:

@@ -275,7 +275,15 @@ def run(pins: Pins, settings: Settings) -> Report:
     report.add(repo_check("target-repo", target, cached))
     report.add(repo_check("drafter-repo", drafter, 0))
 
-    downloads = []
+    here = docker_checks.image_present(state, image)
+    downloads = [
+        disk.Download(
+            f"vLLM's image {image}{' (present)' if here else ''}",
+            docker_checks.docker_root(state),
+            0 if here else needs.ASSUMED_IMAGE_BYTES,
+            not here,
+        )
+    ]
     if need is not None:
         target_left = max(0, need.weights.bytes - cached)
         downloads.append(
@@ -296,5 +304,5 @@ def run(pins: Pins, settings: Settings) -> Report:
                 need.drafter_weights.source == "estimate",
             )
         )
-        report.add(disk.check(downloads))
+    report.add(disk.check(downloads))
     return report

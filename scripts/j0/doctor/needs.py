@@ -27,7 +27,11 @@ OVERHEAD_BYTES = 4 * GIB
 # Used only where the target's config.json cannot be read; said so wherever it is used.
 ASSUMED_SHAPE = {"layers": 64, "kv_heads": 8, "head_dim": 128, "max_len": 32768}
 ASSUMED_DRAFTER_LAYERS = 5  # the JetSpec++ drafter's (its config.json, once fetched)
-ASSUMED_DRAFTER_BYTES = 2 * GIB
+# The README's figures, in decimal GB as it states them: the drafter "about 3 GB" (5 layers of the
+# target's width, BF16), vLLM's CUDA image "tens of GB unpacked" (25 GB assumed: CUDA, torch,
+# FlashInfer and vLLM's kernels); with the target's 54 GB and 10 GiB of margin, "about 100 GB".
+ASSUMED_DRAFTER_BYTES = 3 * 10**9
+ASSUMED_IMAGE_BYTES = 25 * 10**9
 
 _DTYPE_BYTES = {
     "bfloat16": 2,
@@ -120,6 +124,11 @@ def attention_from_config(config: Mapping[str, Any], source: str) -> Attention:
         interval = number("full_attention_interval") or 1
         full = layers // interval
         notes.append(f"{layers - full} of {layers} layers are linear attention (not counted)")
+    else:
+        notes.append(
+            f"{source} names no layer types: all {layers} layers counted as full attention, an "
+            "upper bound for a model that mixes in linear-attention layers"
+        )
     max_len = number("max_position_embeddings", "max_seq_len", "seq_length") or 0
     dtype = cfg.get("torch_dtype") or cfg.get("dtype") or config.get("torch_dtype")
     return Attention(
@@ -152,8 +161,8 @@ def assumed_attention() -> Attention:
         BF16_BYTES,
         shape["max_len"],
         "an assumption ({layers} layers, {kv_heads} KV heads, head dim {head_dim}, BF16, "
-        "{max_len} tokens: a dense 27-32B layout), the target's config.json being "
-        "unreadable".format(**shape),
+        "{max_len} tokens: a dense 27-32B layout, every layer full attention: an upper bound), "
+        "the target's config.json being unreadable".format(**shape),
     )
 
 

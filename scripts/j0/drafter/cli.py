@@ -62,10 +62,11 @@ whether all are causal. Exit 0: all causal; 1: some are not; 2: no readable conf
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    group = subparsers.add_parser(
+    group = add_command(
+        subparsers,
         "drafter",
-        help="fetch the JetSpec++ drafter and make its config.json causal",
-        description="The drafter: `fetch` downloads it at a full commit and runs `patch-config`, "
+        "fetch the JetSpec++ drafter and make its config.json causal",
+        "The drafter: `fetch` downloads it at a full commit and runs `patch-config`, "
         'which adds "causal": true to its config.json; `check` says how vLLM 0.33 will run it.',
     )
     commands = group.add_subparsers(dest="drafter_command", metavar="SUBCOMMAND")

@@ -135,6 +135,31 @@ def _fetch_offline(
     return directory
 
 
+def fetch_plan(directory: Path, chosen: list[RepoEntry], keep_config: bool) -> str:
+    """What this run will download, in words: the files not yet here at the Hub's size (all of
+    them on a first run, none on a re-run); the others are checked all the same, below."""
+
+    def here(entry: RepoEntry) -> bool:
+        if entry.path == "config.json":
+            return keep_config
+        path = directory / entry.path
+        return path.is_file() and path.stat().st_size == entry.size
+
+    missing = [e for e in chosen if not here(e)]
+    present = [e.path for e in chosen if here(e)]
+    if not missing:
+        return (
+            f"all {len(chosen)} files already in {directory} (sizes match; nothing to download): "
+            + ", ".join(present)
+        )
+    total = sum(e.size for e in missing)
+    words = (
+        f"fetching {len(missing)} of {len(chosen)} files ({total / 1e6:.1f} MB) into "
+        f"{directory}: " + ", ".join(e.path for e in missing)
+    )
+    return words + (f"; already here: {', '.join(present)}" if present else "")
+
+
 def _fetch_online(
     repo_id: str, revision: str, directory: Path | None, pins: Pins, token: Token, log: Log
 ) -> Path:
@@ -160,15 +185,11 @@ def _fetch_online(
             f"(files: {', '.join(sorted(e.path for e in entries)) or 'none'})",
             INPUT_LACKS,
         )
-    total = sum(e.size for e in chosen)
-    log(
-        f"fetching {len(chosen)} files ({total / 1e6:.1f} MB) into {directory}: "
-        + ", ".join(e.path for e in chosen)
-    )
     if skipped:
         log("not read by vLLM, skipped: " + ", ".join(e.path for e in skipped))
     config_entry = next(e for e in chosen if e.path == "config.json")
     keep_config = config_already_here(directory, config_entry)
+    log(fetch_plan(directory, chosen, keep_config))
     wanted = [e for e in chosen if not (keep_config and e.path == "config.json")]
     download_files(
         repo_id, sha, directory, [glob.escape(e.path) for e in wanted], token, endpoint, False

@@ -109,14 +109,9 @@ def load_reference(drafter: Path, target: Path, device: str = "cpu") -> Referenc
     import torch
     from transformers import Qwen3Config
 
-    try:
-        from dflash.model import DFlashDraftModel
-    except ModuleNotFoundError as exc:
-        raise J0Error(
-            f"j0 dumps replay needs the Python package `dflash` ({exc}): pip install --no-deps "
-            "dflash==0.1.0 (its own requirements pin torch and transformers exactly)",
-            CHECK_FAILED,
-        ) from None
+    from j0.errors import require
+
+    DFlashDraftModel = require("dflash.model", "j0 dumps replay", "dumps").DFlashDraftModel
 
     if device == "cuda" and not torch.cuda.is_available():
         raise J0Error("--device cuda: torch sees no CUDA device here", INPUT_LACKS)

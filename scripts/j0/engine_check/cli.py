@@ -24,11 +24,18 @@ checks:
   metrics        per-request spec-decode metrics, summed, equal the /metrics counter deltas
   status         `j0 status` finds J0 on and the article's file (the tiny models and a vLLM
                  release's commit are not the article's: said, not failed)
---image IMAGE (default: the project's image) runs the server in a container with every GPU;
---here runs the vLLM installed for this Python (e.g. inside the image). Random weights accept
-nothing: this shows the plumbing, not acceptance. Needs torch, transformers, tokenizers and
-dflash (`pip install -e '.[engine-check]'`; `dflash` with --no-deps).
-Exit 0: every check passed; 1: one failed (the verdict line names it).
+--image IMAGE runs the server in a container of IMAGE with every GPU, and makes the tiny models
+in a container of it too: the host needs Docker (and `pip install -e '.[docker]'`), nothing else.
+The default IMAGE is the one `docker compose up` builds: J0_IMAGE, read as compose reads it (the
+environment, .env, then compose.serve.yaml's default j0/vllm-openai:compose). The image is never
+pulled: when it is absent, the message says what builds it (`docker compose build`, `j0 image
+build`). --here runs the vLLM installed for this Python (e.g. inside the image: `docker compose
+run --rm --entrypoint j0 server engine-check --here`, or `make engine-check`); it needs torch,
+transformers and tokenizers (vLLM's own), and uses dflash where installed
+(`pip install -e '.[engine-check]'`). Random weights accept nothing: this shows the plumbing, not
+acceptance.
+Exit 0: every check passed; 1: one failed (the verdict line names it); 69: no GPU here, no Docker
+engine, the image absent, or a package missing (one line says which; nothing was checked).
 """
 
 
@@ -40,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         HELP,
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--image", help="serve in a container of IMAGE (default: the pinned tag)")
+    where.add_argument(
+        "--image", help="serve in a container of IMAGE (default: compose's J0_IMAGE, never pulled)"
+    )
     where.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
     parser.add_argument("--tokens", type=int, default=7, help="draft tokens (default 7)")
     mode = parser.add_mutually_exclusive_group()
@@ -94,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--no-gpu",
         dest="gpus",
         action="store_false",
-        help="with --image: no GPU for the container (only for a stand-in in the place of vLLM)",
+        help="no GPU needed or given to the container (only for a stand-in in the place of vLLM)",
     )
     parser.add_argument(
         "--container-mount",
@@ -104,6 +113,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="with --image: also mount SRC at DST, read-only (repeatable)",
     )
     parser.set_defaults(func=run)
+
+
+def compose_image() -> tuple[str, str]:
+    """J0_IMAGE as `docker compose up` resolves it, and where it came from."""
+    from j0.doctor.settings import resolve
+    from j0.pins import load_pins
+
+    settings = resolve(load_pins())
+    image = settings.get("J0_IMAGE")
+    if not image:
+        raise J0Error("J0_IMAGE: no value and no default in compose.serve.yaml", USAGE)
+    return image, f"J0_IMAGE from {settings.source('J0_IMAGE')}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,12 +144,9 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not source or not target.startswith("/"):
             raise J0Error(f"--container-mount {item!r}: expected SRC:/ABSOLUTE/DST", USAGE)
         mounts[str(Path(source).resolve())] = target
-    image = args.image
+    image, image_source = args.image, "--image"
     if not args.here and image is None:
-        from j0.image.build import default_tag
-        from j0.pins import load_pins
-
-        image = default_tag(load_pins())
+        image, image_source = compose_image()
     options = Options(
         here=args.here,
         image=image,
@@ -144,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         models=args.models,
         gpus=args.gpus,
         container_mounts=mounts,
+        image_source=image_source,
     )
     report = engine_check(options)
     for check in report["checks"]:

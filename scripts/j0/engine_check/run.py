@@ -51,6 +51,7 @@ class Options:
     gpus: bool = True  # `--image` only: False for a stand-in image without a GPU (tests)
     container_mounts: dict[str, str] = field(default_factory=dict)  # `--image` only, read-only
     models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
+    image_source: str = "--image"  # where the image's name came from (for messages)
 
 
 @dataclass
@@ -149,18 +150,46 @@ def dumps_check(folder: Path, run_name: str) -> checks.Check:
     return checks.from_exit(f"j0 dumps check ({run_name})", result.exit_code, result.summary)
 
 
+def preflight(options: Options) -> Any:
+    """A GPU, and with --image the engine and the image, before anything heavy: each missing one
+    is one line, exit 69. Returns the docker client for --image (None for --here)."""
+    from j0.engine_check import preflight as needs
+
+    if options.gpus:
+        needs.require_gpu()
+    if options.here:
+        return None
+    assert options.image is not None
+    client = needs.docker_client()
+    needs.require_image(client, options.image, options.image_source)
+    return client
+
+
+def tiny_models(
+    options: Options, client: Any, work: Path, say: Callable[[str], None]
+) -> tuple[Path, Path]:
+    """(target, draft): given (--models), made inside the image (--image), or made here."""
+    if options.models is not None:
+        return options.models / "target", options.models / "draft"
+    if client is not None:
+        from j0.engine_check.preflight import make_models_in_image
+
+        say(f"==> making the tiny models in a container of {options.image}")
+        target, draft, _ = make_models_in_image(client, str(options.image), work)
+        return target, draft
+    from j0.engine_check.tiny_models import make_models
+
+    say(f"==> making the tiny models in {work / 'models'}")
+    made = make_models(work / "models")
+    return made.target, made.draft
+
+
 def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
     pins = load_pins()
+    client = preflight(options)
     started = time.monotonic()
     with work_dir(options.keep) as work:
-        if options.models is not None:
-            target, draft = options.models / "target", options.models / "draft"
-        else:
-            from j0.engine_check.tiny_models import make_models
-
-            say(f"==> making the tiny models in {work / 'models'}")
-            made = make_models(work / "models")
-            target, draft = made.target, made.draft
+        target, draft = tiny_models(options, client, work, say)
         runs: list[Run] = []
         for j0 in (True, False):
             setting = ServeSetting(

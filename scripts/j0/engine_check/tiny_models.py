@@ -3,13 +3,18 @@
 
 Random weights: nothing is accepted, so these models show the plumbing (every line the patch adds),
 not acceptance. The draft's config.json is made causal by `j0 drafter patch-config`'s own code.
-torch, transformers, tokenizers and dflash are imported inside `make_models`.
+torch, transformers and tokenizers (all in vLLM's image) are imported inside `make_models`; dflash
+where installed. Without dflash (vLLM's image has none) the draft is written with transformers'
+Qwen3 layers under DFlashDraftModel's names (`write_draft_without_dflash`; a test holds its keys,
+shapes, dtypes and config equal to dflash's). `python -m j0.engine_check.tiny_models OUT` makes
+them: `j0 engine-check --image` runs that inside the image, so the host needs only Docker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 VOCAB = 4096
 MASK_TOKEN = VOCAB - 1
@@ -23,6 +28,7 @@ class TinyModels:
     target: Path
     draft: Path
     mask_token_id: int = MASK_TOKEN
+    draft_written_by: str = "dflash"  # or "transformers" (write_draft_without_dflash)
 
 
 SPECIALS = ("<unk>", "<s>", "</s>", "<pad>")  # ids 0-3; never a prefix of a word below
@@ -39,7 +45,6 @@ def word(token_id: int) -> str:
 def make_models(out: Path, seed: int = SEED) -> TinyModels:
     """Write `out/target` and `out/draft` (safetensors, config.json, tokenizer on the target)."""
     import torch
-    from dflash.model import DFlashDraftModel
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
@@ -84,6 +89,57 @@ def make_models(out: Path, seed: int = SEED) -> TinyModels:
     }
     draft_config.block_size = 16
     draft_config.num_target_layers = TARGET_LAYERS
-    DFlashDraftModel(draft_config).to(torch.bfloat16).save_pretrained(draft_dir)
+    try:
+        from dflash.model import DFlashDraftModel
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("dflash", "dflash.model"):
+            raise
+        write_draft_without_dflash(draft_config, draft_dir)
+        written_by = "transformers"
+    else:
+        written_by = "dflash"
+        DFlashDraftModel(draft_config).to(torch.bfloat16).save_pretrained(draft_dir)
     drafter_config.patch_config(draft_dir, None)  # "causal": true, as for the article's drafter
-    return TinyModels(target=target_dir, draft=draft_dir)
+    return TinyModels(target=target_dir, draft=draft_dir, draft_written_by=written_by)
+
+
+def write_draft_without_dflash(draft_config: Any, draft_dir: Path) -> None:
+    """The draft as `DFlashDraftModel(config).save_pretrained` writes it, without the `dflash`
+    package: transformers' Qwen3 decoder layers and final norm (the DFlash layers' parameters have
+    the same names and shapes), plus `fc` (the taps, concatenated, to the hidden size) and
+    `hidden_norm`; random weights (seeded by the caller), bf16, architectures DFlashDraftModel."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import Qwen3Model
+
+    body = Qwen3Model(draft_config).to(torch.bfloat16)
+    state = {k: v for k, v in body.state_dict().items() if not k.startswith("embed_tokens.")}
+    hidden = draft_config.hidden_size
+    taps = len(draft_config.dflash_config["target_layer_ids"])
+    fc = torch.empty(hidden, taps * hidden).normal_(0.0, draft_config.initializer_range)
+    state["fc.weight"] = fc.to(torch.bfloat16)
+    state["hidden_norm.weight"] = torch.ones(hidden, dtype=torch.bfloat16)
+    draft_config.architectures = ["DFlashDraftModel"]
+    draft_config.dtype = "bfloat16"
+    draft_dir.mkdir(parents=True, exist_ok=True)
+    draft_config.save_pretrained(draft_dir)
+    tensors = {k: v.contiguous() for k, v in sorted(state.items())}
+    save_file(tensors, str(draft_dir / "model.safetensors"), metadata={"format": "pt"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m j0.engine_check.tiny_models OUT`: what `j0 engine-check --image` runs inside
+    the image (exit 0; OUT/target and OUT/draft)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m j0.engine_check.tiny_models OUT", file=sys.stderr)
+        return 64
+    made = make_models(Path(args[0]))
+    print(f"tiny models: {made.target} {made.draft} (draft written by {made.draft_written_by})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

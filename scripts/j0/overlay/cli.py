@@ -29,7 +29,13 @@ site-packages or the vllm package directory).
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    group = subparsers.add_parser("overlay", help="build or verify the patched speculator.py")
+    group = add_command(
+        subparsers,
+        "overlay",
+        "build or verify the patched speculator.py",
+        "The article's speculator.py: `build` patches the base file, `verify` says which file a "
+        "speculator.py is.",
+    )
     commands = group.add_subparsers(dest="overlay_command", metavar="SUBCOMMAND")
     commands.required = True
 

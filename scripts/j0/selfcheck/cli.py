@@ -26,13 +26,16 @@ requests in random request slots, 7 and 15 draft tokens, prefill chunks (the nex
 as anchor), decode steps with 0..N rejected tokens, contexts from one token to max_model_len,
 several steps per request so the history carries over. Each step runs with J0 off and on, and
 every output (query ids, positions, slots, sample indices, the history) is compared with an
-independent reference written from the seed's text (j0/reference.py, j0/philox.py).
+independent reference written from the seed's text (j0/reference/draws.py, j0/reference/philox.py).
 
 Exit 0: J0 matches. Exit 1: J0 is there but deviates; the first mismatch is printed (case, step,
 request, slot, expected and actual token) with a command that replays that case alone; a file
-that does not import is also 1. Exit 2: the file has no J0 (e.g. vLLM's unpatched file).
-Exit 69: the check cannot run here: this Python lacks numpy, torch, triton or vllm (named), or
---device cuda finds no CUDA device.
+that does not compile, or imports a vLLM module that vLLM 0.33 lacks, is also 1. Exit 2: the
+file has no J0 (e.g. vLLM's unpatched file). Exit 69: the check cannot run here, nothing was
+checked: this Python lacks numpy, torch, triton, vllm or a package vLLM's module imports (e.g.
+cbor2; named), or --device cuda finds no CUDA device. `scripts/selfcheck-setup` (in the j0
+checkout) installs everything the check imports: the `selfcheck` extra, then vllm==0.33.0 with
+--no-deps (the module, not its GPU dependencies).
 
 Without a GPU (--device cpu, or auto on a machine without one) the kernels run in Triton's
 interpreter: the check sets TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES= itself, in a child
@@ -88,13 +91,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=run)
 
 
-# What the check's process imports, and how to get each (vLLM without its GPU dependencies).
-NEEDED = {
-    "numpy": "pip install numpy",
-    "torch": "pip install torch",
-    "triton": "pip install triton",
-    "vllm": "pip install --no-deps vllm==0.33.0 (the module only; `scripts/test` sets this up)",
-}
+# What the check's process imports. One command installs all of it, vLLM's import dependencies
+# included: scripts/selfcheck-setup (pyproject's `selfcheck` extra, then vllm==VLLM_RELEASE with
+# --no-deps: the module only, not its GPU dependencies).
+NEEDED = ("numpy", "torch", "triton", "vllm")
+SETUP_COMMAND = "scripts/selfcheck-setup"
 
 
 def check_installed(python: str = sys.executable) -> None:
@@ -104,10 +105,10 @@ def check_installed(python: str = sys.executable) -> None:
 
     missing = [name for name in NEEDED if not available(name)]
     if missing:
-        how = "; ".join(NEEDED[name] for name in missing)
         raise J0Error(
             f"j0 selfcheck imports {', '.join(NEEDED)} to run the kernels, and {python} lacks "
-            f"{', '.join(missing)}: {how}. Nothing was checked",
+            f"{', '.join(missing)}: {SETUP_COMMAND} installs them (in the j0 checkout; "
+            f"PYTHON={python} {SETUP_COMMAND} for this Python). Nothing was checked",
             UNAVAILABLE,
         )
 
@@ -191,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
             "(an out-of-bounds access?): J0 deviates or the file is broken",
             exit_code=1,
         )
+    if rc == UNAVAILABLE:  # the worker said which package is missing; no verdict on the file
+        return rc
     if rc not in (selfcheck.OK, selfcheck.DEVIATES, selfcheck.NO_J0):
         raise J0Error(f"{path}: the check's process exited with {rc}", exit_code=1)
     return rc

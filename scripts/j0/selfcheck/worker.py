@@ -52,6 +52,31 @@ def quiet_c_extension_warning() -> None:
         logging.getLogger(name).addFilter(_DropCExtensionNoise())
 
 
+# --- A package missing here is not a verdict on the file ----------------------------------------
+
+UNAVAILABLE = 69  # j0.errors.UNAVAILABLE: what the check imports is not installed
+SETUP_COMMAND = "scripts/selfcheck-setup"
+
+
+def missing_dependency(exc: ModuleNotFoundError, path: Path) -> str | None:
+    """The package whose absence stopped vLLM's import (e.g. `cbor2`, which `pip install --no-deps
+    vllm` leaves out); None when the failing import statement is the checked file's own (it names a
+    module that is not there: the file's fault, a verdict)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    if not exc.name or (frames and Path(frames[-1].filename).resolve() == path.resolve()):
+        return None
+    return exc.name.split(".", 1)[0]
+
+
+def unavailable_message(package: str) -> str:
+    return (
+        f"j0 selfcheck: vLLM's module cannot be imported here: it needs the Python package "
+        f"`{package}`, which is not installed for {sys.executable}. Install everything the check "
+        f"imports with `{SETUP_COMMAND}` (in the j0 checkout; PYTHON={sys.executable} "
+        f"{SETUP_COMMAND} for this Python). Nothing was checked: this says nothing about the file"
+    )
+
+
 # --- The whole check ---------------------------------------------------------------------------
 
 
@@ -97,6 +122,15 @@ def check_file(
     started = time.perf_counter()
     try:
         module = load_speculator(path)
+    except ModuleNotFoundError as exc:
+        missing = missing_dependency(exc, path)
+        if missing is None:  # the file's own import names a module that is not there: its fault
+            result.code = DEVIATES
+            result.message = f"{path}: cannot import as {SPECULATOR_MODULE}: {exc!r}"
+            return result
+        result.code = UNAVAILABLE
+        result.message = unavailable_message(missing)
+        return result
     except BaseException as exc:  # the file is broken: report, do not crash
         result.code = DEVIATES
         result.message = f"{path}: cannot import as {SPECULATOR_MODULE}: {exc!r}\n" + "".join(
@@ -207,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for path in args.speculator:
         result = check_file(path, args.device, args.seed, args.cases, args.case, j0_seed)
+        if result.code == UNAVAILABLE:
+            _report(result)
+            return UNAVAILABLE
         result.environment = _environment(args.device)
         if result.code == OK and args.bench:
             from j0.selfcheck import timing as bench
@@ -226,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(result: Result) -> None:
+    if result.code == UNAVAILABLE:
+        print(result.message, file=sys.stderr, flush=True)
+        return
     stream = sys.stdout if result.code == OK else sys.stderr
     head = {OK: "PASS", DEVIATES: "FAIL", NO_J0: "NO J0"}.get(result.code, "ERROR")
     print(f"{head}: {result.file}", file=stream)
@@ -237,7 +277,7 @@ def _report(result: Result) -> None:
             f"  import {result.import_seconds:.1f} s, check {result.seconds:.1f} s",
             file=stream,
         )
-    print(f"RESULT {result.code} {result.file}", file=stream, flush=True)
+    stream.flush()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,14 @@ from j0.status.finding import Finding
 from j0.status.server_facts import ServerFacts
 
 
+def _why(head: str, facts: ServerFacts) -> str:
+    """`head`, and the problems met (never an empty fragment); where no server answered at all,
+    that is the reason, said once in the health check."""
+    if not facts.answered:
+        return f"{head}: not asked, no server answers"
+    return f"{head}: {'; '.join(facts.problems)}" if facts.problems else head
+
+
 def health(facts: ServerFacts) -> Finding:
     return Finding.of("health", OK if facts.healthy else FAIL, facts.health)
 
@@ -21,7 +29,7 @@ def model(facts: ServerFacts, pins: Pins) -> Finding:
     if facts.max_model_len is not None:
         words += f", max_model_len {facts.max_model_len}"
     if facts.model is None:
-        return Finding.of("model", FAIL, "no model in /v1/models; " + "; ".join(facts.problems))
+        return Finding.of("model", FAIL, _why("no model in /v1/models", facts))
     if pins.target_model not in (facts.model, facts.root):
         return Finding.of(
             "model",
@@ -36,7 +44,7 @@ def spec_decode(facts: ServerFacts) -> Finding:
     """vllm:spec_decode_* counters in /metrics, and the probe made them move."""
     before, after = facts.counters_before, facts.counters_after
     if before is None:
-        return Finding.of("spec-decode", FAIL, "no /metrics: " + "; ".join(facts.problems))
+        return Finding.of("spec-decode", FAIL, _why("no /metrics", facts))
     if "drafts" not in before:
         return Finding.of(
             "spec-decode",

@@ -38,6 +38,11 @@ class ServerFacts:
     probe: str = ""  # what the probe did, or why it did not
     problems: list[str] = field(default_factory=list)
 
+    @property
+    def answered(self) -> bool:
+        """Whether a server answered /health at all (any status)."""
+        return bool(self.health) and not self.health.startswith("no server answers")
+
     def delta(self, name: str) -> float | None:
         if self.counters_before is None or self.counters_after is None:
             return None
