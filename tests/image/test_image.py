@@ -50,12 +50,19 @@ def test_dockerfile_arg_defaults_equal_the_pins(pins: Pins) -> None:
     text = DOCKERFILE.read_text()
     defaults = arg_defaults(text)
     values = parse_pins(pins.pins_path.read_text(), "pins.env")
-    assert defaults["VLLM_IMAGE"] == pins.vllm_image
+    # The base image ARG's default is the default route's base: the wheel route builds FROM
+    # the release (VLLM_IMAGE_FALLBACK), whose vllm package the engine step replaces.
+    assert defaults["VLLM_ENGINE"] == values["VLLM_ENGINE"] == "wheel"
+    assert defaults["VLLM_IMAGE"] == pins.vllm_image_fallback
     assert defaults["ALLOW_BASE_DRIFT"] == "0"
+    assert defaults["WHEEL_INDEX"] == ""  # empty: the pins' VLLM_WHEEL_INDEX
     repeated = {key for key in defaults if key in values}
-    assert repeated == {"VLLM_IMAGE", *PIN_LABELS}
-    for key in repeated:
+    wheel_pins = {"VLLM_ENGINE", "VLLM_WHEEL_NAME", "VLLM_WHEEL_SHA256"}
+    assert repeated == {"VLLM_IMAGE", *PIN_LABELS, *wheel_pins}
+    for key in repeated - {"VLLM_IMAGE"}:
         assert defaults[key] == values[key], key
+    for key in ("VLLM_ENGINE", "WHEEL_INDEX", "VLLM_WHEEL_NAME", "VLLM_WHEEL_SHA256"):
+        assert f'"${{{key}}}"' in text.split("LABEL", 1)[1], key  # a label, and the step's
     for key, label in PIN_LABELS.items():
         assert f'{label}="${{{key}}}"' in text
         assert f'--expect-pin "{key}=${{{key}}}"' in text
@@ -65,7 +72,8 @@ def test_dockerfile_base_is_an_arg_before_from_and_legacy_builder_syntax() -> No
     text = DOCKERFILE.read_text()
     instructions = [x for x in text.splitlines() if x and not x.startswith((" ", "#"))]
     assert instructions[0].startswith("ARG VLLM_IMAGE=")
-    assert instructions[1] == "FROM ${VLLM_IMAGE}"
+    assert instructions[1].startswith("ARG VLLM_ENGINE=")
+    assert instructions[2] == "FROM ${VLLM_IMAGE}"
     assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE)
     # What docker-py's legacy builder cannot do (comments aside).
     code = "\n".join(x for x in text.splitlines() if not x.lstrip().startswith("#"))
@@ -191,7 +199,7 @@ def test_build_step_records_the_bases_vllm_commit_and_warns_when_not_pinned(
     assert manifest["vllm_commit_is_pinned"] is False
     assert manifest["vllm_version_file"] == str(step_tree["site"] / "vllm" / "_version.py")
     assert manifest["identity"] == "article"  # the file is still the article's
-    assert "base vLLM 0.33.0 commit 4ba787ec9" in result.stdout
+    assert "engine route image: vLLM 0.33.0 commit 4ba787ec9" in result.stdout
     assert "warning: the base's vLLM is vLLM 0.33.0 commit 4ba787ec9" in result.stderr
     assert "not the pinned commit c50aca14" in result.stderr
     assert "labels j0.vllm.version/j0.vllm.commit are empty" in result.stdout
