@@ -161,7 +161,15 @@ def specifier_allows(op: str, spec: str, version: Version, text: str) -> bool:
 
 
 def _same_release(a: Version, b: Version) -> bool:
-    return (a.epoch, a.release) == (b.epoch, b.release)
+    """Same epoch and release, trailing zeros aside (3.0.0rc2 is a pre-release of 3.0)."""
+
+    def trimmed(release: tuple[int, ...]) -> tuple[int, ...]:
+        parts = list(release)
+        while len(parts) > 1 and parts[-1] == 0:
+            parts.pop()
+        return tuple(parts)
+
+    return (a.epoch, trimmed(a.release)) == (b.epoch, trimmed(b.release))
 
 
 # --- environment markers -------------------------------------------------------------------------
