@@ -226,8 +226,17 @@ def pinned_or_given(pins: Pins, key: str, given: str) -> str:
     return given or pinned
 
 
+def route_of(engine: str, base_image: str, pins: Pins) -> str:
+    """The route to take: VLLM_ENGINE as given; empty, `image` when a base image was given (a
+    plain `docker build --build-arg VLLM_IMAGE=...` builds on that image's own vLLM, as before
+    the wheel route), else VLLM_ENGINE of the pins (`wheel`)."""
+    if engine:
+        return engine
+    return "image" if base_image else pins.vllm_engine
+
+
 def run(args: argparse.Namespace, pins: Pins) -> EngineRecord:
-    route = args.engine or pins.vllm_engine
+    route = route_of(args.engine, args.base_image, pins)
     if route not in ENGINES:
         raise J0Error(f"VLLM_ENGINE={route!r}: expected one of {', '.join(ENGINES)}", 64)
     if route == "image":
@@ -246,6 +255,7 @@ def run(args: argparse.Namespace, pins: Pins) -> EngineRecord:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="", metavar="wheel|image", help="VLLM_ENGINE")
+    parser.add_argument("--base-image", default="", help="the VLLM_IMAGE build arg as given")
     parser.add_argument("--wheel-index", default="", metavar="URL", help="WHEEL_INDEX")
     parser.add_argument("--wheel-name", default="", help="VLLM_WHEEL_NAME (a pin)")
     parser.add_argument("--wheel-sha256", default="", help="VLLM_WHEEL_SHA256 (a pin)")
