@@ -8,13 +8,15 @@
           FACTS.md at the versions of requirements/test.txt), pip-installed here with
           `--target` and copied in, so that no docker build needs the network.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
+  W       A on a rootfs that also has Debian's python3-pip: what the wheel route builds on (it
+          `pip install --no-deps`es a stand-in vllm wheel over the unpacked 0.33.0 one).
 
 Each is tagged j0-standin/<name>:<key>, the key a hash of what makes it; an image already present
 is reused, and the rootfs tarball and the pip target are kept under the state directory
 (${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
 debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
-    python tests/standin/build.py [rootfs|a|b|c|all]
+    python tests/standin/build.py [rootfs|a|b|c|w|all]
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ FORMAT = 1  # bump to rebuild every stand-in
 SUITE = "bookworm"
 VARIANT = "minbase"
 PACKAGES = ("python3", "git", "curl")
+# W's rootfs: the same plus pip, as vLLM's release image has it.
+PIP_PACKAGES = (*PACKAGES, "python3-pip")
 MIRROR = os.environ.get("J0_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SITE = "/usr/local/lib/python3.11/dist-packages"
 # requirements/test.txt minus what only the tests and the linters use.
@@ -122,9 +126,10 @@ def docker_build(tag: str, context: Path) -> None:
     drop_older(tag)
 
 
-def rootfs_image() -> str:
-    key = _key(SUITE, VARIANT, PACKAGES)
-    tag = f"j0-standin/rootfs:{key}"
+def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
+    key = _key(SUITE, VARIANT, packages)
+    name = "rootfs" if packages == PACKAGES else "rootfs-pip"
+    tag = f"j0-standin/{name}:{key}"
     if image_exists(tag):
         return tag
     state = state_dir()
@@ -134,14 +139,14 @@ def rootfs_image() -> str:
         if missing is not None:
             raise MissingPrerequisite(missing)
         started = time.monotonic()
-        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(PACKAGES)}) from {MIRROR}")
+        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(packages)}) from {MIRROR}")
         with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
             target = Path(tmp) / "root"
             _run(
                 [
                     "debootstrap",
                     f"--variant={VARIANT}",
-                    f"--include={','.join(PACKAGES)}",
+                    f"--include={','.join(packages)}",
                     SUITE,
                     str(target),
                     MIRROR,
@@ -167,11 +172,11 @@ def _write_dockerfile(context: Path, base: str, copies: list[tuple[str, str]]) -
     (context / "Dockerfile").write_text("\n".join(lines) + "\n")
 
 
-def image_a(pins: Pins) -> str:
-    base = rootfs_image()
+def image_a(pins: Pins, packages: tuple[str, ...] = PACKAGES) -> str:
+    base = rootfs_image(packages)
     wheel = vllm_wheel(pins)
     key = _key(base, wheel.name, wheel.stat().st_size, SITE)
-    tag = f"j0-standin/a:{key}"
+    tag = f"j0-standin/{'a' if packages == PACKAGES else 'w'}:{key}"
     if image_exists(tag):
         return tag
     started = time.monotonic()
@@ -272,6 +277,11 @@ def image_c(pins: Pins) -> str:
     return tag
 
 
+def image_w(pins: Pins) -> str:
+    """A with pip: the wheel route's stand-in for vLLM's release image."""
+    return image_a(pins, PIP_PACKAGES)
+
+
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "all"
     pins = load_pins(ROOT)
@@ -280,6 +290,7 @@ def main(argv: list[str]) -> int:
         "a": lambda: image_a(pins),
         "b": lambda: image_b(pins),
         "c": lambda: image_c(pins),
+        "w": lambda: image_w(pins),
     }
     names = list(makers) if which == "all" else [which]
     for name in names:
