@@ -8,6 +8,9 @@
           FACTS.md at the versions of requirements/test.txt), pip-installed here with
           `--target` and copied in, so that no docker build needs the network.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
+  F       A + huggingface_hub 1.31 (requirements/hub-floor.txt, the oldest vLLM 0.33 allows) and
+          what it needs, pinned by requirements/test.txt, without httpx2: the floor of a vLLM
+          image for the drafter service.
   W       A on a rootfs that also has Debian's python3-pip: what the wheel route builds on (it
           `pip install --no-deps`es a stand-in vllm wheel over the unpacked 0.33.0 one).
 
@@ -16,7 +19,7 @@ is reused, and the rootfs tarball and the pip target are kept under the state di
 (${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
 debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
-    python tests/standin/build.py [rootfs|a|b|c|w|all]
+    python tests/standin/build.py [rootfs|a|b|c|f|w|all]
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ FORMAT = 1  # bump to rebuild every stand-in
 SUITE = "bookworm"
 VARIANT = "minbase"
 PACKAGES = ("python3", "git", "curl")
+# F's packages: requirements/hub-floor.txt's names (their dependencies come with them).
+FLOOR_NAMES = ("huggingface_hub", "httpx", "httpcore", "click")
 # W's rootfs: the same plus pip, as vLLM's release image has it.
 PIP_PACKAGES = (*PACKAGES, "python3-pip")
 MIRROR = os.environ.get("J0_DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -277,6 +282,62 @@ def image_c(pins: Pins) -> str:
     return tag
 
 
+def floor_constraints(root: Path = ROOT) -> list[str]:
+    """requirements/test.txt without its huggingface_hub 2.x stack, plus requirements/hub-floor.txt:
+    the pins that F's packages are resolved under."""
+    floor = [
+        line.split("#", 1)[0].strip()
+        for line in (root / "requirements" / "hub-floor.txt").read_text().splitlines()
+    ]
+    floor = [line for line in floor if line]
+    replaced = {line.split("==", 1)[0].lower() for line in floor} | {"httpx2", "httpcore2"}
+    kept = [
+        line.split("#", 1)[0].strip()
+        for line in (root / "requirements" / "test.txt").read_text().splitlines()
+        if line.split("#", 1)[0].strip() and line.split("==", 1)[0].strip().lower() not in replaced
+    ]
+    return [*kept, *floor]
+
+
+def floor_dir(constraints: list[str]) -> Path:
+    """pip install --target of hub-floor.txt with its dependencies, under `constraints`, cached."""
+    target = state_dir() / f"floor-{_key(constraints, sys.version_info[:2])}"
+    if (target / ".complete").is_file():
+        return target
+    for stale in state_dir().glob("floor-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    floor = [line for line in constraints if line.split("==", 1)[0] in FLOOR_NAMES]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as cons:
+        cons.write("\n".join(constraints) + "\n")
+        cons.flush()
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile"]
+        where = [
+            "--python-version",
+            "3.11",
+            "--only-binary=:all:",
+            "--target",
+            str(target / "site"),
+        ]
+        _run([*pip, *where, "-c", cons.name, *floor])
+    shutil.rmtree(target / "site" / "bin", ignore_errors=True)
+    (target / ".complete").write_text("\n".join(constraints) + "\n")
+    return target
+
+
+def image_f(pins: Pins) -> str:
+    """A + huggingface_hub 1.31 and its dependencies (no httpx2, no torch)."""
+    base = image_a(pins)
+    constraints = floor_constraints()
+    tag = f"j0-standin/f:{_key(base, constraints)}"
+    if image_exists(tag):
+        return tag
+    context = floor_dir(constraints)
+    _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+    docker_build(tag, context)
+    log(f"built {tag} (+ huggingface_hub 1.31, the floor vLLM 0.33 allows)")
+    return tag
+
+
 def image_w(pins: Pins) -> str:
     """A with pip: the wheel route's stand-in for vLLM's release image."""
     return image_a(pins, PIP_PACKAGES)
@@ -290,6 +351,7 @@ def main(argv: list[str]) -> int:
         "a": lambda: image_a(pins),
         "b": lambda: image_b(pins),
         "c": lambda: image_c(pins),
+        "f": lambda: image_f(pins),
         "w": lambda: image_w(pins),
     }
     names = list(makers) if which == "all" else [which]
