@@ -205,3 +205,23 @@ def test_the_article_wheel_passes_every_check_before_the_install(
     engine_step.check_commit(facts.engine, pins, "the wheel")
     assert facts.engine.commit == "c50aca144" and facts.requires_dist == ["pip>=20"]
     engine_step.check_requirements(facts, installed_distributions([str(image["site"])]))
+
+
+@pytest.mark.parametrize(
+    ("name", "machine", "fits"),
+    [
+        ("vllm-0.33.1.dev3+gc50aca144-cp38-abi3-manylinux_2_31_x86_64.whl", "x86_64", True),
+        ("vllm-0.33.1.dev3+gc50aca144-cp38-abi3-manylinux_2_31_aarch64.whl", "x86_64", False),
+        ("vllm-0.33.1.dev3+gc50aca144-cp38-abi3-manylinux_2_31_aarch64.whl", "aarch64", True),
+        ("vllm-0.33.1-py3-none-any.whl", "x86_64", True),
+        ("vllm-0.33.1-cp399-cp399-manylinux1_x86_64.whl", "x86_64", False),
+        ("vllm-0.33.1-cp38-abi3-win_amd64.whl", "x86_64", False),
+        ("vllm-0.33.1.tar.gz", "x86_64", False),
+    ],
+)
+def test_which_wheel_fits_this_python_and_machine(name: str, machine: str, fits: bool) -> None:
+    """PEP 427 tags read from the file name: CPython abi3 wheels of an older minor fit, another
+    architecture or platform does not (names in the shape of vLLM's per-commit wheels)."""
+    from j0.image.wheel_index import fits_here
+
+    assert fits_here(name, machine) is fits
