@@ -7,8 +7,9 @@ import argparse
 from j0.commands import add_command
 
 IMAGE_HELP = """\
-The article's serving image: docker/Dockerfile on vLLM's image of the pinned commit (VLLM_IMAGE in
-overlay/pins.env), with the J0-patched speculator.py checked in by sha256.
+The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
+the release image plus that commit's wheel; route image: the nightly image VLLM_IMAGE) and the
+J0-patched speculator.py checked in by sha256.
 """
 
 BUILD_HELP = """\
