@@ -6,7 +6,8 @@ cannot be reached from the test machines), serving stand-in wheels made at test 
 The step is run as in the image: `python3 -I -S` (no site-packages, no PYTHONPATH), with a fake
 site-packages holding what the "image" has installed (vllm 0.33.0 and pip 23.0.1 as dist-infos),
 so each refusal is the real program's message and exit code, and an import of anything outside
-the standard library would fail the run. No refusal case reaches the install.
+the standard library would fail the run. No refusal case reaches the install; the runner replaces
+it by a stop, so that a refusal that stopped working cannot pip-install into the test's Python.
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ from servers.wheel_index_server import WheelIndexServer
 from standin.wheels import RELEASE_VERSION, make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
+# The step may never install here: `pip install` would go into the Python running the tests
+# (a refusal that stopped working would replace the test environment's vllm). The runner puts a
+# stop in the install's place, so such a case fails loudly instead.
 RUNNER = """\
 import sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
-from j0.image.engine_step import main
-sys.exit(main(sys.argv[3:]))
+from j0.image import engine_step
+def _no_install(path):
+    raise SystemExit(f"TEST STOP: the engine step reached the install of {path.name}")
+engine_step.install_wheel = _no_install
+sys.exit(engine_step.main(sys.argv[3:]))
 """
 # The pinned commit, and the release's (its vllm/_version.py: 'g4ba787ec9'), typed here.
 ARTICLE_COMMIT = "c50aca14416ef29f6ed0ed256302f30646726dcd"
