@@ -119,7 +119,17 @@ class OwnImages:
             subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
         # Untagged only (`docker rmi` without -f refuses a tagged image or one with children);
         # newest first, so that a step's parent is free when its turn comes.
+        # A tagged one (the FROM step's base, a cached stand-in) is not ours: `docker rmi <id>`
+        # would delete an image with one tag, so it is skipped.
         for image in reversed(dict.fromkeys(self.ids)):
+            tags = subprocess.run(
+                ["docker", "image", "inspect", "--format", "{{len .RepoTags}}", image],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.strip()
+            if tags not in ("", "0"):
+                continue
             subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
 
 

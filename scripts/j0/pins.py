@@ -87,6 +87,45 @@ class Pins:
     def speculator_module(self) -> str:
         return self.speculator_relpath.removesuffix(".py").replace("/", ".")
 
+    # The engine route's pins (see overlay/pins.env); read from `values` so that a pins file of
+    # an older checkout (without them) still loads: the wheel route is then the default.
+    @property
+    def vllm_engine(self) -> str:
+        """`wheel` or `image`: the route docker/Dockerfile and compose take by default."""
+        return self.values.get("VLLM_ENGINE") or "wheel"
+
+    @property
+    def wheel_index_template(self) -> str:
+        return self.values.get("VLLM_WHEEL_INDEX") or "https://wheels.vllm.ai/{commit}/"
+
+    @property
+    def wheel_index(self) -> str:
+        """The per-commit index of VLLM_COMMIT (the template with {commit} filled in)."""
+        return wheel_index_for(self.wheel_index_template, self.vllm_commit)
+
+    @property
+    def wheel_name(self) -> str:
+        """The pinned wheel file name; "" until learned."""
+        return self.values.get("VLLM_WHEEL_NAME", "")
+
+    @property
+    def wheel_sha256(self) -> str:
+        """The pinned wheel's sha256; "" until learned."""
+        return self.values.get("VLLM_WHEEL_SHA256", "")
+
+    def base_image_for(self, engine: str) -> str:
+        """The image a route builds FROM: the release for `wheel`, VLLM_IMAGE for `image`."""
+        return self.vllm_image_fallback if engine == "wheel" else self.vllm_image
+
+
+ENGINES = ("wheel", "image")
+
+
+def wheel_index_for(template: str, commit: str) -> str:
+    """An index URL from a template: `{commit}` replaced by the full commit; a URL without it is
+    taken as it is (a mirror of one commit's index)."""
+    return template.replace("{commit}", commit)
+
 
 _KEYS = {
     "vllm_commit": "VLLM_COMMIT",

@@ -20,10 +20,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("compose.yaml", "compose.serve.yaml", "compose.ci.yaml")
+# The env files compose.yaml includes after the pins, one per engine route (VLLM_ENGINE).
+ROUTE_FILES = ("overlay/route-wheel.env", "overlay/route-image.env")
 # Every variable the compose files read; the shell's values must not leak into the tests.
 KNOBS = (
     "TARGET_MODEL",
     "VLLM_IMAGE",
+    "VLLM_IMAGE_FALLBACK",
+    "VLLM_ENGINE",
+    "WHEEL_INDEX",
+    "J0_ROUTE",
+    "J0_ROUTE_BASE",
     "DRAFTER_REPO",
     "DRAFTER_REVISION",
     "J0_IMAGE",

@@ -15,6 +15,7 @@ import pytest
 from compose_cli import (
     COMPOSE_FILES,
     ROOT,
+    ROUTE_FILES,
     SPEC_7,
     SPEC_15,
     Renderer,
@@ -56,12 +57,47 @@ def test_default_is_the_articles_run(render: Renderer, pins: Pins) -> None:
     assert server["entrypoint"] == ["j0", "serve", "--"]
     assert server["build"]["context"] == str(ROOT)
     assert server["build"]["dockerfile"] == "docker/Dockerfile"
-    assert server["build"]["args"] == {"VLLM_IMAGE": pins.vllm_image}
+    # The wheel route by default: the release image, VLLM_COMMIT's wheel from the pinned index.
+    assert server["build"]["args"] == {
+        "VLLM_ENGINE": "wheel",
+        "VLLM_IMAGE": pins.vllm_image_fallback,
+        "WHEEL_INDEX": "",
+    }
     assert server["environment"]["VLLM_DFLASH_CTX_NOISE"] == "1"
     assert server["environment"]["VLLM_DFLASH_DUMP"] == ""
     assert server["environment"]["VLLM_DFLASH_DUMP_STEPS"] == "0"
     assert server["ipc"] == "host"
     assert server["depends_on"]["drafter"]["condition"] == "service_completed_successfully"
+
+
+def test_the_engine_routes_render_their_base(render: Renderer, pins: Pins) -> None:
+    """VLLM_ENGINE picks overlay/route-<route>.env: wheel (default, = VLLM_ENGINE of the pins)
+    builds on the release with the wheel; image on VLLM_IMAGE (the nightly tag, or a digest, or
+    the release itself); another value stops compose naming the missing route file."""
+    from compose_cli import compose, compose_env
+
+    assert pins.vllm_engine == "wheel"
+    args = render(VLLM_ENGINE="wheel")["services"]["server"]["build"]["args"]
+    assert args == render()["services"]["server"]["build"]["args"]
+    args = render(VLLM_ENGINE="image")["services"]["server"]["build"]["args"]
+    assert args == {"VLLM_ENGINE": "image", "VLLM_IMAGE": pins.vllm_image, "WHEEL_INDEX": ""}
+    release = render(VLLM_ENGINE="image", VLLM_IMAGE=pins.vllm_image_fallback)
+    assert release["services"]["server"]["build"]["args"]["VLLM_IMAGE"] == pins.vllm_image_fallback
+    mirror = "http://127.0.0.1:9/{commit}/"
+    args = render(WHEEL_INDEX=mirror)["services"]["server"]["build"]["args"]
+    assert args["VLLM_ENGINE"] == "wheel" and args["WHEEL_INDEX"] == mirror
+    digest = pins.vllm_image_fallback + "@sha256:" + "b" * 64
+    args = render(VLLM_IMAGE_FALLBACK=digest)["services"]["server"]["build"]["args"]
+    assert args["VLLM_IMAGE"] == digest
+    result = compose(["config"], compose_env(render.home, VLLM_ENGINE="nightly"))
+    assert result.returncode != 0 and "route-nightly.env" in result.stderr
+
+
+def test_the_route_files_type_no_pinned_value(pins: Pins) -> None:
+    for name in ROUTE_FILES:
+        text = (ROOT / name).read_text()
+        for value in (pins.vllm_image, pins.vllm_image_fallback, pins.vllm_commit):
+            assert value not in text, f"{name} repeats the pin {value}"
 
 
 def test_gpu_reservation(render: Renderer) -> None:
@@ -223,6 +259,7 @@ def test_knobs_reach_the_command(render: Renderer) -> None:
         MAX_MODEL_LEN="65536",
         KV_CACHE_DTYPE="fp8",
         GPU_MEMORY_UTILIZATION="0.85",
+        VLLM_ENGINE="image",
         VLLM_IMAGE="registry.example/vllm/vllm-openai:v0.33.0@sha256:" + "a" * 64,
         J0_IMAGE="j0/test:knobs",
     )
@@ -266,7 +303,7 @@ def test_ci_override_drops_gpu_ports_and_healthcheck(render: Renderer) -> None:
 
 def compose_variables() -> set[str]:
     names: set[str] = set()
-    for name in COMPOSE_FILES:
+    for name in (*COMPOSE_FILES, *ROUTE_FILES):
         lines = (ROOT / name).read_text().splitlines()
         code = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
         names |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", code))
@@ -358,7 +395,8 @@ def test_no_pinned_value_is_repeated(pins: Pins) -> None:
 def test_compose_yaml_includes_the_services_with_the_pins() -> None:
     text = (ROOT / "compose.yaml").read_text()
     assert re.search(
-        r"^include:\n  - path: compose\.serve\.yaml\n    env_file: overlay/pins\.env$",
+        r"^include:\n  - path: compose\.serve\.yaml\n    env_file:\n      - overlay/pins\.env\n"
+        r"      - overlay/route-\$\{VLLM_ENGINE:-wheel\}\.env$",
         text,
         re.MULTILINE,
     )

@@ -68,7 +68,16 @@ def ci_stack(
     files = ("compose.yaml", "compose.ci.yaml")
 
     def up(**knobs: str) -> Up:
-        env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag, HF_HOME=str(home / "hf"), **knobs)
+        # The image route on stand-in B (the wheel route's own compose build is in
+        # tests/image/test_wheel_route.py: it needs the wheel index on 127.0.0.1).
+        env = compose_env(
+            home,
+            VLLM_ENGINE="image",
+            VLLM_IMAGE=base,
+            J0_IMAGE=tag,
+            HF_HOME=str(home / "hf"),
+            **knobs,
+        )
         result = compose(
             ["--ansi", "never", "-p", project, "up", "--build", "--no-color"],
             env,
@@ -92,7 +101,7 @@ def ci_stack(
     try:
         yield up
     finally:
-        env = compose_env(home, VLLM_IMAGE=base, J0_IMAGE=tag)
+        env = compose_env(home, VLLM_ENGINE="image", VLLM_IMAGE=base, J0_IMAGE=tag)
         compose(["-p", project, "down", "--remove-orphans"], env, files)
 
 

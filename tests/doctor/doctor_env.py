@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(__file__).resolve().parent / "bin"
 KNOBS = (
     "VLLM_IMAGE",
+    "VLLM_IMAGE_FALLBACK",
+    "VLLM_ENGINE",
+    "WHEEL_INDEX",
     "TARGET_MODEL",
     "DRAFTER_REPO",
     "DRAFTER_REVISION",

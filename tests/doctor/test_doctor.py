@@ -82,9 +82,12 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
 
 
 def ready(host: Host, hub: HubServer, pins: Pins, **docker: Any) -> None:
+    """A host that has everything, on the image route (the nightly tag present); the wheel
+    route's own checks are in tests/doctor/test_doctor_route.py."""
     host.docker(images={pins.vllm_image: "vllm/vllm-openai@sha256:" + "ab" * 32}, **docker)
     host.gpus(H200)
     host.monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    host.monkeypatch.setenv("VLLM_ENGINE", "image")
 
 
 def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, dict[str, str]]]:
@@ -133,6 +136,7 @@ def test_a_ready_host(
         "compose": "ok",
         "buildx": "ok",
         "gpu-runtime": "ok",
+        "engine-route": "ok",
         "base-image": "ok",
         "gpu": "ok",
         "gpu-memory": "ok",
@@ -348,6 +352,7 @@ def test_offline_uses_what_is_on_disk(
     host.docker(images={pins.vllm_image: ""})
     host.gpus(H200)
     host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    host.monkeypatch.setenv("VLLM_ENGINE", "image")
     cache = tmp_path / "hf-home" / "hub" / "models--Qwen--Qwen3.8-27B"
     snapshot = cache / "snapshots" / ("0" * 40)
     snapshot.mkdir(parents=True)

@@ -35,7 +35,10 @@ def image(pins: Pins, own_images: OwnImages) -> Iterator[str]:
     from standin import build as standin
 
     tag = own_images.tag("engine-check")
-    assert main(["image", "build", "--base", standin.image_a(pins), "--tag", tag]) == 0
+    assert (
+        main(["image", "build", "--engine", "image", "--base", standin.image_a(pins), "--tag", tag])
+        == 0
+    )
     own_images.record_tag(tag)
     yield tag
 

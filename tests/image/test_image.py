@@ -42,67 +42,6 @@ def arg_defaults(text: str) -> dict[str, str]:
 # --- the Dockerfile, without Docker ------------------------------------------------------------
 
 
-def test_dockerfile_arg_defaults_equal_the_pins(pins: Pins) -> None:
-    """An ARG default cannot read overlay/pins.env, so this test keeps the two in step."""
-    from j0.image.build_step import PIN_LABELS
-    from j0.pins import parse_pins
-
-    text = DOCKERFILE.read_text()
-    defaults = arg_defaults(text)
-    values = parse_pins(pins.pins_path.read_text(), "pins.env")
-    assert defaults["VLLM_IMAGE"] == pins.vllm_image
-    assert defaults["ALLOW_BASE_DRIFT"] == "0"
-    repeated = {key for key in defaults if key in values}
-    assert repeated == {"VLLM_IMAGE", *PIN_LABELS}
-    for key in repeated:
-        assert defaults[key] == values[key], key
-    for key, label in PIN_LABELS.items():
-        assert f'{label}="${{{key}}}"' in text
-        assert f'--expect-pin "{key}=${{{key}}}"' in text
-
-
-def test_dockerfile_base_is_an_arg_before_from_and_legacy_builder_syntax() -> None:
-    text = DOCKERFILE.read_text()
-    instructions = [x for x in text.splitlines() if x and not x.startswith((" ", "#"))]
-    assert instructions[0].startswith("ARG VLLM_IMAGE=")
-    assert instructions[1] == "FROM ${VLLM_IMAGE}"
-    assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE)
-    # What docker-py's legacy builder cannot do (comments aside).
-    code = "\n".join(x for x in text.splitlines() if not x.lstrip().startswith("#"))
-    assert "--mount" not in code and "--chmod" not in code and "<<" not in code
-    for key in ("base.name", "base.digest", "revision", "source", "title"):
-        assert f"org.opencontainers.image.{key}=" in text
-
-
-def test_build_context_holds_only_what_the_image_needs() -> None:
-    """The context that docker-py sends, computed by docker-py itself from .dockerignore."""
-    from docker.utils.build import exclude_paths
-
-    patterns = [
-        line.strip()
-        for line in (ROOT / ".dockerignore").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    files = {
-        p for p in exclude_paths(str(ROOT), patterns, "docker/Dockerfile") if (ROOT / p).is_file()
-    }
-    package = {
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "scripts" / "j0").rglob("*.py")
-        if "__pycache__" not in p.parts
-    }
-    assert files == {
-        ".dockerignore",  # always sent, like the Dockerfile
-        "docker/Dockerfile",
-        "docker/entrypoint.sh",
-        "docker/j0",
-        "overlay/pins.env",
-        "overlay/jetspec-j0.patch",
-        "drafter-config/causal.merge-patch.json",
-        *package,
-    }
-
-
 def test_entrypoint_and_launcher_are_executable() -> None:
     for name in ("entrypoint.sh", "j0"):
         assert os.access(ROOT / "docker" / name, os.X_OK), name
@@ -191,7 +130,7 @@ def test_build_step_records_the_bases_vllm_commit_and_warns_when_not_pinned(
     assert manifest["vllm_commit_is_pinned"] is False
     assert manifest["vllm_version_file"] == str(step_tree["site"] / "vllm" / "_version.py")
     assert manifest["identity"] == "article"  # the file is still the article's
-    assert "base vLLM 0.33.0 commit 4ba787ec9" in result.stdout
+    assert "engine route image: vLLM 0.33.0 commit 4ba787ec9" in result.stdout
     assert "warning: the base's vLLM is vLLM 0.33.0 commit 4ba787ec9" in result.stderr
     assert "not the pinned commit c50aca14" in result.stderr
     assert "labels j0.vllm.version/j0.vllm.commit are empty" in result.stdout
@@ -350,8 +289,9 @@ def built(own_images: OwnImages) -> OwnImages:
 def docker_build(
     built: OwnImages, base: str, tag: str, *extra: str, buildkit: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set. The step
-    images it leaves (a refused build keeps those before the failing step) are recorded."""
+    """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set (which, with
+    VLLM_ENGINE not given, takes the image route: the base's own vLLM). The step images it
+    leaves (a refused build keeps those before the failing step) are recorded."""
     env = dict(os.environ, DOCKER_BUILDKIT="1" if buildkit else "0")
     cmd = ["docker", "build", "--network", "none", "--build-arg", f"VLLM_IMAGE={base}"]
     if not buildkit:
@@ -479,7 +419,21 @@ def test_drifted_base_is_refused_naming_the_hash(
     assert f"/usr/local/lib/python3.11/dist-packages/{pins.speculator_relpath}" in output
     assert "--build-arg ALLOW_BASE_DRIFT=1" in output
     # j0 image build repeats the build step's message in its own error.
-    assert main(["image", "build", "--base", standins["c"], "--tag", built.tag("on-c-x")]) == 1
+    assert (
+        main(
+            [
+                "image",
+                "build",
+                "--engine",
+                "image",
+                "--base",
+                standins["c"],
+                "--tag",
+                built.tag("on-c-x"),
+            ]
+        )
+        == 1
+    )
     out, err = capsys.readouterr()
     built.record_output(out)
     assert sha(drifted(base_bytes)) in err and BASE_SHA in err and "ALLOW_BASE_DRIFT=1" in err
@@ -546,7 +500,22 @@ def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
 ) -> None:
     """Stand-in B carries torch, triton and the import's packages: every smoke check passes."""
     tag = built.tag("on-b")
-    assert main(["image", "build", "--base", standins["b"], "--tag", tag, "--no-pull"]) == 0
+    assert (
+        main(
+            [
+                "image",
+                "build",
+                "--engine",
+                "image",
+                "--base",
+                standins["b"],
+                "--tag",
+                tag,
+                "--no-pull",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     out = captured.out
     assert "Step 1/" in out and f"==> built {tag}" in out  # the build's progress is shown

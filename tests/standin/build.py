@@ -9,13 +9,18 @@
           pip-installed here with `--target` and copied in, so that no docker build needs the
           network.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
+  F       A + huggingface_hub 1.31 (requirements/hub-floor.txt, the oldest vLLM 0.33 allows) and
+          what it needs, pinned by requirements/test.txt, without httpx2: the floor of a vLLM
+          image for the drafter service.
+  W       A on a rootfs that also has Debian's python3-pip: what the wheel route builds on (it
+          `pip install --no-deps`es a stand-in vllm wheel over the unpacked 0.33.0 one).
 
 Each is tagged j0-standin/<name>:<key>, the key a hash of what makes it; an image already present
 is reused, and the rootfs tarball and the pip target are kept under the state directory
 (${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
 debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
-    python tests/standin/build.py [rootfs|a|b|c|all]
+    python tests/standin/build.py [rootfs|a|b|c|f|w|all]
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ FORMAT = 1  # bump to rebuild every stand-in
 SUITE = "bookworm"
 VARIANT = "minbase"
 PACKAGES = ("python3", "git", "curl")
+# F's packages: requirements/hub-floor.txt's names (their dependencies come with them).
+FLOOR_NAMES = ("huggingface_hub", "httpx", "httpcore", "click")
+# W's rootfs: the same plus pip, as vLLM's release image has it.
+PIP_PACKAGES = (*PACKAGES, "python3-pip")
 MIRROR = os.environ.get("J0_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SITE = "/usr/local/lib/python3.11/dist-packages"
 # requirements/test.txt minus what only the tests and the linters use.
@@ -123,9 +132,10 @@ def docker_build(tag: str, context: Path) -> None:
     drop_older(tag)
 
 
-def rootfs_image() -> str:
-    key = _key(SUITE, VARIANT, PACKAGES)
-    tag = f"j0-standin/rootfs:{key}"
+def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
+    key = _key(SUITE, VARIANT, packages)
+    name = "rootfs" if packages == PACKAGES else "rootfs-pip"
+    tag = f"j0-standin/{name}:{key}"
     if image_exists(tag):
         return tag
     state = state_dir()
@@ -135,14 +145,14 @@ def rootfs_image() -> str:
         if missing is not None:
             raise MissingPrerequisite(missing)
         started = time.monotonic()
-        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(PACKAGES)}) from {MIRROR}")
+        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(packages)}) from {MIRROR}")
         with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
             target = Path(tmp) / "root"
             _run(
                 [
                     "debootstrap",
                     f"--variant={VARIANT}",
-                    f"--include={','.join(PACKAGES)}",
+                    f"--include={','.join(packages)}",
                     SUITE,
                     str(target),
                     MIRROR,
@@ -168,11 +178,11 @@ def _write_dockerfile(context: Path, base: str, copies: list[tuple[str, str]]) -
     (context / "Dockerfile").write_text("\n".join(lines) + "\n")
 
 
-def image_a(pins: Pins) -> str:
-    base = rootfs_image()
+def image_a(pins: Pins, packages: tuple[str, ...] = PACKAGES) -> str:
+    base = rootfs_image(packages)
     wheel = vllm_wheel(pins)
     key = _key(base, wheel.name, wheel.stat().st_size, SITE)
-    tag = f"j0-standin/a:{key}"
+    tag = f"j0-standin/{'a' if packages == PACKAGES else 'w'}:{key}"
     if image_exists(tag):
         return tag
     started = time.monotonic()
@@ -273,6 +283,67 @@ def image_c(pins: Pins) -> str:
     return tag
 
 
+def floor_constraints(root: Path = ROOT) -> list[str]:
+    """requirements/test.txt without its huggingface_hub 2.x stack, plus requirements/hub-floor.txt:
+    the pins that F's packages are resolved under."""
+    floor = [
+        line.split("#", 1)[0].strip()
+        for line in (root / "requirements" / "hub-floor.txt").read_text().splitlines()
+    ]
+    floor = [line for line in floor if line]
+    replaced = {line.split("==", 1)[0].lower() for line in floor} | {"httpx2", "httpcore2"}
+    kept = [
+        line.split("#", 1)[0].strip()
+        for line in (root / "requirements" / "test.txt").read_text().splitlines()
+        if line.split("#", 1)[0].strip() and line.split("==", 1)[0].strip().lower() not in replaced
+    ]
+    return [*kept, *floor]
+
+
+def floor_dir(constraints: list[str]) -> Path:
+    """pip install --target of hub-floor.txt with its dependencies, under `constraints`, cached."""
+    target = state_dir() / f"floor-{_key(constraints, sys.version_info[:2])}"
+    if (target / ".complete").is_file():
+        return target
+    for stale in state_dir().glob("floor-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    floor = [line for line in constraints if line.split("==", 1)[0] in FLOOR_NAMES]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as cons:
+        cons.write("\n".join(constraints) + "\n")
+        cons.flush()
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile"]
+        where = [
+            "--python-version",
+            "3.11",
+            "--only-binary=:all:",
+            "--target",
+            str(target / "site"),
+        ]
+        _run([*pip, *where, "-c", cons.name, *floor])
+    shutil.rmtree(target / "site" / "bin", ignore_errors=True)
+    (target / ".complete").write_text("\n".join(constraints) + "\n")
+    return target
+
+
+def image_f(pins: Pins) -> str:
+    """A + huggingface_hub 1.31 and its dependencies (no httpx2, no torch)."""
+    base = image_a(pins)
+    constraints = floor_constraints()
+    tag = f"j0-standin/f:{_key(base, constraints)}"
+    if image_exists(tag):
+        return tag
+    context = floor_dir(constraints)
+    _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+    docker_build(tag, context)
+    log(f"built {tag} (+ huggingface_hub 1.31, the floor vLLM 0.33 allows)")
+    return tag
+
+
+def image_w(pins: Pins) -> str:
+    """A with pip: the wheel route's stand-in for vLLM's release image."""
+    return image_a(pins, PIP_PACKAGES)
+
+
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "all"
     pins = load_pins(ROOT)
@@ -281,6 +352,8 @@ def main(argv: list[str]) -> int:
         "a": lambda: image_a(pins),
         "b": lambda: image_b(pins),
         "c": lambda: image_c(pins),
+        "f": lambda: image_f(pins),
+        "w": lambda: image_w(pins),
     }
     names = list(makers) if which == "all" else [which]
     for name in names:

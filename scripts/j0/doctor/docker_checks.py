@@ -215,6 +215,16 @@ def _registry(image: str) -> tuple[str, str]:
     return "unreachable", said
 
 
+def local_digest(image: str) -> tuple[bool, str]:
+    """(present locally, its first repo digest or "")."""
+    return _local_digest(image)
+
+
+def registry_state(image: str) -> tuple[str, str]:
+    """("found" | "missing" | "unreachable", the registry's words)."""
+    return _registry(image)
+
+
 def _other_engine(name: str, image: str, pins: Pins, detail: str) -> Check:
     """ok for the pinned image (or its digest form); a warning that says what another base is."""
     if image == pins.vllm_image or image.startswith(pins.vllm_image + "@sha256:"):
@@ -238,15 +248,18 @@ def _other_engine(name: str, image: str, pins: Pins, detail: str) -> Check:
     )
 
 
-def base_image(state: DockerState, image: str, pins: Pins, source: str) -> Check:
-    """VLLM_IMAGE present locally, or pullable; a purged nightly tag named as such, with the
-    choices and what each means."""
+def base_image(
+    state: DockerState, image: str, pins: Pins, source: str, wheel_route: bool = False
+) -> Check:
+    """The base present locally, or pullable; a purged nightly tag named as such, with the
+    choices and what each means. On the wheel route the base is the release image, whose vllm
+    the build replaces (so its own commit is no warning)."""
     name = "base-image"
     if state.info is None:
         return Check(
             name,
             FAIL,
-            f"cannot look for {image} (VLLM_IMAGE, from {source}): no Docker engine answers",
+            f"cannot look for {image} (the base, from {source}): no Docker engine answers",
             "fix the docker check first",
         )
     present, digest = _local_digest(image)
@@ -257,6 +270,13 @@ def base_image(state: DockerState, image: str, pins: Pins, source: str) -> Check
             if present
             else ("not present locally; the registry has it (pullable)")
         )
+        if wheel_route:
+            return Check(
+                name,
+                OK,
+                f"{image} is {where}; the wheel route's base (its vllm is replaced by the wheel of "
+                f"{pins.vllm_commit[:8]})",
+            )
         return _other_engine(name, image, pins, f"{image} is {where}")
     fallback = pins.vllm_image_fallback
     fallback_there = _local_digest(fallback)[0] or _registry(fallback)[0] == "found"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check, Report
-from j0.doctor import disk, docker_checks, gpu, hub, needs
+from j0.doctor import disk, docker_checks, engine_route, gpu, hub, needs
 from j0.doctor.settings import Settings
 from j0.pins import Pins
 
@@ -248,8 +248,14 @@ def run(pins: Pins, settings: Settings) -> Report:
     report.add(docker_checks.compose(state))
     report.add(docker_checks.buildx(state))
     report.add(docker_checks.gpu_runtime(state))
-    image = settings.get("VLLM_IMAGE", pins.vllm_image)
-    report.add(docker_checks.base_image(state, image, pins, settings.source("VLLM_IMAGE")))
+    route = engine_route.route_of(settings, pins)
+    image, knob = engine_route.base_of(route, settings, pins)
+    report.add(engine_route.checks(state, settings, pins))
+    report.add(
+        docker_checks.base_image(
+            state, image, pins, f"{knob}, {settings.source(knob)}", wheel_route=route == "wheel"
+        )
+    )
 
     compose_token = settings.path("HF_TOKEN_FILE")
     if compose_token is not None and _unset(str(settings.get("HF_TOKEN_FILE"))):

@@ -20,12 +20,13 @@ from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_ima
 from j0.engine.vllm_version import VllmVersion
 from j0.errors import J0Error, require
 from j0.image.build_step import PIN_LABELS, engine_warning
-from j0.pins import Pins, checkout_origin, checkout_revision, load_pins
+from j0.pins import ENGINES, Pins, checkout_origin, checkout_revision, load_pins
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
 ENTRYPOINT = "/usr/local/bin/j0-entrypoint"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the legacy builder colours a step's stderr
+_STEP_ERROR = re.compile(r"j0 image (?:engine|build) step: error:")
 # Environment of every smoke container: no GPU is visible, and Triton runs its interpreter.
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
 
@@ -120,8 +121,12 @@ def build_args(
     digest: str,
     allow_base_drift: bool,
     engine: VllmVersion | None = None,
+    route: str = "image",
+    wheel_index: str = "",
 ) -> dict[str, str]:
     return {
+        "VLLM_ENGINE": route,
+        "WHEEL_INDEX": wheel_index,
         "VLLM_IMAGE": base,
         "VLLM_IMAGE_DIGEST": digest,
         "ALLOW_BASE_DRIFT": "1" if allow_base_drift else "0",
@@ -144,7 +149,7 @@ def _stream_build(events: Iterable[dict[str, Any]], echo: Callable[[str], None])
             text = _ANSI.sub("", str(event["stream"]))
             if text.startswith("Removing intermediate container"):
                 continue
-            if step_errors or "j0 image build step: error:" in text:
+            if step_errors or _STEP_ERROR.search(text):
                 step_errors.append(text)
         elif "status" in event:
             echo(f"{event['status']}\n")
@@ -159,33 +164,59 @@ def _stream_build(events: Iterable[dict[str, Any]], echo: Callable[[str], None])
     return image_id
 
 
+def _engine_for_labels(
+    client: Any, base: str, route: str, pins: Pins, write: Callable[[str], None]
+) -> VllmVersion | None:
+    """What the j0.vllm.* labels name. Route image: the base's own vLLM, read from it first.
+    Route wheel: VLLM_COMMIT, the wheel's commit (the engine step refuses any other)."""
+    if route == "wheel":
+        write(
+            f"==> route wheel: {base} with vLLM commit {pins.vllm_commit[:8]}'s wheel from the "
+            "per-commit index (the build fetches it)\n"
+        )
+        return VllmVersion("", "", pins.vllm_commit)
+    engine = base_engine(client, base)
+    if engine is None:
+        write(f"==> {base}: cannot read its vllm/_version.py; the labels j0.vllm.* stay empty\n")
+        return None
+    write(f"==> {base}: {engine.describe()} (its {engine.path})\n")
+    warning = engine_warning(engine, pins)
+    if warning:
+        print(f"j0 image build: warning: {warning}", file=sys.stderr, flush=True)
+    return engine
+
+
 def build(
     base: str | None = None,
     tag: str | None = None,
     allow_base_drift: bool = False,
     pull: bool = True,
     echo: Callable[[str], None] | None = None,
+    engine: str | None = None,
+    wheel_index: str = "",
+    network: str | None = None,
 ) -> str:
-    """Build docker/Dockerfile on `base`; return the image id. Progress goes to `echo`."""
+    """Build docker/Dockerfile on `base` by route `engine` (wheel or image; default VLLM_ENGINE
+    of the pins); return the image id. Progress goes to `echo`. The build's network: `none` on
+    the image route, Docker's default on the wheel route (it fetches the wheel), or `network`."""
     require("docker", "j0 image build")
     from docker.errors import APIError
 
     pins = load_pins()
-    base = base or pins.vllm_image
+    route = engine or pins.vllm_engine
+    if route not in ENGINES:
+        raise J0Error(f"--engine {route}: expected one of {', '.join(ENGINES)}", exit_code=64)
+    base = base or pins.base_image_for(route)
     tag = tag or default_tag(pins)
+    network = network or ("none" if route == "image" else "default")
     write = echo or (lambda text: print(text, end="", flush=True))
     client = docker_client(purpose="j0 image build")
     base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
-    engine = base_engine(client, base)
-    if engine is None:
-        write(f"==> {base}: cannot read its vllm/_version.py; the labels j0.vllm.* stay empty\n")
-    else:
-        write(f"==> {base}: {engine.describe()} (its {engine.path})\n")
-        warning = engine_warning(engine, pins)
-        if warning:
-            print(f"j0 image build: warning: {warning}", file=sys.stderr, flush=True)
-    args = build_args(pins, base, _repo_digest(base_image, base), allow_base_drift, engine)
-    write(f"==> building {DOCKERFILE} on {base} as {tag} (network: none)\n")
+    labelled = _engine_for_labels(client, base, route, pins, write)
+    args = build_args(
+        pins, base, _repo_digest(base_image, base), allow_base_drift, labelled, route, wheel_index
+    )
+    write(f"==> building {DOCKERFILE} on {base} as {tag} (route {route}, network: {network})\n")
     started = time.monotonic()
     try:
         events = client.api.build(
@@ -193,7 +224,7 @@ def build(
             dockerfile=DOCKERFILE,
             tag=tag,
             buildargs=args,
-            network_mode="none",
+            network_mode=None if network == "default" else network,
             pull=False,
             rm=True,
             forcerm=True,

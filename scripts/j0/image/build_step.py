@@ -115,7 +115,8 @@ def engine_problems(found: VllmVersion, labelled: tuple[str, str]) -> list[str]:
         ("VLLM_BASE_VERSION", labelled[0], found.version),
         ("VLLM_BASE_COMMIT", labelled[1], found.commit),
     ):
-        if given and given != actual:
+        same = found.matches(given) if arg == "VLLM_BASE_COMMIT" else given == actual
+        if given and not same:
             problems.append(
                 f"build arg {arg}={given} (the image's label) is not what {found.path} says "
                 f"({actual or 'nothing'}); leave it empty or pass the base's own value"
@@ -183,6 +184,7 @@ def install(
     labelled: tuple[str, str] = ("", ""),
     source: str = "",
     created: str = "",
+    engine_record: dict[str, object] | None = None,
 ) -> dict[str, object]:
     vllm_dir = installed_vllm_dir()
     engine = read_version(vllm_dir)
@@ -231,6 +233,10 @@ def install(
         "vllm_commit_pinned": pins.vllm_commit,
         "vllm_commit_is_pinned": engine.matches(pins.vllm_commit),
         "vllm_release_pinned": pins.vllm_release,
+        # How the engine got here (j0.image.engine_step's record): route `wheel` (the release
+        # image with VLLM_COMMIT's wheel: index, wheel name, sha256) or `image` (the base's own).
+        "engine_route": str((engine_record or {}).get("route", "image")),
+        "engine": engine_record or {"route": "image", "note": "no engine step record"},
         "python": sys.executable,
         "python_version": platform.python_version(),
         "vllm_dir": str(vllm_dir),
@@ -263,6 +269,20 @@ def install(
     return manifest
 
 
+def read_engine_record(path: Path | None) -> dict[str, object] | None:
+    """The engine step's record, or None without one; a record that is not a JSON object of a
+    known route is refused (the manifest must not claim a route that did not run)."""
+    if path is None:
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise J0Error(f"{path}: cannot read the engine step's record ({exc})", 2) from None
+    if not isinstance(record, dict) or record.get("route") not in ("wheel", "image"):
+        raise J0Error(f"{path}: expected a JSON object with route wheel or image", exit_code=2)
+    return record
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-image", default="", help="the VLLM_IMAGE build arg")
@@ -285,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--label-vllm-commit", default="", help="the VLLM_BASE_COMMIT build arg (a label)"
     )
     parser.add_argument("--manifest", type=Path, default=MANIFEST_PATH)
+    parser.add_argument(
+        "--engine-record",
+        type=Path,
+        default=None,
+        help="the engine step's JSON record (route, wheel, sha256), copied into the manifest",
+    )
     return parser
 
 
@@ -294,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pins = load_pins()
         allow_drift = _flag(args.allow_base_drift)
         check_build_args(pins, args.expect_pin)
+        record = read_engine_record(args.engine_record)
         manifest = install(
             pins,
             args.base_image,
@@ -304,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (args.label_vllm_version, args.label_vllm_commit),
             args.source,
             args.created,
+            record,
         )
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -327,7 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         str(manifest["vllm_version"]),
         str(manifest["vllm_commit"]),
     )
-    print(f"{PROG}: base {engine.describe()} (from {engine.path})")
+    route = manifest["engine_route"]
+    print(f"{PROG}: engine route {route}: {engine.describe()} (from {engine.path})")
     if not args.label_vllm_commit:
         print(
             f"{PROG}: note: labels j0.vllm.version/j0.vllm.commit are empty (build args "

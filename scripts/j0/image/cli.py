@@ -7,17 +7,27 @@ import argparse
 from j0.commands import add_command
 
 IMAGE_HELP = """\
-The article's serving image: docker/Dockerfile on vLLM's image of the pinned commit (VLLM_IMAGE in
-overlay/pins.env), with the J0-patched speculator.py checked in by sha256.
+The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
+the release image plus that commit's wheel; route image: the nightly image VLLM_IMAGE) and the
+J0-patched speculator.py checked in by sha256.
 """
 
 BUILD_HELP = """\
 Build docker/Dockerfile (context: the repository root) with docker-py, printing the build's
-progress. The base image is pulled first if it is not present; the build itself then runs with
---network none. The build checks the base image's speculator.py against BASE_SHA256 and refuses
-another file (unless --allow-base-drift), patches it the way `j0 overlay build` does, checks the
-result against PATCHED_SHA256 and writes /opt/j0/manifest.json. Labels record the base image, its
-digest and this repository's git revision.
+progress. Two routes to the article's engine (--engine; default VLLM_ENGINE in overlay/pins.env):
+  wheel  FROM the v0.33.0 release image (VLLM_IMAGE_FALLBACK), its vllm replaced (--no-deps) by
+         VLLM_COMMIT's wheel from vLLM's per-commit index (VLLM_WHEEL_INDEX, or --wheel-index);
+         the build refuses a wheel of another commit, a sha256 other than VLLM_WHEEL_SHA256 when
+         pinned, and Requires-Dist the image does not meet; it needs the network (Docker's
+         default, or --network host for an index on this machine's 127.0.0.1)
+  image  FROM VLLM_IMAGE (the nightly tag of VLLM_COMMIT, while Docker Hub keeps it), as it is;
+         the build runs with --network none (--base <VLLM_IMAGE_FALLBACK> gives the release's
+         own engine, commit 4ba787ec9)
+The base image is pulled first if it is not present. The build checks the base image's
+speculator.py against BASE_SHA256 and refuses another file (unless --allow-base-drift), patches
+it the way `j0 overlay build` does, checks the result against PATCHED_SHA256 and writes
+/opt/j0/manifest.json. Labels record the route, the base image, its digest, the pinned wheel
+and this repository's git revision.
 """
 
 SMOKE_HELP = """\
@@ -62,8 +72,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     build.add_argument(
         "--base",
         metavar="IMAGE",
-        help="base image (default: VLLM_IMAGE from overlay/pins.env; a repo:tag@sha256:... "
-        "digest form pins it exactly)",
+        help="base image (default: VLLM_IMAGE_FALLBACK for --engine wheel, VLLM_IMAGE for "
+        "--engine image, from overlay/pins.env; a repo:tag@sha256:... digest form pins it)",
+    )
+    build.add_argument(
+        "--engine",
+        choices=("wheel", "image"),
+        help="the engine's route (default: VLLM_ENGINE from overlay/pins.env, wheel)",
+    )
+    build.add_argument(
+        "--wheel-index",
+        metavar="URL",
+        default="",
+        help="PEP 503 index holding the vllm wheel of VLLM_COMMIT (default: VLLM_WHEEL_INDEX "
+        "from overlay/pins.env; {commit} is replaced by the commit)",
+    )
+    build.add_argument(
+        "--network",
+        metavar="MODE",
+        help="the build's network (default: none for --engine image, Docker's default for wheel)",
     )
     build.add_argument(
         "--tag", metavar="TAG", help="tag of the result (default: j0/vllm-openai:<commit[:8]>-j0)"
@@ -114,6 +141,9 @@ def run_build(args: argparse.Namespace) -> int:
         tag=args.tag,
         allow_base_drift=args.allow_base_drift,
         pull=not args.no_pull,
+        engine=args.engine,
+        wheel_index=args.wheel_index,
+        network=args.network,
     )
     return 0
 

@@ -1,0 +1,125 @@
+"""Which engine route `docker compose up` will take (VLLM_ENGINE: wheel or image), what engine
+each gives, whether the per-commit wheel index answers for the pinned commit, and whether the
+nightly tag still exists.
+
+The index is asked with j0.image.wheel_index, the code the build step itself runs (standard
+library); an index that cannot be reached from here is a warning, not a failure: the build runs
+on the Docker engine's network, which may differ.
+"""
+
+from __future__ import annotations
+
+from j0.checks import FAIL, OK, WARN, Check
+from j0.doctor import docker_checks
+from j0.doctor.settings import Settings
+from j0.image import wheel_index
+from j0.pins import ENGINES, Pins, wheel_index_for
+
+TIMEOUT_S = 10.0
+
+
+def route_of(settings: Settings, pins: Pins) -> str:
+    return settings.get("VLLM_ENGINE", pins.vllm_engine)
+
+
+def base_of(route: str, settings: Settings, pins: Pins) -> tuple[str, str]:
+    """(the image compose builds FROM on `route`, the knob that names it)."""
+    if route == "wheel":
+        return settings.get("VLLM_IMAGE_FALLBACK", pins.vllm_image_fallback), "VLLM_IMAGE_FALLBACK"
+    return settings.get("VLLM_IMAGE", pins.vllm_image), "VLLM_IMAGE"
+
+
+def index_of(settings: Settings, pins: Pins) -> str:
+    given = settings.get("WHEEL_INDEX")
+    return wheel_index_for(given, pins.vllm_commit) if given else pins.wheel_index
+
+
+def route_check(route: str, settings: Settings, pins: Pins) -> Check:
+    name = "engine-route"
+    commit = pins.vllm_commit[:8]
+    if route not in ENGINES:
+        return Check(
+            name,
+            FAIL,
+            f"VLLM_ENGINE={route} ({settings.source('VLLM_ENGINE')}): compose knows wheel and "
+            "image only (it stops: no overlay/route-" + route + ".env)",
+            "VLLM_ENGINE=wheel (the default) or VLLM_ENGINE=image",
+        )
+    base, _ = base_of(route, settings, pins)
+    if route == "wheel":
+        detail = (
+            f"compose takes route wheel: FROM {base}, its vllm replaced by vLLM commit {commit}'s "
+            f"wheel from {index_of(settings, pins)}: the article's engine (the wheel's "
+            "Requires-Dist are checked against the image at build time)"
+        )
+    else:
+        release = pins.values.get("VLLM_RELEASE_COMMIT", "")
+        engine = (
+            f"the release's own engine, commit {release}, not the article's {commit}"
+            if base.split("@")[0] == pins.vllm_image_fallback
+            else f"that image's own vLLM (the article's {commit} for the pinned nightly tag)"
+        )
+        detail = f"compose takes route image: FROM {base}: {engine}"
+    return Check(name, OK, detail + f" (VLLM_ENGINE from {settings.source('VLLM_ENGINE')})")
+
+
+def index_check(route: str, settings: Settings, pins: Pins) -> Check:
+    """Does the index list a vllm wheel for the pinned commit (and the pinned file, if any)?"""
+    name = "wheel-index"
+    index = index_of(settings, pins)
+    page = wheel_index.project_url(index)
+    missing = FAIL if route == "wheel" else WARN
+    try:
+        links = wheel_index.list_wheels(index, timeout=TIMEOUT_S)
+    except wheel_index.WheelIndexError as exc:
+        if "HTTP " in str(exc):
+            return Check(
+                name,
+                missing,
+                f"{exc}: the index has no page for vLLM commit {pins.vllm_commit[:8]}",
+                "another index (WHEEL_INDEX), or VLLM_ENGINE=image",
+            )
+        return Check(
+            name,
+            WARN,
+            f"cannot check from here ({exc}); the build asks again from the Docker engine",
+            "check this host's network or proxy for the index, or set WHEEL_INDEX to a mirror",
+        )
+    wheels = [link.name for link in links if link.name.startswith(f"{wheel_index.PROJECT}-")]
+    pinned = pins.wheel_name
+    if not wheels or (pinned and pinned not in wheels):
+        what = f"no {pinned}" if pinned and wheels else "no vllm wheel"
+        return Check(
+            name, missing, f"{page} answers, but lists {what}", "WHEEL_INDEX, or VLLM_ENGINE=image"
+        )
+    chosen = pinned or ", ".join(wheels)
+    note = "" if pins.wheel_sha256 else " (VLLM_WHEEL_SHA256 not pinned yet: the build records it)"
+    return Check(name, OK, f"{page} lists {chosen}{note}")
+
+
+def nightly_check(state: docker_checks.DockerState, pins: Pins) -> Check:
+    """Whether the pinned nightly tag (route image's base) still exists, locally or remotely."""
+    name = "nightly-tag"
+    image = pins.vllm_image
+    if state.info is None:
+        return Check(name, WARN, f"cannot look for {image}: no Docker engine answers")
+    present, _ = docker_checks.local_digest(image)
+    found, said = ("found", "") if present else docker_checks.registry_state(image)
+    if found == "found":
+        where = "present locally" if present else "still in its registry"
+        return Check(name, OK, f"{image} is {where}: VLLM_ENGINE=image would work too")
+    words = "gone from its registry" if found == "missing" else "not reachable"
+    return Check(
+        name,
+        WARN,
+        f"{image} is {words} ({said}): only the wheel route gives the article's engine",
+    )
+
+
+def checks(state: docker_checks.DockerState, settings: Settings, pins: Pins) -> list[Check]:
+    """engine-route, then wheel-index on the wheel route and nightly-tag (the other route)."""
+    route = route_of(settings, pins)
+    found = [route_check(route, settings, pins)]
+    if route == "wheel":
+        found += [index_check(route, settings, pins), nightly_check(state, pins)]
+    return found

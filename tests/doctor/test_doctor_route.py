@@ -1,0 +1,99 @@
+"""`j0 doctor` on the engine route: which route compose takes (VLLM_ENGINE), what engine it gives,
+whether the per-commit wheel index answers for the pinned commit, whether the nightly tag still
+exists. The index is our PEP 503 stand-in on 127.0.0.1 (tests/servers/wheel_index_server.py;
+wheels.vllm.ai cannot be reached from the test machines), Docker and nvidia-smi the stand-ins of
+tests/doctor/doctor_env.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from doctor_env import H200, Host
+
+from j0.cli import main
+from j0.pins import Pins
+from servers.base import free_port
+from servers.wheel_index_server import WheelIndexServer
+from standin.wheels import make_wheel
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
+    return Host(tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def index(
+    pins: Pins, base_bytes: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WheelIndexServer]:
+    wheel = make_wheel(tmp_path_factory.mktemp("wheels"), pins.speculator_relpath, base_bytes)
+    with WheelIndexServer() as server:
+        server.add(pins.vllm_commit, wheel)
+        yield server
+
+
+def doctor(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:
+    main(["doctor", "--json"])
+    return {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+
+
+def on_the_wheel_route(host: Host, pins: Pins, wheel_index: str) -> None:
+    """The release image here, the nightly tag gone from the registry, HF offline."""
+    host.docker(images={pins.vllm_image_fallback: ""}, registry={})
+    host.gpus(H200)
+    host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    host.monkeypatch.setenv("WHEEL_INDEX", wheel_index)
+
+
+def test_the_default_route_is_the_wheel_and_the_index_has_the_commit(
+    host: Host, pins: Pins, index: WheelIndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_the_wheel_route(host, pins, index.url + "/{commit}/")
+    checks = doctor(capsys)
+    route = checks["engine-route"]
+    assert route["status"] == "ok"
+    assert f"compose takes route wheel: FROM {pins.vllm_image_fallback}" in route["detail"]
+    assert "the article's engine" in route["detail"] and "overlay/pins.env" in route["detail"]
+    wheel = checks["wheel-index"]
+    assert wheel["status"] == "ok"
+    name = index.files[pins.vllm_commit][0].name
+    assert f"{index.url}/{pins.vllm_commit}/vllm/ lists {name}" in wheel["detail"]
+    assert checks["base-image"]["status"] == "ok"
+    assert "the wheel route's base" in checks["base-image"]["detail"]
+    nightly = checks["nightly-tag"]
+    assert nightly["status"] == "warn" and "gone from its registry" in nightly["detail"]
+    assert pins.vllm_image in nightly["detail"]
+
+
+def test_an_index_without_the_commit_fails_and_an_unreachable_one_warns(
+    host: Host, pins: Pins, index: WheelIndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_the_wheel_route(host, pins, index.index_url("another-commit"))
+    check = doctor(capsys)["wheel-index"]
+    assert check["status"] == "fail" and "HTTP 404" in check["detail"]
+    assert "VLLM_ENGINE=image" in check["fix"]
+    host.monkeypatch.setenv("WHEEL_INDEX", f"http://127.0.0.1:{free_port()}/{{commit}}/")
+    check = doctor(capsys)["wheel-index"]
+    assert check["status"] == "warn" and "cannot check from here" in check["detail"]
+
+
+def test_the_image_route_says_what_engine_its_base_gives(
+    host: Host, pins: Pins, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host.docker(images={pins.vllm_image_fallback: ""})
+    host.gpus(H200)
+    host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    host.monkeypatch.setenv("VLLM_ENGINE", "image")
+    host.monkeypatch.setenv("VLLM_IMAGE", pins.vllm_image_fallback)
+    checks = doctor(capsys)
+    detail = checks["engine-route"]["detail"]
+    assert f"compose takes route image: FROM {pins.vllm_image_fallback}" in detail
+    assert "the release's own engine, commit 4ba787ec9, not the article's c50aca14" in detail
+    assert "wheel-index" not in checks and "nightly-tag" not in checks
+    host.monkeypatch.setenv("VLLM_ENGINE", "nightly")
+    check = doctor(capsys)["engine-route"]
+    assert check["status"] == "fail" and "compose knows wheel and image only" in check["detail"]
