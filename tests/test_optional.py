@@ -119,7 +119,7 @@ def test_every_extra_named_anywhere_exists() -> None:
     for place in places:
         if not place.is_file():
             continue
-        for match in re.finditer(r"\.\[([a-z0-9,-]+)\]", place.read_text(errors="replace")):
+        for match in re.finditer(r"\.\[([a-z][a-z0-9,-]*)\]", place.read_text(errors="replace")):
             for extra in match.group(1).split(","):
                 named.setdefault(extra, set()).add(str(place.relative_to(ROOT)))
     assert "docker" in named  # the search itself found what it looks for

@@ -398,7 +398,8 @@ def test_disk_counts_vllms_image_and_the_readmes_sizes(
     host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _, checks = doctor(capsys)
     detail = checks["disk"]["detail"]
-    assert f"vLLM's image {pins.vllm_image} 23.3 GiB (estimate) into {tmp_path}" in detail
+    # compose's default route (wheel) builds FROM the release image, so that is the one counted
+    assert f"vLLM's image {pins.vllm_image_fallback} 23.3 GiB (estimate) into {tmp_path}" in detail
     assert "Qwen/Qwen3.8-27B weights 50.3 GiB (estimate)" in detail
     assert "the drafter 2.8 GiB (estimate)" in detail
     assert "76.4 GiB = 82.0 GB in all" in detail
