@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from j0.commands import add_command
+from j0.errors import EXIT_CODE_TABLE
 
 RUN_DESCRIPTION = """\
 Send prompts to a running vLLM server with speculative decoding (one at a time by default,
@@ -55,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="measure acceptance and speed of a running server (run, matrix, report)",
         description="Measure a running server: `run` one setting, `matrix` all settings, "
         "`report` the results.",
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = bench.add_subparsers(
         dest="bench_command", metavar="COMMAND", parser_class=type(bench)
@@ -259,6 +262,8 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
         description="For each setting, restart the server with those switches (prefix caching "
         "off unless --prefix-caching), wait for health, run the same prompts with `j0 bench "
         "run`, and keep each run's JSON and server log under --out DIR.",
+        epilog=EXIT_CODE_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
     p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
