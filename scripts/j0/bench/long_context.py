@@ -95,21 +95,25 @@ def parse(spec: str) -> LongSet:
     raise J0Error(f"--dataset {spec!r}: not a long-context set ({', '.join(PREFIXES)})", USAGE)
 
 
+def local_copy_rows(datasets: Any, data_files: Path) -> Any:
+    """A dataset's rows from a local parquet/JSON/JSONL/CSV copy (`--dataset-files`)."""
+    if not data_files.is_file():
+        raise J0Error(f"--dataset-files {data_files}: no such file", INPUT_LACKS)
+    builder = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
+    kind = builder.get(data_files.suffix)
+    if kind is None:
+        raise J0Error(
+            f"--dataset-files {data_files}: expected .parquet, .json, .jsonl or .csv", USAGE
+        )
+    return datasets.load_dataset(kind, data_files=str(data_files), split="train")
+
+
 def load_rows(found: LongSet, data_files: Path | None) -> list[dict[str, Any]]:
     """The set's rows through `datasets`: from the Hub, or from a local parquet/JSON/CSV copy."""
     datasets = require("datasets", f"j0 bench --dataset {found.family}", extra="bench")
     try:
         if data_files is not None:
-            if not data_files.is_file():
-                raise J0Error(f"--dataset-files {data_files}: no such file", INPUT_LACKS)
-            builder = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
-            kind = builder.get(data_files.suffix)
-            if kind is None:
-                raise J0Error(
-                    f"--dataset-files {data_files}: expected .parquet, .json, .jsonl or .csv",
-                    USAGE,
-                )
-            rows = datasets.load_dataset(kind, data_files=str(data_files), split="train")
+            rows = local_copy_rows(datasets, data_files)
         else:
             rows = datasets.load_dataset(
                 found.dataset_id, found.config, split=found.split, revision=found.revision

@@ -188,16 +188,7 @@ def load_named(name: str, *, data_files: Path | None = None) -> list[Prompt]:
     datasets = require("datasets", f"j0 bench --dataset {name}", extra="bench")
     try:
         if data_files is not None:
-            if not data_files.is_file():
-                raise J0Error(f"--dataset-files {data_files}: no such file", INPUT_LACKS)
-            builder = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
-            kind = builder.get(data_files.suffix)
-            if kind is None:
-                raise J0Error(
-                    f"--dataset-files {data_files}: expected .parquet, .json, .jsonl or .csv",
-                    USAGE,
-                )
-            rows = datasets.load_dataset(kind, data_files=str(data_files), split="train")
+            rows = long_context.local_copy_rows(datasets, data_files)
         else:
             rows = datasets.load_dataset(spec.path, spec.config, split=spec.split)
     except J0Error:
