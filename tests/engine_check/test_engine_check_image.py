@@ -80,7 +80,7 @@ def image_on_b(pins: Pins, own_images: OwnImages) -> Iterator[str]:
 
     (base,) = standin_images(lambda: standin.image_b(pins))
     tag = own_images.tag("engine-check-b")
-    assert main(["image", "build", "--base", base, "--tag", tag]) == 0
+    assert main(["image", "build", "--engine", "image", "--base", base, "--tag", tag]) == 0
     own_images.record_tag(tag)
     yield tag
 
