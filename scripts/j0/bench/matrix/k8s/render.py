@@ -144,8 +144,8 @@ HF_TOKEN_MOUNT = {"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": Tru
 HF_ENV = {"HF_HOME": HF_HOME, "HF_TOKEN_PATH": f"{HF_TOKEN_DIR}/token"}
 
 
-def drafter_fetch_container(pins: Pins, image: str) -> dict[str, Any]:
-    """`j0 drafter fetch` of the pinned drafter into the PVC (compose's drafter service)."""
+def _drafter_fetch(pins: Pins, image: str, directory: str) -> dict[str, Any]:
+    """The container that runs `j0 drafter fetch` of the pinned drafter into `directory`."""
     return {
         "name": "drafter",
         "image": image,
@@ -156,8 +156,15 @@ def drafter_fetch_container(pins: Pins, image: str) -> dict[str, Any]:
             "--revision",
             pins.drafter_revision,
             "--dir",
-            DRAFTER_MOUNT,
+            directory,
         ],
+    }
+
+
+def drafter_fetch_container(pins: Pins, image: str) -> dict[str, Any]:
+    """`j0 drafter fetch` of the pinned drafter into the PVC (compose's drafter service)."""
+    return {
+        **_drafter_fetch(pins, image, DRAFTER_MOUNT),
         "env": _env(HF_ENV),
         "volumeMounts": [
             {"name": "cache", "mountPath": DRAFTER_MOUNT, "subPath": "drafter"},
@@ -284,17 +291,7 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
                     "pvcStorage": "200Gi",
                     "pvcAccessMode": ["ReadWriteOnce"],
                     "initContainer": {
-                        "name": "drafter",
-                        "image": image,
-                        "command": ["j0", "drafter", "fetch"],
-                        "args": [
-                            "--repo-id",
-                            pins.drafter_repo,
-                            "--revision",
-                            pins.drafter_revision,
-                            "--dir",
-                            HELM_DRAFTER,
-                        ],
+                        **_drafter_fetch(pins, image, HELM_DRAFTER),
                         "env": _env({"HF_HOME": HELM_DATA}),
                         "mountPvcStorage": True,
                     },
