@@ -28,7 +28,7 @@ class TrainOptions:
     seed: int = 0
     device: str = "auto"
     labels: str = "target"  # the drafters' labels: data | target (the target's greedy argmax)
-    gamma: float = 7.0  # slot weights exp(-(k-1)/gamma); <= 0: equal weights
+    gamma: float = 0.0  # slot weights exp(-(k-1)/gamma); <= 0: equal weights
     progress: bool = True
     roots: tuple[Path, ...] | None = None  # where the corpus comes from (None: stdlib + site)
     anchors: int | None = None  # anchors per drafter training sequence (None: the sizes')
