@@ -113,7 +113,9 @@ def test_the_default_deadline_comes_from_timeout_and_max_tokens() -> None:
     assert RunOptions(url="x", out=Path("r"), request_deadline_s=2.5).deadline_for(9) == 2.5
 
 
-def test_a_redirect_to_another_server_is_refused(tmp_path: Path) -> None:
+def test_a_redirect_to_another_server_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Every route of --url answers 307 to another server (another origin: another port).
     Before: aiohttp followed, and bench measured the other server while the manifest named
     --url. Now: refused, exit 1, the other server never asked."""
@@ -123,6 +125,8 @@ def test_a_redirect_to_another_server_is_refused(tmp_path: Path) -> None:
             code = bench(hostile.url, out, "--requests", "2", "--max-tokens", "20")
         assert other.records == []
     assert code == 1
+    err = capsys.readouterr().err
+    assert f"{hostile.url}/v1/models: HTTP 307 redirect to another origin refused" in err
     assert not out.exists()  # nothing was measured
 
 

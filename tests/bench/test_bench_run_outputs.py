@@ -104,6 +104,24 @@ def test_a_signal_writes_what_finished_and_exits_128_plus_it(
     assert doc["error"] == f"stopped by {sig.name} after 2 of 4 requests"
 
 
+def test_a_signal_before_the_measured_requests_writes_nothing(tmp_path: Path) -> None:
+    """The warm-up request never ends; SIGTERM: exit 143, a message that says nothing was
+    written (nothing had finished), no file."""
+    out = tmp_path / "r.json"
+    with HostileVllm("comments", num_spec_tokens=7, seed=3) as server:
+        proc = started_bench(server.url, out, "--requests", "2", "--warmup", "1")
+        try:
+            wait_for(lambda: server.generation_requests >= 1 or proc.poll() is not None)
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    assert "stopped by SIGTERM: before the measured requests; nothing was written" in stderr
+    assert not out.exists()
+
+
 def test_the_exit_code_table_lists_the_signals() -> None:
     from j0.errors import EXIT_CODE_TABLE
 
