@@ -115,9 +115,7 @@ def choice_text(choice: dict[str, Any]) -> str:
         choice.get("message"), "choices[].message"
     )
     if part is not None:
-        reasoning = part.get("reasoning")
-        if reasoning is None:
-            reasoning = part.get("reasoning_content")
+        reasoning = part.get("reasoning") or part.get("reasoning_content")
         return text(reasoning, "reasoning") + text(part.get("content"), "content")
     return text(choice.get("text"), "choices[].text")
 
