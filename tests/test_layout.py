@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,8 +236,9 @@ def test_no_unit_over_200_lines_and_no_module_over_600() -> None:
     assert not found, "\n".join(found)
 
 
-def test_help_is_fast_and_imports_nothing_heavy() -> None:
-    """`j0 --help` in a fresh interpreter: under 1.5 s, and none of the heavy libraries loaded."""
+def test_help_imports_nothing_heavy() -> None:
+    """`j0 --help` in a fresh interpreter loads none of the heavy libraries (what keeps it quick;
+    its time is measured by scripts/bench_overheads.py, quoted in docs/bench.md, not asserted)."""
     code = (
         "import sys, contextlib, io\n"
         "from j0.cli import main\n"
@@ -248,10 +248,7 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
         " 'transformers', 'datasets', 'kubernetes', 'prometheus_client'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
-    started = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    took = time.monotonic() - started
     assert out.stdout.strip() == "[]", out.stdout
-    assert took < 1.5, f"j0 --help took {took:.2f} s"

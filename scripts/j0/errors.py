@@ -24,6 +24,8 @@ VERIFY_OTHER = 4
 USAGE = 64
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: what the command needs is not here
 INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug in j0 (an unexpected exception), never a verdict
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it: Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM: `kill`, `docker stop`, a Kubernetes pod's end
 
 EXIT_CODE_TABLE = """\
 exit codes (all commands):
@@ -36,6 +38,8 @@ exit codes (all commands):
   69  what the command needs is not installed or not here (a package, with the pip install
       line that brings it; a GPU; an image); nothing was checked
   70  internal error: a bug in j0, not a verdict (J0_DEBUG=1 shows the traceback)
+  130 interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM): what had finished is kept
+      (`j0 bench run` writes its finished requests first)
 """
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from j0.commands import add_command
@@ -33,8 +34,15 @@ longbench-v2[:LEN,...] (THUDM/LongBench-v2 cut to LEN words), through `datasets`
 Prompts go to /v1/chat/completions with Qwen3's thinking on (chat_template_kwargs
 enable_thinking); --no-thinking turns it off, --endpoint completions sends plain text.
 
-Exit 0: done; 1: the server failed or died (the finished requests are kept in FILE.json);
-2: a dataset or status file lacks what is needed; 64: usage.
+FILE.json is written atomically after every finished request: a run that stops for any reason
+(the server dies, a signal, kill -9) leaves the finished requests there ("complete": false).
+A request that fails (an HTTP error, an answer with a field of the wrong type, a body over its
+cap, a redirect to another origin, past --request-deadline) is kept as failed, with the reason,
+and the run goes on.
+
+Exit 0: done; 1: the server failed or died, or requests failed (the finished requests are kept
+in FILE.json); 2: a dataset or status file lacks what is needed; 64: usage; 130 (SIGINT,
+Ctrl-C) and 143 (SIGTERM): stopped, FILE.json written with the finished requests first.
 """
 
 REPORT_DESCRIPTION = """\
@@ -88,6 +96,28 @@ def _count(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """A finite number of seconds above 0 (`nan`, `inf` and 0 are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: expected a finite number of seconds above 0")
+    return value
+
+
+def _temperature(text: str) -> float:
+    """A finite temperature, 0 or more (vLLM's SamplingParams refuses a negative one)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: expected a finite number, 0 or more")
+    return value
+
+
 def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = add_command(
         commands,
@@ -96,7 +126,19 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         RUN_DESCRIPTION,
     )
     p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
-    p.add_argument("--out", required=True, type=Path, metavar="FILE.json", help="result file")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="FILE.json",
+        help="result file; an existing one is refused unless --force, and one of the run's "
+        "own inputs (--dataset, --dataset-files, --status-json, --system-prompt @FILE) always",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --out (there is no resume: the run starts again)",
+    )
     p.add_argument(
         "--requests",
         type=_positive,
@@ -155,7 +197,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--temperature",
-        type=float,
+        type=_temperature,
         default=0.0,
         help="sampling temperature (default 0: greedy, so J0 on and off generate the same tokens)",
     )
@@ -185,10 +227,19 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=3600.0,
         metavar="S",
-        help="longest wait for the next chunk (default 3600 s)",
+        help="longest wait for the next bytes of an answer (default 3600 s); keep-alive "
+        "comments reset it, so --request-deadline bounds the whole request",
+    )
+    p.add_argument(
+        "--request-deadline",
+        type=_seconds,
+        metavar="S",
+        help="longest time for one whole request, first byte to last: a request past it is "
+        "recorded as failed and the run goes on (default: --timeout + 1 s per --max-tokens "
+        "token, 7696 s with the defaults)",
     )
     _add_repeats_and_system_prompt(p, "run")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -243,6 +294,8 @@ def _run(args: argparse.Namespace) -> int:
             j0=None if args.j0 is None else args.j0 == "on",
             overlay_identity=args.overlay_identity,
             timeout_s=args.timeout,
+            request_deadline_s=args.request_deadline,
+            force=args.force,
             progress=args.progress,
             repeats=args.repeats,
             system_prompt=system_prompt,

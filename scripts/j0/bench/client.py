@@ -23,14 +23,25 @@ Timing follows vllm/benchmarks/serve.py: TTFT is the time to the first chunk tha
 token; ITL is the gap between successive token-carrying chunks (one engine step each, so with
 speculative decoding one "inter-token" gap covers 1 + accepted tokens); TPOT is
 (latency - TTFT) / (output tokens - 1).
+
+Bounds (a server that misbehaves fails its request, with the reason, and never holds or ends the
+run): `deadline_s` bounds the whole request (the session's sock_read timeout, `--timeout`, only
+the wait for the next bytes, which keep-alive comments reset); every body and every streamed
+line is capped (bounded_http, with j0.engine.endpoints' caps); redirects only to the same
+origin; every field read is of the type vLLM gives it (chunk_fields); and a stream may not give
+more tokens than the request's max_tokens, nor more text than MAX_JSON_BYTES.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from j0.bench import bounded_http, chunk_fields
+from j0.bench.chunk_fields import BadAnswer
+from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, BodyTooLarge
 
 
 class EndpointMissing(Exception):
@@ -91,138 +102,179 @@ def request_body(
     return body
 
 
-def _tokens_of(chunk: dict[str, Any], seen: int) -> int:
-    """Output tokens that this chunk adds (continuous usage, else token_ids, else 1 if text)."""
-    usage = chunk.get("usage")
-    choices = chunk.get("choices") or []
-    if isinstance(usage, dict) and usage.get("completion_tokens") is not None and choices:
-        return max(int(usage["completion_tokens"]) - seen, 0)
-    if not choices:
-        return 0
-    choice = choices[0]
-    if isinstance(choice.get("token_ids"), list):
-        return len(choice["token_ids"])
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        text = (delta.get("content") or "") + (
-            delta.get("reasoning") or delta.get("reasoning_content") or ""
-        )
-    else:
-        text = choice.get("text") or ""
-    return 1 if text else 0
+@dataclass
+class _Reading:
+    """One answer as it is read: the outcome so far, the clock, the tokens seen."""
 
-
-async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcome:
-    """POST `body` to `url` and read the stream (session: an aiohttp.ClientSession)."""
-    import aiohttp
-
-    out = Outcome(started_at=time.time())
-    start = time.perf_counter()
+    out: Outcome
+    start: float
+    max_tokens: int | None
     first_token_at: float | None = None
     last_token_at: float | None = None
-    seen = 0
-    try:
-        async with session.post(url, json=body) as response:
-            out.http_status = response.status
-            if response.status != 200:
-                text = (await response.text())[:500]
-                if response.status == 404 and '"error"' not in text:
-                    raise EndpointMissing(f"{url}: HTTP 404 {text}")
-                out.error = f"HTTP {response.status}: {text}"
-                return out
-            if response.content_type == "application/json":  # a server that does not stream
-                whole = await response.json()
-                now = time.perf_counter()
-                first_token_at = last_token_at = now
-                out.ttft_s = now - start
-                _usage_and_metrics(out, whole)
-                for choice in whole.get("choices") or []:
-                    out.finish_reason = choice.get("finish_reason") or out.finish_reason
-                    _output_of(out, choice)
-                seen = out.output_tokens or 0
-                out.chunk_tokens.append(seen)
-            async for raw in response.content:
-                now = time.perf_counter()
-                line = raw.strip()
-                if not line.startswith(b"data:"):
-                    out.client_time_s += time.perf_counter() - now
-                    continue
+    seen: int = 0
+
+    def chunk(self, chunk: Any, now: float) -> None:
+        """One streamed event (JSON already parsed); BadAnswer where a field is off."""
+        out = self.out
+        if not isinstance(chunk, dict):
+            raise BadAnswer(f"an event of the stream is {str(chunk)[:80]}; expected an object")
+        if "error" in chunk and "choices" not in chunk:
+            raise BadAnswer(f"server error in stream: {str(chunk)[:300]}")
+        choices = chunk_fields.choices(chunk)
+        usage = chunk_fields.usage(chunk)
+        pieces = [(chunk_fields.token_ids(c), chunk_fields.choice_text(c)) for c in choices]
+        n = 0  # the output tokens this chunk adds (continuous usage, else token_ids, else text)
+        if usage is not None and usage["completion_tokens"] is not None and choices:
+            n = max(usage["completion_tokens"] - self.seen, 0)
+        elif pieces:
+            ids, piece = pieces[0]
+            n = len(ids) if ids is not None else (1 if piece else 0)
+        if n:
+            if self.first_token_at is None:
+                self.first_token_at = now
+                out.ttft_s = now - self.start
+            else:
+                assert self.last_token_at is not None
+                out.itl_s.append(now - self.last_token_at)
+            self.last_token_at = now
+            self.seen += n
+            out.chunk_tokens.append(n)
+        for choice, (ids, piece) in zip(choices, pieces, strict=True):
+            reason = chunk_fields.finish_reason(choice)
+            if reason:
+                out.finish_reason = reason
+            self._add(ids, piece)
+        self._usage_and_metrics(chunk, usage)
+        if self.max_tokens is not None and self.seen > self.max_tokens:
+            raise BadAnswer(
+                f"the server streamed {self.seen} tokens, more than max_tokens {self.max_tokens}"
+            )
+
+    def whole(self, doc: Any) -> None:
+        """A whole JSON answer (a server that does not stream)."""
+        out = self.out
+        if not isinstance(doc, dict):
+            raise BadAnswer(f"the answer is {str(doc)[:80]}; expected an object")
+        now = time.perf_counter()
+        self.first_token_at = self.last_token_at = now
+        out.ttft_s = now - self.start
+        choices = chunk_fields.choices(doc)
+        self._usage_and_metrics(doc, chunk_fields.usage(doc))
+        for choice in choices:
+            out.finish_reason = chunk_fields.finish_reason(choice) or out.finish_reason
+            self._add(chunk_fields.token_ids(choice), chunk_fields.choice_text(choice))
+        self.seen = out.output_tokens or 0
+        out.chunk_tokens.append(self.seen)
+
+    def _add(self, ids: list[int] | None, piece: str) -> None:
+        """Add a choice's token ids and text to the output."""
+        out = self.out
+        if ids is not None:
+            if out.token_ids is None:
+                out.token_ids = []
+            out.token_ids.extend(ids)
+        if piece:
+            out.text += piece
+            if len(out.text) > MAX_JSON_BYTES:
+                raise BadAnswer(f"the output's text is over {MAX_JSON_BYTES} characters")
+
+    def _usage_and_metrics(
+        self, chunk: dict[str, Any], usage: dict[str, int | None] | None
+    ) -> None:
+        """Usage (the last one seen wins: continuous usage is cumulative) and the spec metrics."""
+        out = self.out
+        if usage is not None:
+            if usage["prompt_tokens"] is not None:
+                out.prompt_tokens = usage["prompt_tokens"]
+            if usage["completion_tokens"] is not None:
+                out.output_tokens = usage["completion_tokens"]
+            if usage["cached_tokens"] is not None:
+                out.cached_tokens = usage["cached_tokens"]
+        spec = chunk_fields.spec_decode(chunk)
+        if spec is not None:
+            out.speculative_decoding = spec
+
+
+async def _exchange(session: Any, url: str, body: dict[str, Any], reading: _Reading) -> bool:
+    """POST and read the answer into `reading`; False where the server answered an error."""
+    out = reading.out
+    response = await bounded_http.open_same_origin(session, "POST", url, json=body)
+    async with response:
+        out.http_status = response.status
+        if response.status != 200:
+            raw = await bounded_http.read_capped(response, MAX_ERROR_BYTES, url, cut=True)
+            text = raw.decode("utf-8", errors="replace")[:500]
+            if response.status == 404 and '"error"' not in text:
+                raise EndpointMissing(f"{url}: HTTP 404 {text}")
+            out.error = f"HTTP {response.status}: {text}"
+            return False
+        if response.content_type == "application/json":  # a server that does not stream
+            raw = await bounded_http.read_capped(response, MAX_JSON_BYTES, url)
+            reading.whole(chunk_fields.parse(raw, f"{url}'s answer"))
+            return True
+        async for raw in bounded_http.lines(response, MAX_JSON_BYTES, url):
+            now = time.perf_counter()
+            line = raw.strip()
+            if line.startswith(b"data:"):
                 data = line[5:].strip()
                 if data == b"[DONE]":
                     out.client_time_s += time.perf_counter() - now
                     break
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    out.error = f"not JSON in the stream: {data[:200]!r}"
-                    return out
-                if not isinstance(chunk, dict):
-                    continue
-                if "error" in chunk and "choices" not in chunk:
-                    out.error = f"server error in stream: {json.dumps(chunk)[:300]}"
-                    return out
-                n = _tokens_of(chunk, seen)
-                if n:
-                    if first_token_at is None:
-                        first_token_at = now
-                        out.ttft_s = now - start
-                    else:
-                        assert last_token_at is not None
-                        out.itl_s.append(now - last_token_at)
-                    last_token_at = now
-                    seen += n
-                    out.chunk_tokens.append(n)
-                for choice in chunk.get("choices") or []:
-                    if choice.get("finish_reason"):
-                        out.finish_reason = choice["finish_reason"]
-                    _output_of(out, choice)
-                _usage_and_metrics(out, chunk)
-                out.client_time_s += time.perf_counter() - now
+                reading.chunk(chunk_fields.parse(data, "an event of the stream"), now)
+            out.client_time_s += time.perf_counter() - now
+    return True
+
+
+async def stream_request(
+    session: Any, url: str, body: dict[str, Any], *, deadline_s: float | None = None
+) -> Outcome:
+    """POST `body` to `url` and read the stream (session: an aiohttp.ClientSession), the whole
+    request within `deadline_s` seconds (None: no bound but the session's timeouts)."""
+    import aiohttp
+
+    out = Outcome(started_at=time.time())
+    max_tokens = body.get("max_tokens")
+    reading = _Reading(
+        out, time.perf_counter(), max_tokens if isinstance(max_tokens, int) else None
+    )
+    scope = asyncio.timeout(deadline_s)
+    try:
+        async with scope:
+            if not await _exchange(session, url, body, reading):
+                return out
     except EndpointMissing:
         raise
-    except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+    except (BadAnswer, BodyTooLarge, bounded_http.RedirectRefused) as exc:
+        out.error = str(exc)
+        out.output_tokens = reading.seen
+        return out
+    except TimeoutError as exc:
+        out.output_tokens = reading.seen
+        if scope.expired():
+            out.error = (
+                f"no complete answer within the request deadline of {deadline_s:g} s "
+                f"(--request-deadline; {reading.seen} tokens had come)"
+            )
+            return out
+        idle = getattr(getattr(session, "timeout", None), "sock_read", None)
+        out.broken = True
+        out.error = f"{type(exc).__name__}: {exc}".strip() + (
+            f" (waits for data are bounded by --timeout {idle:g} s)" if idle else ""
+        )
+        return out
+    except (aiohttp.ClientError, ConnectionError) as exc:
         out.broken = True
         out.error = f"{type(exc).__name__}: {exc}".strip()
-        out.output_tokens = seen
+        out.output_tokens = reading.seen
         return out
-    out.latency_s = time.perf_counter() - start
-    if first_token_at is not None and last_token_at is not None:
-        out.decode_s = last_token_at - first_token_at
+    out.latency_s = time.perf_counter() - reading.start
+    if reading.first_token_at is not None and reading.last_token_at is not None:
+        out.decode_s = reading.last_token_at - reading.first_token_at
     if out.output_tokens is None:
-        out.output_tokens = seen
+        out.output_tokens = reading.seen
     if out.finish_reason is None:
         out.broken = True
         out.error = "the stream ended without a finish_reason"
         return out
     out.ok = True
     return out
-
-
-def _output_of(out: Outcome, choice: dict[str, Any]) -> None:
-    """Add a choice's token ids and text to the output (a chunk's delta or a whole message)."""
-    ids = choice.get("token_ids")
-    if isinstance(ids, list):
-        out.token_ids = (out.token_ids or []) + [int(t) for t in ids]
-    part = choice.get("delta") or choice.get("message")
-    if isinstance(part, dict):
-        out.text += (part.get("reasoning") or part.get("reasoning_content") or "") + (
-            part.get("content") or ""
-        )
-    else:
-        out.text += choice.get("text") or ""
-
-
-def _usage_and_metrics(out: Outcome, chunk: dict[str, Any]) -> None:
-    """Usage (the last one seen wins: continuous usage is cumulative) and the spec metrics."""
-    usage = chunk.get("usage")
-    if isinstance(usage, dict):
-        if usage.get("prompt_tokens") is not None:
-            out.prompt_tokens = int(usage["prompt_tokens"])
-        if usage.get("completion_tokens") is not None:
-            out.output_tokens = int(usage["completion_tokens"])
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict) and details.get("cached_tokens") is not None:
-            out.cached_tokens = int(details["cached_tokens"])
-    metrics = chunk.get("metrics")
-    if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
-        out.speculative_decoding = metrics["speculative_decoding"]

@@ -43,14 +43,24 @@ class DeadlineExceeded(OSError):
     """The whole request took longer than its deadline (an OSError, like no answer)."""
 
 
+def same_origin(url: str, other: str) -> bool:
+    """Whether `other` has the scheme, host and port of `url` (a redirect that may be followed:
+    `j0 bench run` asks the same of aiohttp's redirects)."""
+    old, new = urllib.parse.urlsplit(url), urllib.parse.urlsplit(other)
+    try:
+        return (old.scheme, old.hostname, old.port) == (new.scheme, new.hostname, new.port)
+    except ValueError:  # a port that is not a number
+        return False
+
+
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     """Follows a redirect only to the same scheme, host and port, and drops Authorization."""
 
     def redirect_request(  # type: ignore[override]
         self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
     ) -> urllib.request.Request | None:
-        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
-        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+        if not same_origin(req.full_url, newurl):
+            new = urllib.parse.urlsplit(newurl)
             raise urllib.error.HTTPError(
                 req.full_url,
                 code,

@@ -115,6 +115,7 @@ class SettingBench:
     repeats: int = 1
     system_prompt: str | None = None
     system_prompt_file: str | None = None
+    force: bool = False  # replace an existing result (a retried Kubernetes index's own)
 
     def options(self) -> RunOptions:
         return RunOptions(
@@ -129,6 +130,7 @@ class SettingBench:
             repeats=self.repeats,
             system_prompt=self.system_prompt,
             system_prompt_file=self.system_prompt_file,
+            force=self.force,
         )
 
     def command_line(self) -> list[str]:
@@ -145,6 +147,8 @@ class SettingBench:
             args += ["--max-tokens", str(self.max_tokens)]
         if self.repeats != 1:
             args += ["--repeats", str(self.repeats)]
+        if self.force:
+            args.append("--force")
         if self.system_prompt is not None:
             args += ["--system-prompt", f"@{self.system_prompt_file}" if self.system_prompt_file
                      else self.system_prompt]  # fmt: skip

@@ -12,10 +12,11 @@ from typing import Any
 
 from j0.atomic import write_text_atomic
 from j0.bench import acceptance, roofline
+from j0.bench.outputs import refuse_own_inputs
 from j0.bench.report.baseline import against_baseline
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
-from j0.bench.report.plots import plots
+from j0.bench.report.plots import PLOT_STEMS, plots
 from j0.bench.report.settings import find_settings
 
 
@@ -64,9 +65,21 @@ def _roofline(opts: ReportOptions) -> dict[str, Any]:
     return {"bandwidth_tbs": bandwidth, "weight_bytes": weights, "text": text}
 
 
+def outputs_of(out: Path) -> list[tuple[str, Path]]:
+    """Every file the report writes into `out`."""
+    names = ["report.md", "report.json"]
+    names += [f"{stem}.{kind}" for stem in PLOT_STEMS for kind in ("png", "csv")]
+    return [("the report's", out / name) for name in names]
+
+
 def report(opts: ReportOptions) -> ReportOutcome:
     settings = find_settings(opts.folder)
     out = opts.out or opts.folder
+    inputs = [("the result file", path) for s in settings for path in s.files]
+    inputs.append(("the matrix record", opts.folder / "matrix.json"))
+    if opts.weights_index is not None:
+        inputs.append(("--weights-index", opts.weights_index))
+    refuse_own_inputs(outputs_of(out), inputs)
     roof = _roofline(opts)
     if opts.bins:
         bin_of = acceptance.edge_bins(opts.bins)

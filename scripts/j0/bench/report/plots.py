@@ -16,6 +16,9 @@ from j0.bench import roofline
 from j0.bench.report.settings import Setting
 from j0.errors import require
 
+# The plots' file names (each STEM.png with STEM.csv beside it), in the order they are drawn.
+PLOT_STEMS = ("acceptance_vs_context", "per_position", "throughput")
+
 
 def _csv(rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
@@ -76,7 +79,7 @@ def plots(
     ax.grid(alpha=0.3)
     if rows:
         ax.legend()
-    save(fig, "acceptance_vs_context", rows)
+    save(fig, PLOT_STEMS[0], rows)
 
     rows = []
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -91,7 +94,7 @@ def plots(
     ax.grid(alpha=0.3)
     if rows:
         ax.legend()
-    save(fig, "per_position", rows)
+    save(fig, PLOT_STEMS[1], rows)
 
     rows = []
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -126,5 +129,5 @@ def plots(
     ax.set_title(roof["text"], fontsize=8)
     ax.tick_params(axis="x", labelrotation=20)
     ax.legend(fontsize=8)
-    save(fig, "throughput", rows)
+    save(fig, PLOT_STEMS[2], rows)
     return written

@@ -2,16 +2,20 @@
 (discovery), send the warm-up requests (not measured), read /metrics, send the measured requests
 (sending; one at a time by default; with --repeats N the prompts N times over, in the same
 order each time, on the same server: it is not restarted between repeats), read /metrics
-again, then the result (summary) written to FILE.json atomically (also every few seconds while
-requests run) and its table printed.
+again, then the result (summary) written to FILE.json and its table printed.
 
-A server that stops answering ends the run; the requests that finished are kept in FILE.json
-("complete": false) and RunOutcome.failure() says so.
+FILE.json is written atomically (j0.atomic) after every finished request, so that nothing that
+finished is lost whatever ends the run. A server that stops answering ends the run; the
+requests that finished are kept in FILE.json ("complete": false) and RunOutcome.failure() says
+so. SIGINT and SIGTERM end it too: the requests in flight are dropped, FILE.json is written with
+the finished ones and the error names the signal, and the run raises a J0Error with exit code
+130 or 143 (128 + the signal, as a shell reports it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -26,9 +30,9 @@ from j0.bench.run.sending import Measurement, Sender, Server, measure, open_serv
 from j0.bench.run.summary import build_result, failure, say_summary
 from j0.engine.prometheus_counters import Snapshot
 from j0.engine.spec_counts import Counts
-from j0.errors import J0Error, require
+from j0.errors import INTERRUPTED, TERMINATED, J0Error, require
 
-CHECKPOINT_EVERY_S = 5.0
+EXIT_CODE_OF_SIGNAL = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
 METRICS_SETTLE_TRIES = 6  # vLLM updates its counters just after the last chunk: re-read a little
 
 
@@ -67,17 +71,67 @@ def run_as_command(options: RunOptions) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("j0: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
+
+
+class _Signals:
+    """SIGINT and SIGTERM, while a run is on: the first one is recorded and cancels the run's
+    task (later ones are ignored: the finished requests are being written). Outside the main
+    thread (a caller running it in a thread) signals stay as they were."""
+
+    def __init__(self) -> None:
+        self.received: signal.Signals | None = None
+        self.installed: list[signal.Signals] = []
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for sig in EXIT_CODE_OF_SIGNAL:
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig, task)
+            except (ValueError, RuntimeError, NotImplementedError):
+                continue
+            self.installed.append(sig)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self.installed:
+            loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: signal.Signals, task: asyncio.Task[Any] | None) -> None:
+        if self.received is None and task is not None:
+            self.received = sig
+            task.cancel()
+
+    def error(self, what: str) -> J0Error:
+        assert self.received is not None
+        return J0Error(
+            f"stopped by {self.received.name}: {what}", EXIT_CODE_OF_SIGNAL[self.received]
+        )
 
 
 async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
+    signals = _Signals()
+    signals.install()
+    try:
+        return await _measured_run(opts, status, signals)
+    except asyncio.CancelledError:
+        if signals.received is None:
+            raise
+        raise signals.error("before the measured requests; nothing was written") from None
+    finally:
+        signals.remove()
+
+
+async def _measured_run(
+    opts: RunOptions, status: dict[str, Any] | None, signals: _Signals
+) -> RunOutcome:
     notes: list[str] = []
     async with open_server(opts, notes) as server:
         found = await discover(server, opts, status, notes)
         sender = Sender(server, opts, found.model, found.manifest, endpoint=opts.endpoint)
         warmup = await warm_up(sender, opts.warmup)
         measurement = Measurement.repeated(found.chosen, opts.repeats)
-        last_write = 0.0
 
         def result_now(
             per_request: Counts | None,
@@ -101,17 +155,31 @@ async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
                 repeats=opts.repeats,
             )
 
-        def checkpoint(pooled: Counts | None) -> None:
-            nonlocal last_write
-            if time.monotonic() - last_write > CHECKPOINT_EVERY_S:
-                result_now(pooled, None, [], None, "checkpoint: the run is not finished").write(
-                    opts.out
-                )
-                last_write = time.monotonic()
+        def write_now(pooled: Counts | None) -> None:
+            note = "the run is not finished: requests finished so far"
+            result_now(pooled, None, [], None, note).write(opts.out)
 
         before = await server.snapshot()
         started = time.perf_counter()
-        await measure(sender, measurement, checkpoint)
+        try:
+            await measure(sender, measurement, write_now)
+        except asyncio.CancelledError:
+            if signals.received is None:
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            finished = len(measurement.finished_entries())
+            measurement.dead = (
+                f"stopped by {signals.received.name} after {finished} of "
+                f"{len(measurement.chosen)} requests"
+            )
+            per_request, _ = results.pooled(measurement.finished_entries())
+            note = "stopped by a signal: the requests in flight were dropped"
+            result_now(per_request, None, [], time.perf_counter() - started, note).write(opts.out)
+            raise signals.error(
+                f'{finished} finished requests kept in {opts.out} ("complete": false)'
+            ) from None
         wall = time.perf_counter() - started
 
         per_request, _ = results.pooled(measurement.finished_entries())

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from j0.bench import manifest, prompts
+from j0.bench.bounded_http import RedirectRefused
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
+from j0.engine.endpoints import BodyTooLarge
 from j0.errors import CHECK_FAILED, J0Error
 
 
@@ -29,6 +31,8 @@ async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[s
     """/v1/models' entries and the model to send to (`wanted`, else the first)."""
     try:
         status, text = await server.get("/v1/models")
+    except (RedirectRefused, BodyTooLarge) as exc:
+        raise J0Error(str(exc), CHECK_FAILED) from None
     except Exception as exc:
         raise J0Error(
             f"no server answers at {server.base} ({type(exc).__name__}: {exc})", CHECK_FAILED
@@ -51,8 +55,8 @@ async def server_version(server: Server) -> str | None:
     try:
         status, text = await server.get("/version")
         if status == 200:
-            version: str | None = json.loads(text).get("version")
-            return version
+            version = json.loads(text).get("version")
+            return version if isinstance(version, str) else None
     except Exception:
         return None
     return None

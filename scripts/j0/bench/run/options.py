@@ -6,19 +6,26 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from j0.bench.outputs import refuse_own_inputs
 from j0.errors import USAGE, J0Error
 
 DEFAULT_REQUESTS = 10
+# The whole-request deadline, unless --request-deadline gives one: --timeout (the longest wait
+# for data, which covers a queue and a long prefill) plus this much per token asked for.
+DEADLINE_PER_TOKEN_S = 1.0
 
 
 @dataclass
 class RunOptions:
-    """`j0 bench run`'s flags (`--timeout` is timeout_s; `--no-thinking` and `--no-progress` are
-    thinking and progress false; `--j0 on|off` is True or False; `--system-prompt` is the text,
-    @FILE already read: see system_prompt_of). `quiet` prints nothing."""
+    """`j0 bench run`'s flags (`--timeout` is timeout_s, `--request-deadline`
+    request_deadline_s, None for the default of deadline_for; `--no-thinking` and
+    `--no-progress` are thinking and progress false; `--j0 on|off` is True or False;
+    `--system-prompt` is the text, @FILE already read: see system_prompt_of; `--force` replaces
+    an existing --out). `quiet` prints nothing."""
 
     url: str
     out: Path
@@ -44,6 +51,27 @@ class RunOptions:
     repeats: int = 1
     system_prompt: str | None = None
     system_prompt_file: str | None = None  # where system_prompt was read from (@FILE)
+    request_deadline_s: float | None = None
+    force: bool = False
+
+    def deadline_for(self, max_tokens: int) -> float:
+        """The whole-request deadline of a request for `max_tokens` tokens: --request-deadline,
+        else --timeout + DEADLINE_PER_TOKEN_S per token."""
+        if self.request_deadline_s is not None:
+            return self.request_deadline_s
+        return self.timeout_s + DEADLINE_PER_TOKEN_S * max_tokens
+
+    def inputs(self) -> list[tuple[str, Path]]:
+        """The files the run reads, by the flag that names them."""
+        found = [("--dataset", Path(self.dataset))] if Path(self.dataset).is_file() else []
+        for flag, path in (
+            ("--dataset-files", self.dataset_files),
+            ("--status-json", self.status_json),
+            ("--system-prompt @", self.system_prompt_file),
+        ):
+            if path is not None:
+                found.append((flag, Path(path)))
+        return found
 
 
 def system_prompt_of(value: str | None) -> tuple[str | None, str | None]:
@@ -73,11 +101,35 @@ def check_options(opts: RunOptions) -> None:
         ("--bin-size", opts.bin_size, 1),
         ("--repeats", opts.repeats, 1),
     ):
-        if value is not None and value < least:
-            raise J0Error(f"{name} {value}: expected {least} or more", USAGE)
+        if value is not None and (isinstance(value, bool) or value < least):
+            raise J0Error(f"{name} {value}: expected a whole number, {least} or more", USAGE)
+    for name, number, zero_ok in (
+        ("--timeout", opts.timeout_s, False),
+        ("--request-deadline", opts.request_deadline_s, False),
+        ("--temperature", opts.temperature, True),
+    ):
+        if number is not None and not _finite_at_least_zero(number, zero_ok):
+            what = "0 or more" if zero_ok else "above 0"
+            raise J0Error(f"{name} {number}: expected a finite number, {what}", USAGE)
     if opts.endpoint not in ("chat", "completions"):
         raise J0Error(f"--endpoint {opts.endpoint}: expected chat or completions", USAGE)
     if opts.system_prompt is not None and not opts.system_prompt.strip():
         raise J0Error("--system-prompt '': expected a text, or @FILE", USAGE)
     if opts.out.is_dir():
         raise J0Error(f"--out {opts.out}: is a folder; expected a file name", USAGE)
+    refuse_own_inputs([("--out", opts.out)], opts.inputs())
+    if opts.out.exists() and not opts.force:
+        raise J0Error(
+            f"--out {opts.out}: exists; give --force to replace it (or another --out): "
+            "nothing is overwritten unasked",
+            USAGE,
+        )
+
+
+def _finite_at_least_zero(value: float, zero_ok: bool) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if zero_ok else value > 0)
+    )

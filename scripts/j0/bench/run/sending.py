@@ -17,9 +17,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.bench import client, prompts, results
+from j0.bench import bounded_http, client, prompts, results
 from j0.bench.run.options import RunOptions
 from j0.engine import prometheus_counters, spec_counts
+from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error, require
 
@@ -37,13 +38,24 @@ class Server:
     base: str
     notes: list[str]
 
-    async def get(self, path: str, timeout: float = 30.0) -> tuple[int, str]:
+    async def get(
+        self, path: str, timeout: float = 30.0, limit: int = MAX_JSON_BYTES
+    ) -> tuple[int, str]:
+        """(status, body as text) of GET base+path within `timeout` seconds: redirects only to
+        the same origin, the body at most `limit` bytes (an error body is cut to
+        MAX_ERROR_BYTES); UTF-8, undecodable bytes replaced."""
         import aiohttp
 
-        async with self.session.get(
-            self.base + path, timeout=aiohttp.ClientTimeout(total=timeout)
-        ) as response:
-            return response.status, await response.text()
+        url = self.base + path
+        response = await bounded_http.open_same_origin(
+            self.session, "GET", url, timeout=aiohttp.ClientTimeout(total=timeout)
+        )
+        async with response:
+            if response.status != 200:
+                raw = await bounded_http.read_capped(response, MAX_ERROR_BYTES, url, cut=True)
+            else:
+                raw = await bounded_http.read_capped(response, limit, url)
+            return response.status, raw.decode("utf-8", errors="replace")
 
     async def alive(self) -> bool:
         try:
@@ -54,7 +66,7 @@ class Server:
 
     async def snapshot(self) -> prometheus_counters.Snapshot | None:
         try:
-            status, text = await self.get("/metrics")
+            status, text = await self.get("/metrics", limit=MAX_METRICS_BYTES)
         except Exception as exc:
             self.notes.append(f"/metrics could not be read: {type(exc).__name__}: {exc}")
             return None
@@ -114,7 +126,10 @@ class Sender:
             )
             try:
                 return await client.stream_request(
-                    self.server.session, self.server.base + path, body
+                    self.server.session,
+                    self.server.base + path,
+                    body,
+                    deadline_s=self.opts.deadline_for(max_tokens),
                 )
             except client.EndpointMissing as exc:
                 if self.endpoint != "chat":

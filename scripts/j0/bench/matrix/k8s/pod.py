@@ -111,6 +111,9 @@ def bench_of(
         progress=False,
         repeats=int(bench.get("repeats") or 1),
         system_prompt=bench.get("system_prompt"),
+        # backoffLimitPerIndex retries an index as itself: its run replaces the result that the
+        # failed attempt left on the volume (`j0 bench run` refuses an existing --out otherwise)
+        force=True,
     )
 
 

@@ -1,0 +1,151 @@
+"""`j0 bench run` against a hostile vLLM stand-in of ours on 127.0.0.1 (tests/servers/
+vllm_hostile.py: the stand-in of vllm_server.py with answers that misbehave): a stream that never
+ends or sends only comments, fields of the wrong type, bodies over their caps, redirects to
+another origin. The real client (aiohttp) reads real HTTP; each bad request is kept as failed,
+with its reason, and the run goes on to the next; nothing is a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from j0.cli import main
+from servers.vllm_hostile import HostileVllm
+from servers.vllm_server import VllmStandIn
+
+
+def bench(url: str, out: Path, *extra: str) -> int:
+    return main(["bench", "run", "--url", url, "--out", str(out), "--no-progress", *extra])
+
+
+def run_with_one_bad(
+    tmp_path: Path, mode: str, *extra: str, **server: Any
+) -> tuple[int, dict[str, Any], list[str]]:
+    """Three requests, the second one answered as `mode` says: the exit code, the result file
+    and the errors of its entries."""
+    out = tmp_path / f"{mode}.json"
+    with HostileVllm(mode, bad={1}, num_spec_tokens=7, seed=3, **server) as hostile:
+        code = bench(hostile.url, out, "--requests", "3", "--max-tokens", "40", *extra)
+        assert hostile.hostile_served == 1
+    doc = json.loads(out.read_text())
+    return code, doc, [e["error"] for e in doc["requests"]]
+
+
+WRONG_TYPES = {
+    "string-count": 'usage.completion_tokens is "7"; expected a whole number',
+    "infinity": "Infinity is not JSON",
+    "nan": "NaN is not JSON",
+    "choices-string": 'choices is "abc"; expected a list of objects',
+    "choices-missing": "an answer without `choices`",
+    "usage-string": 'usage is "lots"; expected an object',
+    "non-utf8": "is not UTF-8",
+    "spec-string": 'per_step_accepted[] is "a"; expected a whole number',
+    "huge-width": "per_step_drafted[] is 1000000000000; expected a whole number from 0 to 4096",
+}
+
+
+@pytest.mark.parametrize("mode", sorted(WRONG_TYPES))
+def test_a_field_of_the_wrong_type_fails_its_request_only(tmp_path: Path, mode: str) -> None:
+    """Before: a TypeError/ValueError/OverflowError/MemoryError out of `bench run`, the file
+    lost (or an answer taken as it came)."""
+    code, doc, errors = run_with_one_bad(tmp_path, mode)
+    assert code == 1  # requests failed
+    assert [e["ok"] for e in doc["requests"]] == [True, False, True]
+    assert errors[0] is None and errors[2] is None
+    assert WRONG_TYPES[mode] in errors[1], errors[1]
+    assert doc["complete"] is True and doc["summary"]["requests_failed"] == 1
+    assert doc["acceptance_length"] is not None  # the good requests are pooled
+
+
+def test_an_error_body_that_is_not_utf8(tmp_path: Path) -> None:
+    """Before: UnicodeDecodeError out of aiohttp's response.text(), a traceback."""
+    code, doc, errors = run_with_one_bad(tmp_path, "error-non-utf8")
+    assert code == 1
+    assert errors[1].startswith("HTTP 500: ") and "broken" in errors[1]
+    assert [e["ok"] for e in doc["requests"]] == [True, False, True]
+
+
+def test_an_endless_error_body_is_cut(tmp_path: Path) -> None:
+    """An HTTP 500 whose body never ends: read up to MAX_ERROR_BYTES, shown cut, the run goes on
+    (before: read whole, for ever)."""
+    started = time.monotonic()
+    code, doc, errors = run_with_one_bad(tmp_path, "huge-error", "--request-deadline", "30")
+    assert code == 1
+    assert errors[1].startswith("HTTP 500: eeee") and len(errors[1]) < 600
+    assert [e["ok"] for e in doc["requests"]] == [True, False, True]
+    assert time.monotonic() - started < 30  # not the deadline: the cap ended it
+
+
+def test_a_line_over_the_cap_fails_its_request(tmp_path: Path) -> None:
+    code, doc, errors = run_with_one_bad(tmp_path, "huge-line", "--request-deadline", "60")
+    assert code == 1
+    assert "a line of more than 16777216 bytes" in errors[1]
+    assert [e["ok"] for e in doc["requests"]] == [True, False, True]
+
+
+@pytest.mark.parametrize("mode", ["endless", "comments"])
+def test_a_stream_that_never_ends_meets_the_request_deadline(tmp_path: Path, mode: str) -> None:
+    """Keep-alive comments (or chunks without a token) every 50 ms keep the idle --timeout from
+    ever firing; --request-deadline 1 ends the request, recorded as failed, and the run goes on
+    (before: held for ever)."""
+    started = time.monotonic()
+    code, doc, errors = run_with_one_bad(
+        tmp_path, mode, "--timeout", "5", "--request-deadline", "1"
+    )
+    assert code == 1
+    assert (
+        "no complete answer within the request deadline of 1 s (--request-deadline" in (errors[1])
+    )
+    assert [e["ok"] for e in doc["requests"]] == [True, False, True]
+    assert time.monotonic() - started < 30
+
+
+def test_the_default_deadline_comes_from_timeout_and_max_tokens() -> None:
+    from j0.bench.run.options import DEADLINE_PER_TOKEN_S, RunOptions
+
+    opts = RunOptions(url="http://x", out=Path("r.json"), timeout_s=10.0)
+    assert opts.deadline_for(5) == 10.0 + 5 * DEADLINE_PER_TOKEN_S
+    assert RunOptions(url="x", out=Path("r"), request_deadline_s=2.5).deadline_for(9) == 2.5
+
+
+def test_a_redirect_to_another_server_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every route of --url answers 307 to another server (another origin: another port).
+    Before: aiohttp followed, and bench measured the other server while the manifest named
+    --url. Now: refused, exit 1, the other server never asked."""
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=7, seed=3) as other:
+        with HostileVllm("redirect", redirect_to=other.url) as hostile:
+            code = bench(hostile.url, out, "--requests", "2", "--max-tokens", "20")
+        assert other.records == []
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"{hostile.url}/v1/models: HTTP 307 redirect to another origin refused" in err
+    assert not out.exists()  # nothing was measured
+
+
+def test_a_redirect_of_the_generation_route_only_is_refused(tmp_path: Path, capsys: Any) -> None:
+    """/v1/models answers, the generation route redirects to another server: each request fails
+    with the reason, no request reaches the other server."""
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=7, seed=3) as other:
+        with HostileVllm("post-redirect", redirect_to=other.url) as hostile:
+            code = bench(hostile.url, out, "--requests", "2", "--max-tokens", "20")
+        assert other.records == []
+    assert code == 1
+    doc = json.loads(out.read_text())
+    assert all("redirect to another origin refused" in e["error"] for e in doc["requests"])
+
+
+def test_a_redirect_to_the_same_server_is_followed(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    with HostileVllm("same-redirect", num_spec_tokens=7, seed=3) as hostile:
+        assert bench(hostile.url, out, "--requests", "2", "--max-tokens", "20") == 0
+        assert len(hostile.records) == 2
+    assert json.loads(out.read_text())["summary"]["requests_ok"] == 2
