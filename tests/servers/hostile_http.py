@@ -14,12 +14,14 @@ from servers.base import StandInHandler, StandInServer
 
 class HostileServer(StandInServer):
     """Routes: /redirect?to=URL (302 there), /big?bytes=N (N bytes of "x", chunked, no length),
-    /trickle (one byte every 0.2 s, forever), /json (a small JSON object), anything else 404.
-    `seen` holds (path, Authorization header or None) of every request."""
+    /trickle (one byte every 0.2 s, forever), /json (a small JSON object), /health (200, empty),
+    anything else 404; each path in `trickle` trickles instead. `seen` holds (path, Authorization
+    header or None) of every request."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", trickle: frozenset[str] = frozenset()) -> None:
         super().__init__(_Handler, host)
         self.seen: list[tuple[str, str | None]] = []
+        self.trickle = trickle
 
 
 class _Handler(StandInHandler):
@@ -29,7 +31,9 @@ class _Handler(StandInHandler):
         path, _ = self.split_path()
         self.server.seen.append((path, self.headers.get("Authorization")))
         query = {k: v[-1] for k, v in self.query_lists().items()}
-        if path == "/redirect":
+        if path in self.server.trickle:
+            self._trickle()
+        elif path == "/redirect":
             self.send_body(302, b"", {"Location": query["to"]})
         elif path == "/big":
             self._chunked(int(query["bytes"]))
@@ -37,6 +41,8 @@ class _Handler(StandInHandler):
             self._trickle()
         elif path == "/json":
             self.send_json(200, {"data": [{"id": "m"}]})
+        elif path == "/health":
+            self.send_body(200, b"")
         else:
             self.send_body(404, b"not here")
 

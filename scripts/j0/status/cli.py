@@ -49,6 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         action="store_true",
         help="send no request (the counters are then only checked for presence)",
     )
+    status.add_argument(
+        "--deadline",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds for the whole conversation with the server (default 120); what is not "
+        "asked in time is reported as not asked",
+    )
     status.add_argument("--json", action="store_true", help="print one flat JSON object")
     status.set_defaults(func=run)
 
@@ -63,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             compose=args.compose,
             api_key_file=args.api_key_file,
             probe=not args.no_probe,
+            deadline_s=args.deadline,
         )
     )
     print(outcome.json_text() if args.json else outcome.text())

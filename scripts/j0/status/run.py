@@ -4,11 +4,13 @@ process (the engine check): read the log, ask the server, judge."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from j0.checks import Check, Report
 from j0.doctor.settings import resolve
+from j0.errors import USAGE, J0Error
 from j0.pins import load_pins
 from j0.status import inputs, server_facts
 from j0.status.judge import judge
@@ -22,6 +24,7 @@ class StatusOptions:
     compose: bool = False  # the server's log from `docker compose logs server`
     api_key_file: Path | None = None  # None: API_KEY_FILE as compose has it
     probe: bool = True  # send one short request (else the counters are only checked for presence)
+    deadline_s: float = server_facts.DEADLINE_S  # the whole conversation with the server
 
 
 @dataclass(frozen=True)
@@ -45,11 +48,16 @@ class StatusOutcome:
 
 
 def run_status(options: StatusOptions) -> StatusOutcome:
+    if not (math.isfinite(options.deadline_s) and options.deadline_s > 0):
+        raise J0Error(
+            f"--deadline {options.deadline_s}: expected a positive, finite number of seconds",
+            USAGE,
+        )
     pins = load_pins()
     settings = resolve(pins)
     url = options.url or f"http://127.0.0.1:{settings.get('PORT', '8000')}"
     log = inputs.read_log(options.log, options.compose, pins)
     api_key = inputs.read_api_key(options.api_key_file, settings)
-    facts = server_facts.ask(url, api_key, probe=options.probe)
+    facts = server_facts.ask(url, api_key, probe=options.probe, deadline_s=options.deadline_s)
     checks, report = judge(facts, log, pins)
     return StatusOutcome(checks, report, 0 if report.article_setup else 1)

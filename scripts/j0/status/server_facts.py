@@ -12,21 +12,44 @@ key; /v1 does when the server has one. Every request goes through j0.engine.endp
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 from dataclasses import dataclass, field
 
-from j0.engine.endpoints import MAX_METRICS_BYTES, request
+from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
 from j0.errors import require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
 PROBE_MAX_TOKENS = 32
 PROBE_TIMEOUT_S = 300.0
+DEADLINE_S = 120.0  # the whole of `j0 status`'s conversation with the server (--deadline)
 NO_ANSWER = (urllib.error.URLError, OSError)
+
+
+class DeadlinePassed(OSError):
+    """`j0 status`'s overall deadline passed before a request was sent."""
+
+
+@dataclass
+class Clock:
+    """The time left of `j0 status`'s overall deadline. Each request gets at most half of what
+    is left as its timeout, because j0.engine.endpoints.request gives a whole request twice its
+    timeout: so no request ends after the deadline."""
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def timeout(self, wanted: float) -> float:
+        left = self.seconds - (time.monotonic() - self.started)
+        if left <= 0.05:
+            raise DeadlinePassed(f"not asked: j0 status's deadline of {self.seconds:g} s passed")
+        return min(wanted, left / 2)
 
 
 @dataclass
 class ServerFacts:
     url: str
+    clock: Clock = field(default_factory=lambda: Clock(DEADLINE_S))
     healthy: bool = False
     health: str = ""
     version: str | None = None
@@ -70,11 +93,14 @@ def _error_words(exc: BaseException) -> str:
     return str(reason or exc)
 
 
-def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
+def ask(
+    url: str, api_key: str | None, probe: bool = True, deadline_s: float = DEADLINE_S
+) -> ServerFacts:
     """Everything the server says, in order: /health (nothing more where no server answers),
-    /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again."""
+    /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again;
+    all of it within `deadline_s` seconds (what was not asked in time says so)."""
     require("prometheus_client", "j0 status", extra="status")
-    facts = ServerFacts(url.rstrip("/"))
+    facts = ServerFacts(url.rstrip("/"), Clock(deadline_s))
     if not _ask_health(facts):
         return facts
     _ask_version(facts)
@@ -94,7 +120,7 @@ def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
 def _ask_health(facts: ServerFacts) -> bool:
     """/health into `facts`; False where no server answers at all."""
     try:
-        status, _ = request(facts.url + "/health")
+        status, _ = request(facts.url + "/health", timeout=facts.clock.timeout(TIMEOUT_S))
     except NO_ANSWER as exc:
         facts.health = f"no server answers at {facts.url} ({_error_words(exc)})"
         return False
@@ -105,7 +131,7 @@ def _ask_health(facts: ServerFacts) -> bool:
 
 def _ask_version(facts: ServerFacts) -> None:
     try:
-        status, body = request(facts.url + "/version")
+        status, body = request(facts.url + "/version", timeout=facts.clock.timeout(TIMEOUT_S))
         if status == 200:
             facts.version = str(json.loads(body).get("version") or "") or None
     except (*NO_ANSWER, ValueError):
@@ -115,7 +141,9 @@ def _ask_version(facts: ServerFacts) -> None:
 def _ask_models(facts: ServerFacts, api_key: str | None) -> None:
     """The first model of /v1/models (id, root, max_model_len), or a problem saying why not."""
     try:
-        status, body = request(facts.url + "/v1/models", api_key)
+        status, body = request(
+            facts.url + "/v1/models", api_key, timeout=facts.clock.timeout(TIMEOUT_S)
+        )
         if status == 401:
             facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
         elif status == 200:
@@ -140,7 +168,8 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
         "temperature": 0,
     }
     try:
-        status, reply = request(facts.url + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
+        timeout = facts.clock.timeout(PROBE_TIMEOUT_S)
+        status, reply = request(facts.url + "/v1/completions", api_key, body, timeout)
     except NO_ANSWER as exc:
         facts.probe = f"failed: {_error_words(exc)}"
         return False
@@ -157,7 +186,11 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
 
 def _counters(facts: ServerFacts) -> dict[str, float] | None:
     try:
-        status, body = request(facts.url + "/metrics", limit=MAX_METRICS_BYTES)
+        status, body = request(
+            facts.url + "/metrics",
+            limit=MAX_METRICS_BYTES,
+            timeout=facts.clock.timeout(TIMEOUT_S),
+        )
     except NO_ANSWER as exc:
         facts.problems.append(f"/metrics: {_error_words(exc)}")
         return None
