@@ -1,11 +1,16 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Writing files: atomically (a reader sees the old file or the new one, never half of either),
+following the umask, and never into the writer's own input (`refuse_own_inputs`,
+`refuse_inside`: a usage error before any work)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from j0.errors import USAGE, J0Error
 
 
 def current_umask() -> int:
@@ -52,3 +57,52 @@ def sha256_bytes(data: bytes) -> str:
 
 def sha256_file(path: Path) -> str:
     return sha256_bytes(path.read_bytes())
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether writing `a` would replace `b`: the same file where both exist (os.path.samefile
+    follows symlinks and sees hard links), else the same resolved path."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def refuse_own_inputs(
+    outputs: Iterable[tuple[str, Path]], inputs: Iterable[tuple[str, Path]]
+) -> None:
+    """A usage error (exit 64) where an output (what names it, its path) is one of the inputs."""
+    given = [(name, path) for name, path in inputs if path is not None]
+    for out_name, out in outputs:
+        for in_name, path in given:
+            if same_file(out, path):
+                raise J0Error(
+                    f"{out_name} {out} is the same file as {in_name} {path}: a command never "
+                    "writes into its own input; choose another output",
+                    USAGE,
+                )
+
+
+def refuse_inside(
+    outputs: Iterable[tuple[str, Path | None]], folders: Iterable[tuple[str, Path]]
+) -> None:
+    """A usage error (exit 64) where an output (what names it, its path) lies in, or is, a folder
+    being read: a report written among the dumps it reads could replace one, and would be read
+    as one the next time."""
+    given = [(name, folder) for name, folder in folders if folder is not None]
+    for out_name, out in outputs:
+        if out is None:
+            continue
+        for in_name, folder in given:
+            try:
+                inside = out.resolve().is_relative_to(folder.resolve())
+            except OSError:
+                inside = False
+            if inside:
+                raise J0Error(
+                    f"{out_name} {out} is inside {in_name} {folder}, which this command reads: "
+                    "a command never writes into its own input; write it beside the folder",
+                    USAGE,
+                )

@@ -181,7 +181,16 @@ def _need_torch() -> None:
     optional.require("numpy", "j0 dumps", "dumps")
 
 
+def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
+    """--json, --plots and --out never go into a dump folder the command reads."""
+    from j0.atomic import refuse_inside
+
+    outputs = [(f"--{name}", getattr(args, name, None)) for name in ("json", "plots", "out")]
+    refuse_inside(outputs, [(name.upper(), getattr(args, name)) for name in folders])
+
+
 def run_show(args: argparse.Namespace) -> int:
+    _refuse_writing_into(args, "dir")
     _need_torch()
     from j0.dumps import printing, show
 
@@ -193,6 +202,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    _refuse_writing_into(args, "dir")
     from j0.dumps import check, printing
 
     options = check.CheckOptions(
@@ -213,6 +223,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    _refuse_writing_into(args, "a", "b")
     _need_torch()
     from j0.dumps import compare, printing
 
@@ -229,6 +240,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    _refuse_writing_into(args, "dir")
     try:
         from j0.dumps import replay
     except ModuleNotFoundError as exc:

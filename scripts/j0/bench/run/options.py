@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.bench.outputs import refuse_own_inputs
+from j0.atomic import refuse_own_inputs
 from j0.errors import USAGE, J0Error
 
 DEFAULT_REQUESTS = 10
