@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.atomic import refuse_own_inputs, write_text_atomic
 from j0.bench import acceptance, roofline
-from j0.atomic import refuse_own_inputs
 from j0.bench.report.baseline import against_baseline
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
