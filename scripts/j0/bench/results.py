@@ -151,6 +151,41 @@ class BenchResult:
             requests=list(value.get("requests") or []),
         )
 
+    def setup(self) -> dict[str, Any]:
+        """The measured setup, field by field, as the manifest records it: what
+        two runs must share for their figures to be compared. None where the manifest does not
+        know (an older file, no --status-json: "unknown"). A JSONL dataset's file name is not a
+        field (shards and copies of one file differ in it): the prompts themselves are compared,
+        by their sha256 in the request entries (`prompt_sha256`)."""
+        m = self.manifest
+
+        def block(key: str) -> dict[str, Any]:
+            value = m.get(key)
+            return value if isinstance(value, dict) else {}
+
+        server, options, dataset = block("server"), block("options"), block("dataset")
+        spec, drafter = block("speculative_config"), block("drafter")
+        found = {
+            "model": m.get("model"),
+            "vllm_version": server.get("vllm_version"),
+            "vllm_commit": server.get("vllm_commit"),
+            "endpoint": m.get("endpoint"),
+            "thinking": m.get("thinking"),
+            "temperature": options.get("temperature"),
+            "max_tokens": options.get("max_tokens"),
+            "ignore_eos": options.get("ignore_eos"),
+            "system_prompt_sha256": options.get("system_prompt_sha256"),
+            "dataset_kind": dataset.get("kind"),
+            "dataset_name": None if dataset.get("kind") == "jsonl" else dataset.get("name"),
+            "speculative_method": spec.get("method"),
+            "speculative_drafter": spec.get("model"),
+            "num_speculative_tokens": spec.get("num_speculative_tokens"),
+            "num_speculative_tokens_seen": m.get("num_speculative_tokens_seen") or None,
+            "drafter_repo": drafter.get("repo"),
+            "drafter_revision": drafter.get("revision"),
+        }
+        return {key: (None if value == "unknown" else value) for key, value in found.items()}
+
     def to_text(self) -> str:
         """FILE.json's text."""
         return json.dumps(self.to_json(), indent=1) + "\n"

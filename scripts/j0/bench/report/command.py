@@ -1,6 +1,7 @@
 """`j0 bench report DIR`'s work: read the settings, compute the figures (re-binned by context
-length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, then write
-report.md, report.json and the plots with their CSV.
+length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, check that each J0
+on/off pair was measured under one setup (compatibility; refused before anything is written,
+unless --allow-mismatch), then write report.md, report.json and the plots with their CSV.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
+from j0.bench.report.compatibility import check_pairs
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import plots
@@ -31,6 +33,7 @@ class ReportOptions:
     weight_bytes: float | None = None
     bin_size: int = 512
     bins: list[int] | None = None
+    allow_mismatch: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,15 @@ def report(opts: ReportOptions) -> ReportOutcome:
         binning = {"bin_size": opts.bin_size}
     figs = {s.name: figures(s, bin_of) for s in settings}
     paired = pairs(settings)
+    warnings = check_pairs(paired, settings, opts.allow_mismatch)  # refused before any write
     baseline = against_baseline(settings, figs)
     written = plots(settings, figs, roof, bins_text, out)
     report_md = out / "report.md"
-    write_text_atomic(report_md, markdown(settings, figs, paired, baseline, roof, bins_text))
+    write_text_atomic(
+        report_md, markdown(settings, figs, paired, baseline, roof, bins_text, warnings)
+    )
     summary = {
+        "warnings": warnings,
         "settings": {
             s.name: {
                 "k": s.k,
@@ -123,6 +130,7 @@ def main(
     weight_bytes: float | None = None,
     bin_size: int = 512,
     bins: list[int] | None = None,
+    allow_mismatch: bool = False,
 ) -> int:
     """`j0 bench report FOLDER` as a function for other commands (the signature it had before
     ReportOptions): the report written and printed; 0."""
@@ -137,6 +145,7 @@ def main(
                 weight_bytes=weight_bytes,
                 bin_size=bin_size,
                 bins=bins,
+                allow_mismatch=allow_mismatch,
             )
         )
     )

@@ -168,8 +168,18 @@ def markdown(
     baseline: dict[str, Any],
     roof: dict[str, Any],
     bins_text: str,
+    warnings: list[str] | None = None,
 ) -> str:
-    lines = ["# j0 bench report", "", DEFINITIONS, "", *settings_table(settings, figs)]
+    lines = ["# j0 bench report", ""]
+    if warnings:
+        lines += [
+            "**Warning: runs measured under different setups are paired here "
+            "(--allow-mismatch); their differences are not J0's:**",
+            "",
+            *[f"- {w}" for w in warnings],
+            "",
+        ]
+    lines += [DEFINITIONS, "", *settings_table(settings, figs)]
     lines += ["", "## Acceptance histogram (% of verify steps with i accepted drafts)", ""]
     lines += histogram_table(settings, figs)
     lines += ["", f"## Acceptance length by context length ({bins_text})", ""]
@@ -179,6 +189,10 @@ def markdown(
     lines += ["", "## Against the baseline", ""]
     lines += baseline_section(baseline)
     lines += ["", "## J0 on minus off (paired by prompt, 95 % interval over prompts)", ""]
+    mismatched = [p for p in paired if p.get("mismatch")]
+    if mismatched:
+        names = ", ".join(f"{p['on']} vs {p['off']}" for p in mismatched)
+        lines += [f"**Warning: measured under different setups (see the top): {names}.**", ""]
     if paired:
         lines += ["| draft tokens | acceptance length | tok/s |", "|---|---|---|"]
         lines += [
