@@ -92,7 +92,10 @@ def send_stream(
                 "usage": bodies.usage(record, True, server.prompt_tokens_details),
                 "system_fingerprint": server.fingerprint,
             }
-            spec = bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics)
+            spec = bodies.with_faults(
+                bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics),
+                server.spec_metrics_faults.get(record.index),
+            )
             if spec is not None:
                 final["metrics"] = {"speculative_decoding": spec}
             send_event(handler, final)
