@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from j0.engine import urls
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
@@ -41,13 +41,10 @@ def drop_empty_endpoint() -> None:
 
 
 def shown_endpoint(endpoint: str | None) -> str:
-    """The endpoint for messages, without any user:password part."""
+    """The endpoint for messages, any user:password in it masked (j0.engine.urls.redact)."""
     if endpoint is None:
         return "https://huggingface.co (default)"
-    parts = urlsplit(endpoint)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return urls.redact(endpoint)
 
 
 @dataclass(frozen=True)

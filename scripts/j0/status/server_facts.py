@@ -15,6 +15,7 @@ import json
 import urllib.error
 from dataclasses import dataclass, field
 
+from j0.engine import urls
 from j0.engine.endpoints import MAX_METRICS_BYTES, request
 from j0.errors import require
 
@@ -26,7 +27,7 @@ NO_ANSWER = (urllib.error.URLError, OSError)
 
 @dataclass
 class ServerFacts:
-    url: str
+    url: str  # as reported: any userinfo masked (j0.engine.urls.redact)
     healthy: bool = False
     health: str = ""
     version: str | None = None
@@ -37,6 +38,7 @@ class ServerFacts:
     counters_after: dict[str, float] | None = None
     probe: str = ""  # what the probe did, or why it did not
     problems: list[str] = field(default_factory=list)
+    target: str = field(default="", repr=False)  # what is asked: the URL as given
 
     @property
     def answered(self) -> bool:
@@ -67,14 +69,14 @@ def parse_counters(text: str) -> dict[str, float]:
 
 def _error_words(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None)
-    return str(reason or exc)
+    return urls.redact_text(str(reason or exc))
 
 
 def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
     """Everything the server says, in order: /health (nothing more where no server answers),
     /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again."""
     require("prometheus_client", "j0 status", extra="status")
-    facts = ServerFacts(url.rstrip("/"))
+    facts = ServerFacts(urls.redact(url).rstrip("/"), target=url.rstrip("/"))
     if not _ask_health(facts):
         return facts
     _ask_version(facts)
@@ -94,7 +96,7 @@ def ask(url: str, api_key: str | None, probe: bool = True) -> ServerFacts:
 def _ask_health(facts: ServerFacts) -> bool:
     """/health into `facts`; False where no server answers at all."""
     try:
-        status, _ = request(facts.url + "/health")
+        status, _ = request(facts.target + "/health")
     except NO_ANSWER as exc:
         facts.health = f"no server answers at {facts.url} ({_error_words(exc)})"
         return False
@@ -105,7 +107,7 @@ def _ask_health(facts: ServerFacts) -> bool:
 
 def _ask_version(facts: ServerFacts) -> None:
     try:
-        status, body = request(facts.url + "/version")
+        status, body = request(facts.target + "/version")
         if status == 200:
             facts.version = str(json.loads(body).get("version") or "") or None
     except (*NO_ANSWER, ValueError):
@@ -115,7 +117,7 @@ def _ask_version(facts: ServerFacts) -> None:
 def _ask_models(facts: ServerFacts, api_key: str | None) -> None:
     """The first model of /v1/models (id, root, max_model_len), or a problem saying why not."""
     try:
-        status, body = request(facts.url + "/v1/models", api_key)
+        status, body = request(facts.target + "/v1/models", api_key)
         if status == 401:
             facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
         elif status == 200:
@@ -140,7 +142,7 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
         "temperature": 0,
     }
     try:
-        status, reply = request(facts.url + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
+        status, reply = request(facts.target + "/v1/completions", api_key, body, PROBE_TIMEOUT_S)
     except NO_ANSWER as exc:
         facts.probe = f"failed: {_error_words(exc)}"
         return False
@@ -157,7 +159,7 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
 
 def _counters(facts: ServerFacts) -> dict[str, float] | None:
     try:
-        status, body = request(facts.url + "/metrics", limit=MAX_METRICS_BYTES)
+        status, body = request(facts.target + "/metrics", limit=MAX_METRICS_BYTES)
     except NO_ANSWER as exc:
         facts.problems.append(f"/metrics: {_error_words(exc)}")
         return None
