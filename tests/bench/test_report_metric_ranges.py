@@ -195,3 +195,21 @@ def test_bench_report_refuses_to_pool_impossible_entries(clean_run: Path, tmp_pa
         assert reason in line
     row = next(x for x in text.splitlines() if x.startswith("| k5-j0-off |"))
     assert row.endswith(f"| {len(EDITS)} |")
+
+
+def test_impossible_metrics_deltas_are_a_note_of_the_report(
+    clean_run: Path, tmp_path: Path
+) -> None:
+    """A /metrics whose per-position counts rise (as a result file records the deltas)."""
+    doc = json.loads(clean_run.read_text())
+    doc["metrics_crosscheck"]["status"] = "out of range"
+    doc["metrics_crosscheck"]["delta_problems"] = ["num_accepted_tokens_per_pos rises at 2"]
+    setting = tmp_path / "results" / "k5-j0-off"
+    setting.mkdir(parents=True)
+    (setting / "result.json").write_text(json.dumps(doc))
+    assert main(["bench", "report", str(setting.parent)]) == 0
+    text = (setting.parent / "report.md").read_text()
+    assert (
+        "- k5-j0-off: result.json: the /metrics deltas are outside their possible ranges "
+        "(num_accepted_tokens_per_pos rises at 2)" in text
+    )

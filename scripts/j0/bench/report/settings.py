@@ -112,6 +112,12 @@ def _merge(setting: Setting) -> None:
         status = doc.metrics_crosscheck.get("status")
         if status == "mismatch":
             setting.notes.append(f"{path.name}: per-request metrics and /metrics deltas differ")
+        elif status == "out of range":
+            setting.notes.append(
+                f"{path.name}: the /metrics deltas are outside their possible ranges ("
+                + "; ".join(map(str, doc.metrics_crosscheck.get("delta_problems") or []))
+                + ")"
+            )
 
 
 def _excluded(path: Path, position: int, entry: Any, problems: list[str]) -> dict[str, Any]:
