@@ -111,11 +111,14 @@ def hub_error(
     if isinstance(exc, HfHubHTTPError) and status == 401:
         return J0Error(f"{where} refused the token (401 invalid credentials; {token_note})")
     if isinstance(exc, HfHubHTTPError):
-        return J0Error(f"{where} answered HTTP {status} for {repo_id}@{revision}: {exc}")
+        return J0Error(
+            f"{where} answered HTTP {status} for {repo_id}@{revision}: {urls.redact_text(str(exc))}"
+        )
     if isinstance(exc, OfflineModeIsEnabled):
         return J0Error(f"HF_HUB_OFFLINE is set, yet {repo_id}@{revision} needs the Hub")
     return J0Error(
-        f"cannot reach {where} ({type(exc).__name__}: {exc}); with HF_HUB_OFFLINE=1 an earlier "
+        f"cannot reach {where} ({type(exc).__name__}: {urls.redact_text(str(exc))}); with "
+        "HF_HUB_OFFLINE=1 an earlier "
         "download is checked and patched without the Hub (its folder: --dir, compose: DRAFTER_DIR)"
     )
 
