@@ -206,3 +206,42 @@ def test_shards_of_a_setting_that_disagree_are_a_difference(
     err = capsys.readouterr().err
     assert "differs in temperature: k5-j0-on 0.0 | 1.0" in err
     assert "result-shard-01.json" in err
+
+
+def _baseline(results: Path, change: Callable[[Doc], None] | None = None) -> None:
+    """A `baseline` setting: the off run's file as a server without speculation records it."""
+    shutil.copytree(results / "k5-j0-off", results / "baseline")
+    path = results / "baseline" / "result.json"
+    doc = json.loads(path.read_text())
+    doc["manifest"]["speculative_config"] = "unknown"
+    doc["manifest"]["num_speculative_tokens_seen"] = []
+    if change is not None:
+        change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def test_a_baseline_of_the_same_setup_is_compared(results: Path) -> None:
+    _baseline(results)
+    assert report(results) == 0
+    block = json.loads((results / "report.json").read_text())["baseline"]
+    assert block["setting"] == "baseline"
+    assert {name: c["mismatch"] for name, c in block["settings"].items()} == {
+        "k5-j0-off": [],
+        "k5-j0-on": [],
+    }
+
+
+def test_a_baseline_of_another_setup_is_refused(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _baseline(results, _set("options", "max_tokens", 4096))
+    assert report(results) == INPUT_LACKS
+    err = capsys.readouterr().err
+    for name in ("k5-j0-on", "k5-j0-off"):
+        assert f"{name} against the baseline baseline differs in max_tokens: {name} 48 (" in err
+    assert "baseline 4096 (" in err and str(results / "baseline" / "result.json") in err
+    assert not (results / "report.md").exists()
+    assert report(results, "--allow-mismatch") == 0
+    block = json.loads((results / "report.json").read_text())["baseline"]
+    (found,) = block["settings"]["k5-j0-on"]["mismatch"]
+    assert found["field"] == "max_tokens" and found["baseline"]["values"] == [4096]

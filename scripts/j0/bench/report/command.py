@@ -1,7 +1,8 @@
 """`j0 bench report DIR`'s work: read the settings, compute the figures (re-binned by context
 length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, check that each J0
-on/off pair was measured under one setup (compatibility; refused before anything is written,
-unless --allow-mismatch), then write report.md, report.json and the plots with their CSV.
+on/off pair, and each setting and the baseline, were measured under one setup (compatibility;
+refused before anything is written, unless --allow-mismatch), then write report.md, report.json
+and the plots with their CSV.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
-from j0.bench.report.compatibility import check_pairs
+from j0.bench.report.compatibility import check as check_compatibility
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import plots
@@ -81,8 +82,9 @@ def report(opts: ReportOptions) -> ReportOutcome:
         binning = {"bin_size": opts.bin_size}
     figs = {s.name: figures(s, bin_of) for s in settings}
     paired = pairs(settings)
-    warnings = check_pairs(paired, settings, opts.allow_mismatch)  # refused before any write
     baseline = against_baseline(settings, figs)
+    # refused before anything is written
+    warnings = check_compatibility(settings, paired, baseline, opts.allow_mismatch)
     written = plots(settings, figs, roof, bins_text, out)
     report_md = out / "report.md"
     write_text_atomic(

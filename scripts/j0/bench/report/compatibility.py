@@ -9,8 +9,9 @@ every request's prompt (failed requests included); a setting whose run did not f
 (`complete: false`) may hold fewer prompts, so then only prompts the other setting lacks count.
 
 `j0 bench report` refuses a J0 on/off pair with differences (exit 2: the folder lacks a
-like-for-like pair), unless --allow-mismatch, which keeps the pair and writes the differences as
-a warning into report.md and report.json. Standard library only.
+like-for-like pair), and a setting that differs from the baseline in anything but the speculative
+config and the drafter, unless --allow-mismatch, which keeps the pairs and writes the differences
+as a warning into report.md and report.json. Standard library only.
 """
 
 from __future__ import annotations
@@ -96,13 +97,26 @@ def _prompt_difference(a: Setting, b: Setting) -> Difference | None:
     )
 
 
-def differences(a: Setting, b: Setting) -> list[Difference]:
-    """Every field (and the prompt set) on which settings `a` and `b` differ."""
+# What a setting without speculative decoding (the baseline) lacks by design.
+SPECULATIVE_FIELDS = frozenset(
+    {
+        "speculative_method",
+        "speculative_drafter",
+        "num_speculative_tokens",
+        "num_speculative_tokens_seen",
+        "drafter_repo",
+        "drafter_revision",
+    }
+)
+
+
+def differences(a: Setting, b: Setting, ignore: frozenset[str] = frozenset()) -> list[Difference]:
+    """Every field (and the prompt set) on which settings `a` and `b` differ, but `ignore`."""
     mine, theirs = setup_values(a), setup_values(b)
     found = []
     for name in [*mine, *(n for n in theirs if n not in mine)]:
         left, right = mine.get(name, {}), theirs.get(name, {})
-        if not left or not right:
+        if name in ignore or not left or not right:
             continue  # one side does not know
         if set(left) == set(right) and len(left) == 1:
             continue
@@ -121,10 +135,16 @@ def differences(a: Setting, b: Setting) -> list[Difference]:
     return [*found, prompts] if prompts else found
 
 
-def check_pairs(pairs: list[dict[str, Any]], settings: list[Setting], allow: bool) -> list[str]:
-    """Each pair's differences into pair["mismatch"] (a list, empty when the runs agree); a
-    J0Error (exit 2) listing them where any differ and `allow` is false, else the warnings the
-    report carries."""
+def check(
+    settings: list[Setting],
+    pairs: list[dict[str, Any]],
+    baseline: dict[str, Any],
+    allow: bool,
+) -> list[str]:
+    """Each J0 on/off pair's differences into pair["mismatch"], and each setting's differences
+    from the baseline (all but the speculative fields) into baseline["settings"][name]
+    ["mismatch"] (lists, empty where the runs agree). A J0Error (exit 2) listing them where any
+    differ and `allow` is false; else the warnings the report carries."""
     by_name = {s.name: s for s in settings}
     warnings: list[str] = []
     for pair in pairs:
@@ -135,6 +155,14 @@ def check_pairs(pairs: list[dict[str, Any]], settings: list[Setting], allow: boo
             f"differs in {d.text()}"
             for d in found
         ]
+    if baseline.get("setting") is not None:
+        base = by_name[baseline["setting"]]
+        for name, compared in baseline["settings"].items():
+            found = differences(by_name[name], base, SPECULATIVE_FIELDS)
+            compared["mismatch"] = [d.to_json() for d in found]
+            warnings += [
+                f"{name} against the baseline {base.name} differs in {d.text()}" for d in found
+            ]
     if warnings and not allow:
         raise J0Error(
             "refusing to pair runs measured under different setups (give --allow-mismatch to "
