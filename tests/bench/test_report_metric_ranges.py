@@ -213,3 +213,41 @@ def test_impossible_metrics_deltas_are_a_note_of_the_report(
         "- k5-j0-off: result.json: the /metrics deltas are outside their possible ranges "
         "(num_accepted_tokens_per_pos rises at 2)" in text
     )
+
+
+USAGE_FAULTS: dict[int, dict[str, Any]] = {
+    1: {"prompt_tokens": "12"},
+    2: {"completion_tokens": 12.5},
+    3: {"prompt_tokens_details": {"cached_tokens": -1}},
+}
+USAGE_REASONS = {
+    1: "prompt_tokens='12': expected a whole number",
+    2: "output_tokens=12.5: expected a whole number",
+    3: "cached_tokens=-1: a negative count",
+}
+
+
+def test_token_counts_that_are_not_counts_are_flagged(tmp_path: Path) -> None:
+    """The stream's final usage chunk with a string, a fraction or a negative count."""
+    out = tmp_path / "result.json"
+    faults = USAGE_FAULTS
+    with VllmStandIn(num_spec_tokens=5, seed=4, accept_prob=0.6, final_usage_faults=faults) as s:
+        args = ["--requests", "5", "--warmup", "0", "--max-tokens", "32", "--no-progress"]
+        assert main(["bench", "run", "--url", s.url, "--out", str(out), *args]) == 0
+        records = s.records
+    doc = _strict(out.read_text())
+    good = [r for r in records if r.index not in faults]
+    steps = [a for r in good for a in r.per_step_accepted]
+    assert doc["acceptance_length"] == pytest.approx(1 + sum(steps) / len(steps), abs=1e-12)
+    assert doc["summary"]["requests_out_of_range"] == 3
+    assert doc["summary"]["total_output_tokens"] == sum(r.output_tokens for r in good)
+    for entry in doc["requests"]:
+        notes = " ".join(f["note"] for f in entry["flags"] if f["flag"] == "metrics_out_of_range")
+        if entry["index"] in faults:
+            assert USAGE_REASONS[entry["index"]] in notes
+        else:
+            assert notes == ""
+    rejected = doc["requests"][1]
+    assert rejected["prompt_tokens"] is None and rejected["token_counts_rejected"] == {
+        "prompt_tokens": "12"
+    }

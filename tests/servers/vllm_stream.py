@@ -89,7 +89,10 @@ def send_stream(
             final: dict[str, Any] = {
                 **head,
                 "choices": [],
-                "usage": bodies.usage(record, True, server.prompt_tokens_details),
+                "usage": bodies.with_faults(
+                    bodies.usage(record, True, server.prompt_tokens_details),
+                    server.final_usage_faults.get(record.index),
+                ),
                 "system_fingerprint": server.fingerprint,
             }
             spec = bodies.with_faults(

@@ -215,14 +215,14 @@ def _output_of(out: Outcome, choice: dict[str, Any]) -> None:
 def _usage_and_metrics(out: Outcome, chunk: dict[str, Any]) -> None:
     """Usage (the last one seen wins: continuous usage is cumulative) and the spec metrics."""
     usage = chunk.get("usage")
-    if isinstance(usage, dict):
+    if isinstance(usage, dict):  # as sent: results.request_entry checks them (spec_ranges)
         if usage.get("prompt_tokens") is not None:
-            out.prompt_tokens = int(usage["prompt_tokens"])
+            out.prompt_tokens = usage["prompt_tokens"]
         if usage.get("completion_tokens") is not None:
-            out.output_tokens = int(usage["completion_tokens"])
+            out.output_tokens = usage["completion_tokens"]
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict) and details.get("cached_tokens") is not None:
-            out.cached_tokens = int(details["cached_tokens"])
+            out.cached_tokens = details["cached_tokens"]
     metrics = chunk.get("metrics")
     if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
         out.speculative_decoding = metrics["speculative_decoding"]

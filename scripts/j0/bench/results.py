@@ -36,6 +36,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -56,6 +57,7 @@ KIND = "j0-bench-run"
 FORMAT_VERSION = 1
 STEP_KEYS = ("per_step_accepted", "per_step_drafted")
 OUT_OF_RANGE = "metrics_out_of_range"
+TOKEN_COUNTS = ("prompt_tokens", "cached_tokens", "output_tokens")
 # An entry's whole-number fields and its times (>= 0, finite); the metrics: spec_ranges.
 ENTRY_COUNTS = ("index", "repeat", "prompt_tokens", "cached_tokens", "output_tokens", "num_chunks")
 ENTRY_TIMES = (
@@ -280,11 +282,15 @@ def request_entry(
     """One measured request as the result file holds it (`repeat`: which pass over the prompts
     sent it, from 0)."""
     spec = out.speculative_decoding
-    rejected = spec_ranges.spec_problems(spec) + [
-        p
-        for key in ("prompt_tokens", "cached_tokens", "output_tokens")
-        if (p := spec_ranges.count_problem(key, getattr(out, key)))
-    ]
+    rejected = spec_ranges.spec_problems(spec)
+    bad_tokens = {
+        key: getattr(out, key)
+        for key in TOKEN_COUNTS
+        if spec_ranges.count_problem(key, getattr(out, key)) is not None
+    }
+    if bad_tokens:  # the entry holds None for them (the server's values under *_rejected)
+        rejected += [str(spec_ranges.count_problem(k, v)) for k, v in bad_tokens.items()]
+        out = dataclasses.replace(out, **dict.fromkeys(bad_tokens))
     counts, problems = (None, []) if rejected else spec_counts.request_counts(spec)
     entry: dict[str, Any] = {
         "index": index,
@@ -330,6 +336,8 @@ def request_entry(
         # out of every pooled figure; the server's metrics kept as they came, to look at
         entry["metrics_problems"] = rejected
         entry["speculative_decoding_rejected"] = _json_safe(spec)
+        if bad_tokens:
+            entry["token_counts_rejected"] = _json_safe(bad_tokens)
         entry["flags"].append({"flag": OUT_OF_RANGE, "note": "; ".join(rejected)})
     elif spec and isinstance(spec.get("per_step_accepted"), list):
         steps = [int(a) for a in spec["per_step_accepted"]]
