@@ -139,7 +139,7 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 for choice in whole.get("choices") or []:
                     out.finish_reason = choice.get("finish_reason") or out.finish_reason
                     _output_of(out, choice)
-                seen = out.output_tokens or 0
+                seen = out.output_tokens if isinstance(out.output_tokens, int) else 0
                 out.chunk_tokens.append(seen)
             async for raw in response.content:
                 now = time.perf_counter()
