@@ -45,7 +45,7 @@ WRONG_TYPES = {
     "usage-string": 'usage is "lots"; expected an object',
     "non-utf8": "is not UTF-8",
     "spec-string": 'per_step_accepted[] is "a"; expected a whole number',
-    "huge-width": "per_step_drafted[] is 1000000000000; expected a whole number from 0 to 4096",
+    "huge-width": "per_step_drafted[] is 1000000000000; expected a finite number up to 4096",
 }
 
 

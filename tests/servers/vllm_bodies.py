@@ -65,6 +65,14 @@ def spec_decode_metrics(record: RequestRecord, num_spec_tokens: int, level: str)
     return payload
 
 
+def with_faults(spec: Body | None, faults: dict[str, Any] | None) -> Body | None:
+    """`spec` with the stand-in's scripted faults in it (VllmStandIn.spec_metrics_faults)."""
+    if spec is None or not faults:
+        return spec
+    changed = {**spec, **faults}
+    return {k: v for k, v in changed.items() if v is not None}
+
+
 # -- streaming ----------------------------------------------------------------------------------
 
 

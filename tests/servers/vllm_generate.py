@@ -124,7 +124,10 @@ def send_whole(
     if "prompt_tokens_details" in usage:
         usage["prompt_tokens_details"].update(created_cache_tokens=None, multimodal_tokens=None)
     usage["completion_tokens_details"] = None
-    spec = bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics)
+    spec = bodies.with_faults(
+        bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics),
+        server.spec_metrics_faults.get(record.index),
+    )
     tail = {
         "system_fingerprint": server.fingerprint,
         "usage": usage,

@@ -55,7 +55,10 @@ Access: `api_key` answers every /v1 route 401 without `Authorization: Bearer KEY
 
 Faults: `step_delay` seconds per engine step (prefill: `prefill_delay`), `die_after=N`: the request
 after the first N generation requests stops mid-stream, its connection is cut and the server stops
-listening (run as a program: the process exits 1).
+listening (run as a program: the process exits 1); `spec_metrics_faults={i: {field: value}}`
+sends request i's `metrics.speculative_decoding` with those fields replaced (a server whose
+per-request metrics cannot be true), `final_usage_faults` the same for the `usage` of a stream's
+final chunk.
 
 Its parts: vllm_records.py (records, counters), vllm_prompts.py (tokens, chat template, prefix
 cache), vllm_engine.py (the steps), vllm_metrics.py (/metrics), vllm_routes.py (the routes),
@@ -123,6 +126,8 @@ class VllmStandIn(StandInServer):
         api_key: str | None = None,
         engine_dead: bool = False,
         lossy_from: int | None = None,
+        spec_metrics_faults: dict[int, dict[str, Any]] | None = None,
+        final_usage_faults: dict[int, dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(VllmHandler, host, port)
         if spec_metrics not in ("none", "summary", "detailed"):
@@ -147,6 +152,11 @@ class VllmStandIn(StandInServer):
         # An engine that died under a running API server: /health answers 503
         # (vllm/entrypoints/serve/instrumentator/health.py, EngineDeadError).
         self.engine_dead = engine_dead
+        # A server whose per-request metrics cannot be true: request index -> the fields of its
+        # metrics.speculative_decoding to replace (None removes one), as sent.
+        self.spec_metrics_faults = dict(spec_metrics_faults or {})
+        # ... and whose final usage chunk (streaming) carries these fields instead.
+        self.final_usage_faults = dict(final_usage_faults or {})
         self.fingerprint = f"vllm-{version}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
         self.prefix_cache = PrefixCache(prefix_caching)
         acceptance = AcceptanceModel(

@@ -89,10 +89,16 @@ def send_stream(
             final: dict[str, Any] = {
                 **head,
                 "choices": [],
-                "usage": bodies.usage(record, True, server.prompt_tokens_details),
+                "usage": bodies.with_faults(
+                    bodies.usage(record, True, server.prompt_tokens_details),
+                    server.final_usage_faults.get(record.index),
+                ),
                 "system_fingerprint": server.fingerprint,
             }
-            spec = bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics)
+            spec = bodies.with_faults(
+                bodies.spec_decode_metrics(record, server.num_spec_tokens, server.spec_metrics),
+                server.spec_metrics_faults.get(record.index),
+            )
             if spec is not None:
                 final["metrics"] = {"speculative_decoding": spec}
             send_event(handler, final)

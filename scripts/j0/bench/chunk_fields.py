@@ -124,24 +124,48 @@ def finish_reason(choice: dict[str, Any]) -> str | None:
     return text(choice.get("finish_reason"), "choices[].finish_reason") or None
 
 
-def usage(chunk: dict[str, Any]) -> dict[str, int | None] | None:
-    """`usage`'s counts (prompt, completion, cached), or None where the chunk has none."""
+def usage(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """`usage`'s counts (prompt, completion, cached) as sent, each None or a finite number that
+    can be held, or None where the chunk has none. A count of another type (a string, true) is
+    refused here; a negative or fractional one passes, to be flagged by the result's checks
+    (j0.engine.spec_ranges) and kept out of the figures."""
     value = mapping(chunk.get("usage"), "usage")
     if value is None:
         return None
     details = mapping(value.get("prompt_tokens_details"), "usage.prompt_tokens_details") or {}
-    return {
-        "prompt_tokens": count(value.get("prompt_tokens"), "usage.prompt_tokens"),
-        "completion_tokens": count(value.get("completion_tokens"), "usage.completion_tokens"),
-        "cached_tokens": count(
-            details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
-        ),
+    counts = {
+        "prompt_tokens": value.get("prompt_tokens"),
+        "completion_tokens": value.get("completion_tokens"),
+        "cached_tokens": details.get("cached_tokens"),
     }
+    for key, number in counts.items():
+        where = "usage.prompt_tokens_details." if key == "cached_tokens" else "usage."
+        _number(number, where + key, MAX_COUNT)
+    return counts
+
+
+def whole(value: Any) -> int | None:
+    """`value` where it is a whole number of 0 or more (a count to count with), else None."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def _number(value: Any, where: str, most: int) -> None:
+    """A finite number no larger than `most` in size, or None. Its range (negative, a fraction,
+    more accepted than drafted) is left to the result's checks (j0.engine.spec_ranges), which flag
+    the request and keep it out of the pooled figures; only what could not be held is refused."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadAnswer(f"{where} is {_shown(value)}; expected a whole number")
+    if not math.isfinite(value) or abs(value) > most:
+        raise BadAnswer(f"{where} is {_shown(value)}; expected a finite number up to {most}")
 
 
 def spec_decode(chunk: dict[str, Any]) -> dict[str, Any] | None:
-    """`metrics.speculative_decoding`, its counts whole numbers, its means finite numbers and
-    its per-step arrays lists of bounded counts; None where the chunk has none."""
+    """`metrics.speculative_decoding`: an object whose counts and means are finite numbers of a
+    size that can be held (num_spec_tokens at most MAX_SPEC_TOKENS: it sizes the histograms) and
+    whose per-step arrays are lists of such numbers; None where the chunk has none. Values out of
+    their possible ranges pass, to be flagged by the result's checks."""
     metrics = mapping(chunk.get("metrics"), "metrics")
     if metrics is None:
         return None
@@ -150,16 +174,8 @@ def spec_decode(chunk: dict[str, Any]) -> dict[str, Any] | None:
         return None
     where = "metrics.speculative_decoding."
     count(spec.get("num_spec_tokens"), where + "num_spec_tokens", MAX_SPEC_TOKENS)
-    for key in INT_SPEC_FIELDS:
-        count(spec.get(key), where + key)
-    for key in FLOAT_SPEC_FIELDS:
-        value = spec.get(key)
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise BadAnswer(f"{where}{key} is {_shown(value)}; expected a finite number")
+    for key in (*INT_SPEC_FIELDS[1:], *FLOAT_SPEC_FIELDS):
+        _number(spec.get(key), where + key, MAX_COUNT)
     for key in LIST_SPEC_FIELDS:
         value = spec.get(key)
         if value is None:
@@ -168,7 +184,7 @@ def spec_decode(chunk: dict[str, Any]) -> dict[str, Any] | None:
             raise BadAnswer(f"{where}{key} is {_shown(value)}; expected a list of counts")
         most = MAX_COUNT if key == "acceptance_histogram" else MAX_SPEC_TOKENS
         for item in value:
-            count(item, f"{where}{key}[]", most)
+            _number(item, f"{where}{key}[]", most)
     if len(spec.get("acceptance_histogram") or []) > MAX_SPEC_TOKENS + 1:
         raise BadAnswer(f"{where}acceptance_histogram has more than {MAX_SPEC_TOKENS + 1} bins")
     return spec

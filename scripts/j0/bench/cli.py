@@ -401,6 +401,13 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
         help="context-length bins [0,A), [A,B), [B,C), [C,...) instead of --bin-size",
     )
     p.add_argument("--out", type=Path, metavar="DIR2", help="write there (default: DIR)")
+    p.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="pair J0 on/off runs whose manifests differ (model, engine, temperature, "
+        "max_tokens, dataset, speculative config) anyway, with a warning in the report; without "
+        "it such a pair is refused (exit 2)",
+    )
     p.set_defaults(func=_report)
 
 
@@ -419,6 +426,7 @@ def _report(args: argparse.Namespace) -> int:
                 weight_bytes=args.weight_bytes,
                 bin_size=args.bin_size,
                 bins=parse_bins(args.bins) if args.bins else None,
+                allow_mismatch=args.allow_mismatch,
             )
         )
     )

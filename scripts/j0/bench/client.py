@@ -124,8 +124,9 @@ class _Reading:
         usage = chunk_fields.usage(chunk)
         pieces = [(chunk_fields.token_ids(c), chunk_fields.choice_text(c)) for c in choices]
         n = 0  # the output tokens this chunk adds (continuous usage, else token_ids, else text)
-        if usage is not None and usage["completion_tokens"] is not None and choices:
-            n = max(usage["completion_tokens"] - self.seen, 0)
+        sent = chunk_fields.whole(usage["completion_tokens"]) if usage is not None else None
+        if sent is not None and choices:
+            n = max(sent - self.seen, 0)
         elif pieces:
             ids, piece = pieces[0]
             n = len(ids) if ids is not None else (1 if piece else 0)
@@ -163,7 +164,7 @@ class _Reading:
         for choice in choices:
             out.finish_reason = chunk_fields.finish_reason(choice) or out.finish_reason
             self._add(chunk_fields.token_ids(choice), chunk_fields.choice_text(choice))
-        self.seen = out.output_tokens or 0
+        self.seen = chunk_fields.whole(out.output_tokens) or 0
         out.chunk_tokens.append(self.seen)
 
     def _add(self, ids: list[int] | None, piece: str) -> None:

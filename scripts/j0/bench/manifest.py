@@ -19,8 +19,9 @@ from j0.status.status_report import StatusReport
 
 
 def read_status(path: Path) -> dict[str, Any]:
-    """What a `j0 status --json` file says about J0, the overlay and the speculative config:
-    "j0_on", "overlay_identity" and "speculative_config" where the file knows them."""
+    """What a `j0 status --json` file says about J0, the overlay, the speculative config and the
+    engine: "j0_on", "overlay_identity", "speculative_config" and "vllm_commit" where the file
+    knows them."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -35,6 +36,8 @@ def read_status(path: Path) -> dict[str, Any]:
         found["overlay_identity"] = status.identity
     if status.speculative_config:
         found["speculative_config"] = status.speculative_config
+    if status.vllm_commit is not None:
+        found["vllm_commit"] = status.vllm_commit
     return found
 
 
@@ -76,7 +79,11 @@ def build(
     root = project_root_or_none()
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "server": {"url": url, "vllm_version": server_version},
+        "server": {
+            "url": url,
+            "vllm_version": server_version,
+            "vllm_commit": (status or {}).get("vllm_commit"),
+        },
         "model": model,
         "model_root": card.get("root"),
         "max_model_len": card.get("max_model_len"),

@@ -36,8 +36,10 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,13 +49,27 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
-from j0.engine import spec_counts
+from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
 STEP_KEYS = ("per_step_accepted", "per_step_drafted")
+OUT_OF_RANGE = "metrics_out_of_range"
+TOKEN_COUNTS = ("prompt_tokens", "cached_tokens", "output_tokens")
+# An entry's whole-number fields and its times (>= 0, finite); the metrics: spec_ranges.
+ENTRY_COUNTS = ("index", "repeat", "prompt_tokens", "cached_tokens", "output_tokens", "num_chunks")
+ENTRY_TIMES = (
+    "ttft_ms",
+    "itl_ms_mean",
+    "itl_ms_median",
+    "tpot_ms",
+    "latency_s",
+    "decode_s",
+    "output_tok_s",
+    "client_time_s",
+)
 CACHED_WITH_J0 = (
     "cached prompt tokens while J0 is on: J0 draws the tokens of cached prompt positions from "
     "whatever its request slot's history row still holds (the history is written only from "
@@ -151,6 +167,41 @@ class BenchResult:
             requests=list(value.get("requests") or []),
         )
 
+    def setup(self) -> dict[str, Any]:
+        """The measured setup, field by field, as the manifest records it: what
+        two runs must share for their figures to be compared. None where the manifest does not
+        know (an older file, no --status-json: "unknown"). A JSONL dataset's file name is not a
+        field (shards and copies of one file differ in it): the prompts themselves are compared,
+        by their sha256 in the request entries (`prompt_sha256`)."""
+        m = self.manifest
+
+        def block(key: str) -> dict[str, Any]:
+            value = m.get(key)
+            return value if isinstance(value, dict) else {}
+
+        server, options, dataset = block("server"), block("options"), block("dataset")
+        spec, drafter = block("speculative_config"), block("drafter")
+        found = {
+            "model": m.get("model"),
+            "vllm_version": server.get("vllm_version"),
+            "vllm_commit": server.get("vllm_commit"),
+            "endpoint": m.get("endpoint"),
+            "thinking": m.get("thinking"),
+            "temperature": options.get("temperature"),
+            "max_tokens": options.get("max_tokens"),
+            "ignore_eos": options.get("ignore_eos"),
+            "system_prompt_sha256": options.get("system_prompt_sha256"),
+            "dataset_kind": dataset.get("kind"),
+            "dataset_name": None if dataset.get("kind") == "jsonl" else dataset.get("name"),
+            "speculative_method": spec.get("method"),
+            "speculative_drafter": spec.get("model"),
+            "num_speculative_tokens": spec.get("num_speculative_tokens"),
+            "num_speculative_tokens_seen": m.get("num_speculative_tokens_seen") or None,
+            "drafter_repo": drafter.get("repo"),
+            "drafter_revision": drafter.get("revision"),
+        }
+        return {key: (None if value == "unknown" else value) for key, value in found.items()}
+
     def to_text(self) -> str:
         """FILE.json's text."""
         return json.dumps(self.to_json(), indent=1) + "\n"
@@ -170,6 +221,57 @@ def read_result(path: Path) -> BenchResult:
     return BenchResult.from_json(doc)
 
 
+def entry_problems(entry: Any) -> list[str]:
+    """Why a request entry's figures cannot be true (empty: they can): counts that are not whole
+    numbers >= 0, NaN/Inf or negative times, cached > prompt tokens, and its server metrics and
+    acceptance figures outside their possible ranges (j0.engine.spec_ranges). The problems found
+    when the run wrote the entry (`metrics_problems`) come first. Such an entry is kept in the
+    file, flagged, and out of every pooled figure."""
+    if not isinstance(entry, dict):
+        return [f"not a JSON object ({type(entry).__name__})"]
+    found = entry.get("metrics_problems")
+    if found:
+        return [str(p) for p in found] if isinstance(found, list) else [str(found)]
+    problems = [p for key in ENTRY_COUNTS if (p := spec_ranges.count_problem(key, entry.get(key)))]
+    problems += [
+        p for key in ENTRY_TIMES if (p := spec_ranges.number_problem(key, entry.get(key), 0, None))
+    ]
+    prompt, cached = entry.get("prompt_tokens"), entry.get("cached_tokens")
+    if spec_ranges.is_count(prompt) and spec_ranges.is_count(cached) and cached > prompt:
+        problems.append(f"cached_tokens={cached} > prompt_tokens={prompt}")
+    spec = entry.get("speculative_decoding")
+    if spec is not None and not isinstance(spec, dict):
+        return [*problems, f"speculative_decoding={spec!r:.60}: expected a JSON object"]
+    merged = {**(spec or {}), **{key: entry[key] for key in STEP_KEYS if key in entry}}
+    problems += spec_ranges.spec_problems(merged or None)
+    k = merged.get("num_spec_tokens")
+    k = k if spec_ranges.is_count(k) and k >= 1 else None
+    for key, low, high in (("acceptance_rate", 0.0, 1.0), ("acceptance_length", 1.0, k and k + 1)):
+        if (p := spec_ranges.number_problem(key, entry.get(key), low, high)) is not None:
+            problems.append(p)
+    contexts, steps = entry.get("per_step_context_length"), entry.get("per_step_accepted")
+    if contexts is not None:
+        if not isinstance(contexts, list) or not all(map(spec_ranges.is_count, contexts)):
+            problems.append("per_step_context_length: expected a list of token counts")
+        elif isinstance(steps, list) and len(contexts) != len(steps):
+            problems.append(
+                f"per_step_context_length has {len(contexts)} entries, per_step_accepted "
+                f"{len(steps)}"
+            )
+    return problems
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` with NaN and Infinity written as strings: the file stays strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
@@ -180,7 +282,16 @@ def request_entry(
     """One measured request as the result file holds it (`repeat`: which pass over the prompts
     sent it, from 0)."""
     spec = out.speculative_decoding
-    counts, problems = spec_counts.request_counts(spec)
+    rejected = spec_ranges.spec_problems(spec)
+    bad_tokens = {
+        key: getattr(out, key)
+        for key in TOKEN_COUNTS
+        if spec_ranges.count_problem(key, getattr(out, key)) is not None
+    }
+    if bad_tokens:  # the entry holds None for them (the server's values under *_rejected)
+        rejected += [str(spec_ranges.count_problem(k, v)) for k, v in bad_tokens.items()]
+        out = dataclasses.replace(out, **dict.fromkeys(bad_tokens))
+    counts, problems = (None, []) if rejected else spec_counts.request_counts(spec)
     entry: dict[str, Any] = {
         "index": index,
         "prompt_id": prompt.id,
@@ -213,7 +324,7 @@ def request_entry(
         "acceptance_length": spec_counts.acceptance_length(counts) if counts else None,
         "acceptance_rate": spec_counts.acceptance_rate(counts) if counts else None,
         "speculative_decoding": (
-            {k: v for k, v in spec.items() if k not in STEP_KEYS} if spec else None
+            {k: v for k, v in spec.items() if k not in STEP_KEYS} if spec and not rejected else None
         ),
         "flags": [],
         "warnings": problems,
@@ -221,7 +332,14 @@ def request_entry(
         "output_token_ids": out.token_ids,
         "output_sha256": hashlib.sha256(out.text.encode("utf-8")).hexdigest(),
     }
-    if spec and isinstance(spec.get("per_step_accepted"), list):
+    if rejected:
+        # out of every pooled figure; the server's metrics kept as they came, to look at
+        entry["metrics_problems"] = rejected
+        entry["speculative_decoding_rejected"] = _json_safe(spec)
+        if bad_tokens:
+            entry["token_counts_rejected"] = _json_safe(bad_tokens)
+        entry["flags"].append({"flag": OUT_OF_RANGE, "note": "; ".join(rejected)})
+    elif spec and isinstance(spec.get("per_step_accepted"), list):
         steps = [int(a) for a in spec["per_step_accepted"]]
         entry["per_step_accepted"] = steps
         entry["per_step_drafted"] = [int(d) for d in spec.get("per_step_drafted") or []]
@@ -252,11 +370,13 @@ def entry_counts(entry: dict[str, Any]) -> Counts | None:
 
 
 def pooled(entries: Sequence[dict[str, Any]]) -> tuple[Counts | None, int]:
-    """Counts summed over the ok entries that have server metrics, and how many have none."""
+    """Counts summed over the ok entries that have server metrics, and how many have none;
+    entries whose metrics were found out of range when written (`metrics_problems`) are left out
+    (the report checks what it reads with entry_problems before it pools)."""
     total: Counts | None = None
     missing = 0
     for entry in entries:
-        if not entry.get("ok"):
+        if not entry.get("ok") or entry.get("metrics_problems"):
             continue
         counts = entry_counts(entry)
         if counts is None:
@@ -284,6 +404,11 @@ def crosscheck(
         block["per_request"] = {**per_request.to_json(), **spec_counts.figures(per_request)}
     if delta is not None:
         block["metrics_delta"] = {**delta.to_json(), **spec_counts.figures(delta)}
+        impossible = spec_ranges.counts_problems(delta)
+        if impossible:  # a /metrics that cannot be true: no figure, no comparison
+            block["status"] = "out of range"
+            block["delta_problems"] = impossible
+            return block
     if per_request is None or delta is None:
         return block
     width = max(len(per_request.accepted_per_pos), len(delta.accepted_per_pos))
@@ -299,7 +424,8 @@ def crosscheck(
 def summary(
     entries: Sequence[dict[str, Any]], outcomes: Sequence[Outcome], wall_s: float | None
 ) -> dict[str, Any]:
-    ok = [e for e in entries if e.get("ok")]
+    answered = [e for e in entries if e.get("ok")]
+    ok = [e for e in answered if not e.get("metrics_problems")]  # the figures' requests
     ok_out = [o for o in outcomes if o.ok]
 
     def mean(values: list[float]) -> float | None:
@@ -318,8 +444,9 @@ def summary(
     busy = sum(o.latency_s or 0.0 for o in outcomes)
     return {
         "requests": len(entries),
-        "requests_ok": len(ok),
-        "requests_failed": len(entries) - len(ok),
+        "requests_ok": len(answered),
+        "requests_failed": len(entries) - len(answered),
+        "requests_out_of_range": len(answered) - len(ok),
         "duration_s": wall_s,
         "total_prompt_tokens": sum(e["prompt_tokens"] or 0 for e in ok),
         "total_cached_tokens": sum(e["cached_tokens"] or 0 for e in ok),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from j0.checks import FAIL, OK, WARN, Check
 from j0.doctor import docker_checks
 from j0.doctor.settings import Settings
+from j0.engine import urls
 from j0.image import wheel_index
 from j0.pins import ENGINES, Pins, wheel_index_for
 
@@ -34,6 +35,11 @@ def index_of(settings: Settings, pins: Pins) -> str:
     return wheel_index_for(given, pins.vllm_commit) if given else pins.wheel_index
 
 
+def shown_index(settings: Settings, pins: Pins) -> str:
+    """The index as messages name it: any user:password in it masked."""
+    return urls.redact(index_of(settings, pins))
+
+
 def route_check(route: str, settings: Settings, pins: Pins) -> Check:
     name = "engine-route"
     commit = pins.vllm_commit[:8]
@@ -49,7 +55,7 @@ def route_check(route: str, settings: Settings, pins: Pins) -> Check:
     if route == "wheel":
         detail = (
             f"compose takes route wheel: FROM {base}, its vllm replaced by vLLM commit {commit}'s "
-            f"wheel from {index_of(settings, pins)}: the article's engine (the wheel's "
+            f"wheel from {shown_index(settings, pins)}: the article's engine (the wheel's "
             "Requires-Dist are checked against the image at build time)"
         )
     else:
@@ -67,7 +73,7 @@ def index_check(route: str, settings: Settings, pins: Pins) -> Check:
     """Does the index list a vllm wheel for the pinned commit (and the pinned file, if any)?"""
     name = "wheel-index"
     index = index_of(settings, pins)
-    page = wheel_index.project_url(index)
+    page = urls.redact(wheel_index.project_url(index))
     missing = FAIL if route == "wheel" else WARN
     try:
         links = wheel_index.list_wheels(index, timeout=TIMEOUT_S)

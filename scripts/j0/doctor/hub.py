@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j0.engine import urls
 from j0.errors import available
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -117,7 +118,7 @@ def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
     )
 
     api = HfApi(endpoint=endpoint or None, token=token or False)
-    where = endpoint or "the Hub"
+    where = urls.redact(endpoint) if endpoint else "the Hub"
     try:
         info = api.model_info(facts.repo_id, revision=facts.revision, timeout=HUB_TIMEOUT_S)
     except OfflineModeIsEnabled:
@@ -185,7 +186,7 @@ def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = urls.redact_text(str(exc)).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from j0.engine import urls
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
@@ -41,13 +41,10 @@ def drop_empty_endpoint() -> None:
 
 
 def shown_endpoint(endpoint: str | None) -> str:
-    """The endpoint for messages, without any user:password part."""
+    """The endpoint for messages, any user:password in it masked (j0.engine.urls.redact)."""
     if endpoint is None:
         return "https://huggingface.co (default)"
-    parts = urlsplit(endpoint)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return urls.redact(endpoint)
 
 
 @dataclass(frozen=True)
@@ -114,11 +111,14 @@ def hub_error(
     if isinstance(exc, HfHubHTTPError) and status == 401:
         return J0Error(f"{where} refused the token (401 invalid credentials; {token_note})")
     if isinstance(exc, HfHubHTTPError):
-        return J0Error(f"{where} answered HTTP {status} for {repo_id}@{revision}: {exc}")
+        return J0Error(
+            f"{where} answered HTTP {status} for {repo_id}@{revision}: {urls.redact_text(str(exc))}"
+        )
     if isinstance(exc, OfflineModeIsEnabled):
         return J0Error(f"HF_HUB_OFFLINE is set, yet {repo_id}@{revision} needs the Hub")
     return J0Error(
-        f"cannot reach {where} ({type(exc).__name__}: {exc}); with HF_HUB_OFFLINE=1 an earlier "
+        f"cannot reach {where} ({type(exc).__name__}: {urls.redact_text(str(exc))}); with "
+        "HF_HUB_OFFLINE=1 an earlier "
         "download is checked and patched without the Hub (its folder: --dir, compose: DRAFTER_DIR)"
     )
 

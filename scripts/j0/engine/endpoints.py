@@ -10,7 +10,9 @@ Every read is bounded: a body larger than its kind's cap (JSON answers, /metrics
 bodies) is refused, and a whole request has a deadline besides the socket's idle timeout, so a
 server that trickles bytes cannot hold a command forever. Redirects are followed only to the
 same scheme, host and port, and never carry the Authorization header: a bearer key is not sent
-to another host.
+to another host. A URL's own credentials (`http://user:password@host`) go as a Basic
+`Authorization` header (where no bearer key is given) on the URL without them, under the same
+rule; every message names the URL with its userinfo masked (j0.engine.urls).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from j0.engine import urls
 from j0.errors import CHECK_FAILED, J0Error
 
 TIMEOUT_S = 10.0
@@ -60,11 +63,10 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
     ) -> urllib.request.Request | None:
         if not same_origin(req.full_url, newurl):
-            new = urllib.parse.urlsplit(newurl)
             raise urllib.error.HTTPError(
                 req.full_url,
                 code,
-                f"redirect to another host refused ({new.scheme}://{new.netloc})",
+                f"redirect to another host refused ({urls.redact(newurl)})",
                 headers,
                 fp,
             )
@@ -99,6 +101,8 @@ def read_bounded(response: Any, limit: int, deadline: float, what: str) -> bytes
 
 
 def _open(req: urllib.request.Request | str, timeout: float) -> Any:
+    if isinstance(req, str):
+        req = urls.request_of(req)
     return _OPENER.open(req, timeout=timeout)
 
 
@@ -119,11 +123,11 @@ def request(
     if body is not None:
         data = json.dumps(body).encode()
         headers["Content-Type"] = "application/json"
-    req = urllib.request.Request(url, data=data, headers=headers)
+    req = urls.request_of(url, headers, data)
     deadline = time.monotonic() + 2 * timeout
     try:
         with _open(req, timeout) as response:
-            return int(response.status), read_bounded(response, limit, deadline, url)
+            return int(response.status), read_bounded(response, limit, deadline, req.full_url)
     except urllib.error.HTTPError as exc:
         if exc.fp is None:
             return int(exc.code), str(exc.reason).encode()
@@ -135,14 +139,14 @@ def get_text(url: str, timeout: float = 30.0, limit: int = MAX_METRICS_BYTES) ->
     an HTTP error status raises."""
     deadline = time.monotonic() + 2 * timeout
     with _open(url, timeout) as response:
-        return read_bounded(response, limit, deadline, url).decode()
+        return read_bounded(response, limit, deadline, urls.redact(url)).decode()
 
 
 def first_model(url: str, timeout: float = 30.0) -> dict[str, Any]:
     """The first entry of the server's /v1/models."""
     deadline = time.monotonic() + 2 * timeout
     with _open(f"{url}/v1/models", timeout) as response:
-        body = read_bounded(response, MAX_JSON_BYTES, deadline, f"{url}/v1/models")
+        body = read_bounded(response, MAX_JSON_BYTES, deadline, f"{urls.redact(url)}/v1/models")
     return dict(json.loads(body)["data"][0])
 
 
@@ -157,7 +161,7 @@ def health(url: str, timeout: float = HEALTH_TIMEOUT_S) -> tuple[bool, str]:
     except urllib.error.HTTPError as exc:
         return False, f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError) as exc:
-        return False, str(exc)
+        return False, urls.redact_text(str(exc))
 
 
 def healthy(url: str) -> bool:
@@ -187,7 +191,7 @@ def wait_for_health(
             message = (
                 timed_out(last)
                 if timed_out
-                else f"{url}/health: no answer within {timeout:.0f} s ({last})"
+                else f"{urls.redact(url)}/health: no answer within {timeout:.0f} s ({last})"
             )
             raise J0Error(message, exit_code)
         time.sleep(poll)

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from j0.atomic import write_text_atomic
+from j0.engine import urls
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
 from j0.errors import J0Error
@@ -195,7 +196,7 @@ def install_wheel(path: Path) -> str:
 def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) -> EngineRecord:
     link, path, digest = fetch(pins, index, name, folder)
     facts = read_wheel(path, digest)
-    check_sha256(facts, sha256, link.sha256, index)
+    check_sha256(facts, sha256, link.sha256, urls.redact(index))
     check_commit(facts.engine, pins, f"the wheel {path.name}")
     check_requirements(facts, installed_distributions())
     installer = install_wheel(path)
@@ -204,9 +205,9 @@ def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) ->
     check_commit(installed, pins, f"after `{installer} install {path.name}`")
     return EngineRecord(
         route="wheel",
-        wheel_index=index,
+        wheel_index=urls.redact(index),
         wheel_name=path.name,
-        wheel_url=link.url,
+        wheel_url=urls.redact(link.url),
         wheel_sha256=digest,
         wheel_sha256_pinned=sha256,
         engine_version=installed.version,

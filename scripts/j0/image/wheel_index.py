@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from j0.engine import urls
 from j0.errors import J0Error
 from j0.pins import Pins
 
@@ -68,7 +69,7 @@ def project_url(index: str, project: str = PROJECT) -> str:
 
 
 def _get(url: str, timeout: float) -> bytes:
-    request = urllib.request.Request(url, headers={"Accept": "text/html"})
+    request = urls.request_of(url, headers={"Accept": "text/html"})
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return bytes(answer.read())
 
@@ -78,7 +79,7 @@ def _reason(exc: BaseException) -> str:
         return f"HTTP {exc.code} {exc.reason}"
     if isinstance(exc, urllib.error.URLError):
         return f"cannot connect: {exc.reason}"
-    return f"{type(exc).__name__}: {exc}"
+    return urls.redact_text(f"{type(exc).__name__}: {exc}")
 
 
 def list_wheels(index: str, project: str = PROJECT, timeout: float = TIMEOUT_S) -> list[WheelLink]:
@@ -86,11 +87,13 @@ def list_wheels(index: str, project: str = PROJECT, timeout: float = TIMEOUT_S) 
     the page cannot be read, naming the page and why."""
     page = project_url(index, project)
     if urllib.parse.urlsplit(page).scheme not in ("http", "https"):
-        raise WheelIndexError(f"wheel index {index!r}: expected an http:// or https:// URL", 64)
+        raise WheelIndexError(
+            f"wheel index {urls.redact(index)!r}: expected an http:// or https:// URL", 64
+        )
     try:
         body = _get(page, timeout)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise WheelIndexError(f"{page}: {_reason(exc)}", 69) from None
+        raise WheelIndexError(f"{urls.redact(page)}: {_reason(exc)}", 69) from None
     parser = _Links()
     parser.feed(body.decode("utf-8", "replace"))
     links = []
@@ -130,6 +133,7 @@ def fits_here(name: str, machine: str | None = None) -> bool:
 
 def choose(links: list[WheelLink], pinned_name: str, page: str) -> WheelLink:
     """The wheel to install: the pinned file name, else the one vllm wheel that fits here."""
+    page = urls.redact(page)
     wheels = [link for link in links if link.name.lower().startswith(f"{PROJECT}-")]
     if pinned_name:
         named = [link for link in wheels if link.name == pinned_name]
@@ -163,7 +167,7 @@ def download(link: WheelLink, folder: Path, timeout: float = TIMEOUT_S) -> tuple
     digest = hashlib.sha256()
     try:
         with (
-            urllib.request.urlopen(link.url, timeout=timeout) as answer,
+            urllib.request.urlopen(urls.request_of(link.url), timeout=timeout) as answer,
             target.open("wb") as out,
         ):
             while chunk := answer.read(1 << 20):
@@ -171,7 +175,7 @@ def download(link: WheelLink, folder: Path, timeout: float = TIMEOUT_S) -> tuple
                 out.write(chunk)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         target.unlink(missing_ok=True)
-        raise WheelIndexError(f"{link.url}: {_reason(exc)}", 69) from None
+        raise WheelIndexError(f"{urls.redact(link.url)}: {_reason(exc)}", 69) from None
     return target, digest.hexdigest()
 
 
@@ -179,7 +183,8 @@ def choices(pins: Pins, index: str, reason: str) -> str:
     """One message: why the wheel route cannot build, and the three routes with what each runs."""
     commit = pins.vllm_commit
     return (
-        f"the wheel route cannot get vLLM commit {commit[:8]}'s wheel from {index}: {reason}.\n"
+        f"the wheel route cannot get vLLM commit {commit[:8]}'s wheel from {urls.redact(index)}: "
+        f"{reason}.\n"
         "The choices:\n"
         f"  1. another index that holds it: WHEEL_INDEX=<url> (compose), `j0 image build "
         f"--wheel-index URL`, `--build-arg WHEEL_INDEX=URL`; the page is <url>/{PROJECT}/ "

@@ -16,6 +16,7 @@ import time
 import urllib.error
 from dataclasses import dataclass, field
 
+from j0.engine import urls
 from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
 from j0.errors import require
 
@@ -48,7 +49,7 @@ class Clock:
 
 @dataclass
 class ServerFacts:
-    url: str
+    url: str  # as reported: any userinfo masked (j0.engine.urls.redact)
     clock: Clock = field(default_factory=lambda: Clock(DEADLINE_S))
     healthy: bool = False
     health: str = ""
@@ -60,6 +61,7 @@ class ServerFacts:
     counters_after: dict[str, float] | None = None
     probe: str = ""  # what the probe did, or why it did not
     problems: list[str] = field(default_factory=list)
+    target: str = field(default="", repr=False)  # what is asked: the URL as given
 
     @property
     def answered(self) -> bool:
@@ -90,7 +92,7 @@ def parse_counters(text: str) -> dict[str, float]:
 
 def _error_words(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None)
-    return str(reason or exc)
+    return urls.redact_text(str(reason or exc))
 
 
 def ask(
@@ -100,7 +102,7 @@ def ask(
     /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again;
     all of it within `deadline_s` seconds (what was not asked in time says so)."""
     require("prometheus_client", "j0 status", extra="status")
-    facts = ServerFacts(url.rstrip("/"), Clock(deadline_s))
+    facts = ServerFacts(urls.redact(url).rstrip("/"), Clock(deadline_s), target=url.rstrip("/"))
     if not _ask_health(facts):
         return facts
     _ask_version(facts)
@@ -120,7 +122,7 @@ def ask(
 def _ask_health(facts: ServerFacts) -> bool:
     """/health into `facts`; False where no server answers at all."""
     try:
-        status, _ = request(facts.url + "/health", timeout=facts.clock.timeout(TIMEOUT_S))
+        status, _ = request(facts.target + "/health", timeout=facts.clock.timeout(TIMEOUT_S))
     except NO_ANSWER as exc:
         facts.health = f"no server answers at {facts.url} ({_error_words(exc)})"
         return False
@@ -131,7 +133,7 @@ def _ask_health(facts: ServerFacts) -> bool:
 
 def _ask_version(facts: ServerFacts) -> None:
     try:
-        status, body = request(facts.url + "/version", timeout=facts.clock.timeout(TIMEOUT_S))
+        status, body = request(facts.target + "/version", timeout=facts.clock.timeout(TIMEOUT_S))
         if status == 200:
             facts.version = str(json.loads(body).get("version") or "") or None
     except (*NO_ANSWER, ValueError):
@@ -142,7 +144,7 @@ def _ask_models(facts: ServerFacts, api_key: str | None) -> None:
     """The first model of /v1/models (id, root, max_model_len), or a problem saying why not."""
     try:
         status, body = request(
-            facts.url + "/v1/models", api_key, timeout=facts.clock.timeout(TIMEOUT_S)
+            facts.target + "/v1/models", api_key, timeout=facts.clock.timeout(TIMEOUT_S)
         )
         if status == 401:
             facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
@@ -169,7 +171,7 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
     }
     try:
         timeout = facts.clock.timeout(PROBE_TIMEOUT_S)
-        status, reply = request(facts.url + "/v1/completions", api_key, body, timeout)
+        status, reply = request(facts.target + "/v1/completions", api_key, body, timeout)
     except NO_ANSWER as exc:
         facts.probe = f"failed: {_error_words(exc)}"
         return False
@@ -187,7 +189,7 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
 def _counters(facts: ServerFacts) -> dict[str, float] | None:
     try:
         status, body = request(
-            facts.url + "/metrics",
+            facts.target + "/metrics",
             limit=MAX_METRICS_BYTES,
             timeout=facts.clock.timeout(TIMEOUT_S),
         )

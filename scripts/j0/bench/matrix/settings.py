@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench.run.options import RunOptions
+from j0.engine import urls
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {"off": False, "on": True}
@@ -134,8 +135,9 @@ class SettingBench:
         )
 
     def command_line(self) -> list[str]:
-        """The same run as `j0 ARGS` would be written (for the logs)."""
-        args = ["bench", "run", "--url", self.url, "--out", str(self.out), "--label", self.label]
+        """The same run as `j0 ARGS` would be written (for the logs: the URL's userinfo masked)."""
+        args = ["bench", "run", "--url", urls.redact(self.url), "--out", str(self.out)]
+        args += ["--label", self.label]
         if not self.progress:
             args.append("--no-progress")
         args += ["--j0", "on" if self.j0 else "off"]

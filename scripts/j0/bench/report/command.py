@@ -1,6 +1,8 @@
 """`j0 bench report DIR`'s work: read the settings, compute the figures (re-binned by context
-length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, then write
-report.md, report.json and the plots with their CSV.
+length as asked: --bin-size N, or --bins a,b,c), compare with the baseline, check that each J0
+on/off pair, and each setting and the baseline, were measured under one setup (compatibility;
+refused before anything is written, unless --allow-mismatch), then write report.md, report.json
+and the plots with their CSV.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from j0.atomic import refuse_own_inputs, write_text_atomic
 from j0.bench import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
+from j0.bench.report.compatibility import check as check_compatibility
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import PLOT_STEMS, plots
@@ -31,6 +34,7 @@ class ReportOptions:
     weight_bytes: float | None = None
     bin_size: int = 512
     bins: list[int] | None = None
+    allow_mismatch: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,15 @@ def report(opts: ReportOptions) -> ReportOutcome:
     figs = {s.name: figures(s, bin_of) for s in settings}
     paired = pairs(settings)
     baseline = against_baseline(settings, figs)
+    # refused before anything is written
+    warnings = check_compatibility(settings, paired, baseline, opts.allow_mismatch)
     written = plots(settings, figs, roof, bins_text, out)
     report_md = out / "report.md"
-    write_text_atomic(report_md, markdown(settings, figs, paired, baseline, roof, bins_text))
+    write_text_atomic(
+        report_md, markdown(settings, figs, paired, baseline, roof, bins_text, warnings)
+    )
     summary = {
+        "warnings": warnings,
         "settings": {
             s.name: {
                 "k": s.k,
@@ -135,6 +144,7 @@ def main(
     weight_bytes: float | None = None,
     bin_size: int = 512,
     bins: list[int] | None = None,
+    allow_mismatch: bool = False,
 ) -> int:
     """`j0 bench report FOLDER` as a function for other commands (the signature it had before
     ReportOptions): the report written and printed; 0."""
@@ -149,6 +159,7 @@ def main(
                 weight_bytes=weight_bytes,
                 bin_size=bin_size,
                 bins=bins,
+                allow_mismatch=allow_mismatch,
             )
         )
     )

@@ -95,8 +95,10 @@ def figures(setting: Setting, bin_of: Callable[[int], acceptance.Bin]) -> dict[s
     ok = setting.ok
     return {
         **pooled_figures(ok),
-        "requests": len(setting.requests),
+        "requests": len(setting.requests) + len(setting.excluded),
         "requests_ok": len(ok),
+        "requests_excluded": len(setting.excluded),
+        "excluded": setting.excluded,
         **speed(ok),
         "flags": sum(len(r.get("flags") or []) for r in setting.requests),
         "by_context": acceptance.by_context(ok, bin_of),

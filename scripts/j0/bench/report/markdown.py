@@ -41,8 +41,8 @@ def settings_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> 
     lines = [
         "| setting | draft tokens | J0 | prefix caching | requests | acceptance length (pooled) "
         "| acceptance length (request mean) | acceptance rate | tok/s | TTFT (ms) | ITL (ms) "
-        "| flagged |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| flagged | excluded |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in settings:
         f = figs[s.name]
@@ -53,8 +53,32 @@ def settings_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> 
             f"{f['requests_ok']}/{f['requests']} | {_fmt(f['acceptance_length'])} | "
             f"{_fmt(f['acceptance_length_request_mean'])} | "
             f"{_fmt(rate, '.1f')} % | {_fmt(f['output_tok_s'], '.1f')} | "
-            f"{_fmt(f['ttft_ms'], '.1f')} | {_fmt(f['itl_ms'], '.2f')} | {f['flags']} |"
+            f"{_fmt(f['ttft_ms'], '.1f')} | {_fmt(f['itl_ms'], '.2f')} | {f['flags']} | "
+            f"{f['requests_excluded']} |"
         )
+    return lines
+
+
+def excluded_section(settings: list[Setting]) -> list[str]:
+    """The requests kept out of the figures, each with its reasons."""
+    total = sum(len(s.excluded) for s in settings)
+    if not total:
+        return []
+    lines = [
+        "",
+        f"## Requests kept out of the figures ({total})",
+        "",
+        "Their metrics are outside the possible ranges (a negative or fractional count, more "
+        "tokens accepted than drafted, an acceptance rate outside [0, 1], NaN, ...): the figures "
+        "above pool the other requests.",
+        "",
+    ]
+    for s in settings:
+        lines += [
+            f"- {s.name}: {e['file']} request {e['request']} ({e['prompt_id']}): "
+            + "; ".join(e["reasons"])
+            for e in s.excluded
+        ]
     return lines
 
 
@@ -168,8 +192,18 @@ def markdown(
     baseline: dict[str, Any],
     roof: dict[str, Any],
     bins_text: str,
+    warnings: list[str] | None = None,
 ) -> str:
-    lines = ["# j0 bench report", "", DEFINITIONS, "", *settings_table(settings, figs)]
+    lines = ["# j0 bench report", ""]
+    if warnings:
+        lines += [
+            "**Warning: runs measured under different setups are paired here "
+            "(--allow-mismatch); their differences are not J0's:**",
+            "",
+            *[f"- {w}" for w in warnings],
+            "",
+        ]
+    lines += [DEFINITIONS, "", *settings_table(settings, figs), *excluded_section(settings)]
     lines += ["", "## Acceptance histogram (% of verify steps with i accepted drafts)", ""]
     lines += histogram_table(settings, figs)
     lines += ["", f"## Acceptance length by context length ({bins_text})", ""]
@@ -179,6 +213,10 @@ def markdown(
     lines += ["", "## Against the baseline", ""]
     lines += baseline_section(baseline)
     lines += ["", "## J0 on minus off (paired by prompt, 95 % interval over prompts)", ""]
+    mismatched = [p for p in paired if p.get("mismatch")]
+    if mismatched:
+        names = ", ".join(f"{p['on']} vs {p['off']}" for p in mismatched)
+        lines += [f"**Warning: measured under different setups (see the top): {names}.**", ""]
     if paired:
         lines += ["| draft tokens | acceptance length | tok/s |", "|---|---|---|"]
         lines += [

@@ -1,6 +1,8 @@
 """The settings of a results folder: DIR/<setting>/result.json (compose) or
 DIR/<setting>/result-shard-NN.json (sharded runs, merged here per setting by request: a request
 measured in two shards is kept once, from the first; a request is its prompt and its repeat).
+A request whose figures cannot be true (results.entry_problems: a negative count, accepted >
+drafted, NaN, ...) is set aside in `excluded` with its reasons, out of every figure.
 A setting's draft tokens, J0 state, prefix caching and whether it is the baseline come from
 DIR/matrix.json where there is one, else from the result's manifest and responses, else from a
 name like `k15-j0-on` (or `baseline`).
@@ -35,6 +37,8 @@ class Setting:
     prefix_caching: str = "unknown"
     baseline: bool = False
     notes: list[str] = field(default_factory=list)
+    # requests whose figures cannot be true (results.entry_problems): named, not pooled
+    excluded: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> list[dict[str, Any]]:
@@ -92,7 +96,11 @@ def _merge(setting: Setting) -> None:
     for path in setting.files:
         doc = results.read_result(path)
         setting.docs.append(doc)
-        for entry in doc.requests:
+        for position, entry in enumerate(doc.requests):
+            problems = results.entry_problems(entry)
+            if problems:
+                setting.excluded.append(_excluded(path, position, entry, problems))
+                continue
             key = request_key(entry)
             if key in seen:
                 setting.notes.append(f"{path.name}: request {entry.get('prompt_id')} seen before")
@@ -104,6 +112,23 @@ def _merge(setting: Setting) -> None:
         status = doc.metrics_crosscheck.get("status")
         if status == "mismatch":
             setting.notes.append(f"{path.name}: per-request metrics and /metrics deltas differ")
+        elif status == "out of range":
+            setting.notes.append(
+                f"{path.name}: the /metrics deltas are outside their possible ranges ("
+                + "; ".join(map(str, doc.metrics_crosscheck.get("delta_problems") or []))
+                + ")"
+            )
+
+
+def _excluded(path: Path, position: int, entry: Any, problems: list[str]) -> dict[str, Any]:
+    named = entry if isinstance(entry, dict) else {}
+    return {
+        "file": path.name,
+        "request": named.get("index", position),
+        "prompt_id": named.get("prompt_id"),
+        "repeat": named.get("repeat"),
+        "reasons": problems,
+    }
 
 
 def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:

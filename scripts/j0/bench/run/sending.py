@@ -19,7 +19,7 @@ from typing import Any
 
 from j0.bench import bounded_http, client, prompts, results
 from j0.bench.run.options import RunOptions
-from j0.engine import prometheus_counters, spec_counts
+from j0.engine import prometheus_counters, spec_counts, urls
 from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error, require
@@ -85,19 +85,21 @@ class Server:
 
 @asynccontextmanager
 async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[Server]:
-    """A session to --url, with the bearer key of OPENAI_API_KEY or VLLM_API_KEY where set."""
+    """A session to --url, with the bearer key of OPENAI_API_KEY or VLLM_API_KEY where set, else
+    the URL's own credentials as a Basic header (the URL itself without them: j0.engine.urls)."""
     import aiohttp
 
     headers = {}
+    base, basic = urls.split(opts.url)
     key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VLLM_API_KEY")
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
+    if key or basic:
+        headers["Authorization"] = f"Bearer {key}" if key else str(basic)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=opts.timeout_s)
     connector = aiohttp.TCPConnector(limit=opts.concurrency + 2)
     async with aiohttp.ClientSession(
         timeout=timeout, headers=headers, connector=connector
     ) as session:
-        yield Server(session, opts.url.rstrip("/"), notes)
+        yield Server(session, base.rstrip("/"), notes)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 from j0.bench import acceptance, results
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
-from j0.engine import spec_counts
+from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error
 
@@ -39,6 +39,11 @@ def build_result(
     entries = measurement.finished_entries()
     outcomes = measurement.finished_outcomes()
     _, missing = results.pooled(entries)
+    if out_of_range := sum(1 for e in entries if e.get("metrics_problems")):
+        notes.append(
+            f"{out_of_range} requests' metrics are outside their possible ranges (flag "
+            f"{results.OUT_OF_RANGE}): kept in the file, out of the figures"
+        )
     source = None
     counts = per_request
     if per_request is not None:
@@ -49,7 +54,7 @@ def build_result(
                 "figures pool the others (start vLLM with --per-request-spec-decode-metrics "
                 "detailed)"
             )
-    elif delta is not None and delta.drafts:
+    elif delta is not None and delta.drafts and not spec_ranges.counts_problems(delta):
         source = "metrics deltas"
         counts = delta
         notes.append(

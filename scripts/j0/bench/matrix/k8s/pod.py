@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from j0.bench.matrix.settings import SettingBench
+from j0.engine import urls
 from j0.engine.endpoints import wait_for_health
 from j0.errors import INPUT_LACKS, J0Error
 
@@ -166,7 +167,9 @@ def wait_for_server(url: str, timeout: float) -> None:
     wait_for_health(
         url,
         timeout,
-        timed_out=lambda last: f"{url}/health: no answer within {timeout:.0f} s ({last})",
+        timed_out=lambda last: (
+            f"{urls.redact(url)}/health: no answer within {timeout:.0f} s ({last})"
+        ),
         poll=2,
     )
 
