@@ -28,6 +28,7 @@ from j0.article.serving import (
     parse_speculative_config,
     target_model,
 )
+from j0.engine.secret_file import read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 
 # Where compose.yaml puts things inside the server container.
@@ -147,32 +148,33 @@ def _apply_prefix_caching(plan: Plan) -> None:
 
 
 def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
+    """The key of --api-key-file, else of compose's secret where one is mounted, as VLLM_API_KEY.
+
+    A file that is given (or mounted) but is not one line of text stops here, exit 2, before
+    vLLM starts: a server must never come up open because its key could not be read. /dev/null
+    (compose's secret with API_KEY_FILE unset) is "no key"."""
     if option_value(plan.args, "--api-key") is not None:
         plan.facts.append("API key: from --api-key")
         return
-    key = _read_secret(api_key_file) if api_key_file is not None else ""
-    if not key:
+    path = api_key_file
+    if path is None and os.path.lexists(DEFAULT_API_KEY_FILE):
+        path = DEFAULT_API_KEY_FILE
+    key = read_secret_file(path, "API key file") if path is not None else None
+    if key is None:
         plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
         return
     # vLLM reads VLLM_API_KEY like --api-key; an environment variable stays out of `ps`.
     plan.env["VLLM_API_KEY"] = key
-    plan.facts.append(f"API key: required on /v1 (read from {api_key_file})")
-
-
-def _read_secret(path: Path) -> str:
-    """A secret file's text, stripped; "" for an empty or missing one (or /dev/null)."""
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    plan.facts.append(f"API key: required on /v1 (read from {path})")
 
 
 def _apply_hf_token(plan: Plan) -> None:
-    """Say whether a Hugging Face token is given, never what it is.
+    """Say whether a Hugging Face token is given, never what it is; refuse a token file that
+    huggingface_hub in vLLM could not use (the rule of j0.engine.secret_file).
 
-    compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default.
-    An HF_TOKEN_PATH naming an empty or missing file is dropped: huggingface_hub fails on an empty
-    HF_TOKEN_PATH value, and an empty secret means "no token".
+    compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default
+    (/dev/null there with HF_TOKEN_FILE unset: no token). An empty HF_TOKEN_PATH value is dropped
+    (huggingface_hub fails on it); one naming /dev/null is dropped too.
     """
     if "HF_TOKEN" in plan.env:
         plan.warnings.append(
@@ -180,12 +182,19 @@ def _apply_hf_token(plan: Plan) -> None:
             "(HF_TOKEN_FILE) instead"
         )
     token_path = plan.env.get("HF_TOKEN_PATH")
-    if token_path is not None and not _read_secret(Path(token_path)):
+    if token_path:
+        path = Path(token_path).expanduser()
+        if read_secret_file(path, "HF_TOKEN_PATH") is None:
+            del plan.env["HF_TOKEN_PATH"]
+            plan.facts.append(f"Hugging Face token: none (HF_TOKEN_PATH={token_path})")
+        else:
+            plan.facts.append(f"Hugging Face token: from {path} (HF_TOKEN_PATH)")
+        return
+    if token_path is not None:
         del plan.env["HF_TOKEN_PATH"]
-        token_path = None
     home = plan.env.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    path = Path(token_path) if token_path else Path(home) / "token"
-    if _read_secret(path):
+    path = Path(home).expanduser() / "token"
+    if os.path.lexists(path) and read_secret_file(path, "Hugging Face token file") is not None:
         plan.facts.append(f"Hugging Face token: from {path}")
     else:
         plan.facts.append("Hugging Face token: none (HF_TOKEN_FILE unset)")
@@ -219,7 +228,7 @@ def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
 def plan_serve(
     args: Sequence[str],
     env: Mapping[str, str],
-    api_key_file: Path | None = DEFAULT_API_KEY_FILE,
+    api_key_file: Path | None = None,
 ) -> Plan:
     """Check the `vllm serve` arguments and switches; return what will run."""
     plan = Plan(args=list(args), env=dict(env))
