@@ -28,6 +28,7 @@ from j0.article.serving import (
     parse_speculative_config,
     target_model,
 )
+from j0.engine import server_log
 from j0.engine.secret_file import read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 
@@ -225,6 +226,41 @@ def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
     plan.facts.append(f"overlay swap: {installed} -> {mount} (read-only bind mount)")
 
 
+# The knobs compose passes to the server that reach its log (compose.serve.yaml's environment).
+LOGGED_KNOBS = (
+    "VLLM_DFLASH_CTX_NOISE",
+    "ENABLE_PREFIX_CACHING",
+    "VLLM_DFLASH_DUMP",
+    "VLLM_DFLASH_DUMP_STEPS",
+    "HF_HOME",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+    "HF_TOKEN_PATH",
+)
+
+
+def refuse_log_forgery(args: Sequence[str], env: Mapping[str, str]) -> None:
+    """Refuse an argument or knob that holds a line break or a marker of the server log's grammar
+    (j0.engine.server_log): written into the log by `j0 serve` or vLLM, it could pose as a line
+    that `j0 status` believes. The value itself is not repeated in the message."""
+    for number, arg in enumerate(args, start=1):
+        if (what := server_log.forged_marker(arg)) is not None:
+            before = args[number - 2] if number > 1 else ""
+            after = f", the value of {before}" if before.startswith("-") else ""
+            raise J0Error(
+                f"`vllm serve` argument {number}{after} holds {what}: refused, it would forge "
+                "a line of the server's log (which `j0 status` reads)",
+                USAGE,
+            )
+    for knob in LOGGED_KNOBS:
+        if (what := server_log.forged_marker(env.get(knob, ""))) is not None:
+            raise J0Error(
+                f"{knob} holds {what}: refused, it would forge a line of the server's log "
+                "(which `j0 status` reads)",
+                USAGE,
+            )
+
+
 def plan_serve(
     args: Sequence[str],
     env: Mapping[str, str],
@@ -232,6 +268,7 @@ def plan_serve(
 ) -> Plan:
     """Check the `vllm serve` arguments and switches; return what will run."""
     plan = Plan(args=list(args), env=dict(env))
+    refuse_log_forgery(plan.args, plan.env)
     model = target_model(plan.args)
     if not model:
         raise J0Error("no target model: the first argument must be the model (TARGET_MODEL)", USAGE)
@@ -346,10 +383,11 @@ def run(
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
     identify_running(plan)
+    # One line each, whatever a value holds (the log's grammar: j0.engine.server_log).
     for fact in plan.facts:
-        print(f"j0 serve: {fact}", file=sys.stderr)
+        print(f"{server_log.SERVE_PREFIX}{server_log.log_safe(fact)}", file=sys.stderr)
     for warning in plan.warnings:
-        print(f"j0 serve: warning: {warning}", file=sys.stderr)
+        print(f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(warning)}", file=sys.stderr)
     if dry_run:
         print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
         return 0
