@@ -179,8 +179,8 @@ def _apply_hf_token(plan: Plan) -> None:
     """
     if "HF_TOKEN" in plan.env:
         plan.warnings.append(
-            "HF_TOKEN is set in the environment; compose passes the token as a secret file "
-            "(HF_TOKEN_FILE) instead"
+            "HF_TOKEN is set in the environment (deploy/k8s passes it so, from the optional "
+            "secret j0-hf-token); compose passes the token as a secret file (HF_TOKEN_FILE)"
         )
     token_path = plan.env.get("HF_TOKEN_PATH")
     if token_path:
