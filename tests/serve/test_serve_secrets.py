@@ -179,6 +179,11 @@ def test_the_drafter_fetch_token_reader_keeps_the_same_rule(
     assert hub.hub_token().value == "hf_one"
     monkeypatch.setenv("HF_TOKEN_PATH", os.devnull)
     assert hub.hub_token().value is None
+    # The token as an environment value (deploy/k8s's secretKeyRef) is held to one line too.
+    monkeypatch.setenv("HF_TOKEN", "hf_one\nhf_two\n")
+    with pytest.raises(J0Error, match="HF_TOKEN: 2 lines"):
+        hub.hub_token()
+    monkeypatch.delenv("HF_TOKEN")
     # The stored login, where compose's drafter service mounts the secret.
     monkeypatch.delenv("HF_TOKEN_PATH")
     (tmp_path / "home").mkdir()

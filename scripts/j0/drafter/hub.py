@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from j0.engine.secret_file import read_secret_file
+from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
@@ -70,7 +70,7 @@ def hub_token() -> Token:
     of j0.engine.secret_file: one line of text, /dev/null for none, anything else exit 2."""
     value = os.environ.get("HF_TOKEN", "").strip()
     if value:
-        return Token(value, "HF_TOKEN")
+        return Token(check_secret_text(value, "HF_TOKEN"), "HF_TOKEN")
     path = os.environ.get("HF_TOKEN_PATH", "").strip()
     if path:
         value = read_secret_file(Path(path).expanduser(), "HF_TOKEN_PATH")

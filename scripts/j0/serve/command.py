@@ -29,7 +29,7 @@ from j0.article.serving import (
     target_model,
 )
 from j0.engine import server_log
-from j0.engine.secret_file import read_secret_file
+from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 
 # Where compose.yaml puts things inside the server container.
@@ -178,6 +178,8 @@ def _apply_hf_token(plan: Plan) -> None:
     (huggingface_hub fails on it); one naming /dev/null is dropped too.
     """
     if "HF_TOKEN" in plan.env:
+        if plan.env["HF_TOKEN"].strip():
+            check_secret_text(plan.env["HF_TOKEN"], "HF_TOKEN")
         plan.warnings.append(
             "HF_TOKEN is set in the environment (deploy/k8s passes it so, from the optional "
             "secret j0-hf-token); compose passes the token as a secret file (HF_TOKEN_FILE)"
