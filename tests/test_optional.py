@@ -71,7 +71,7 @@ def test_a_plain_install_names_the_extra(
 def test_the_extras_named_exist_in_pyproject() -> None:
     import tomllib
 
-    from j0.errors import EXTRA_OF
+    from j0.errors import DISTRIBUTION_OF, EXTRA_OF
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
@@ -79,8 +79,26 @@ def test_the_extras_named_exist_in_pyproject() -> None:
     for module, extra in EXTRA_OF.items():
         assert extra in extras, extra
         names = [x.split(">")[0].split("=")[0].replace("-", "_").lower() for x in extras[extra]]
+        package = DISTRIBUTION_OF.get(module, module).replace("-", "_").lower()
         if module != "requests":  # docker-py brings requests
-            assert module.lower() in names, (module, extras[extra])
+            assert package in names, (module, extras[extra])
+
+
+def test_doctor_with_a_dotenv_names_the_dotenv_extra(tmp_path: Path) -> None:
+    """Without a .env, doctor needs nothing but the standard library; with one, python-dotenv
+    (compose's .env rules), named in one line, exit 69."""
+    import shutil
+
+    root = tmp_path / "j0"
+    (root / "overlay").mkdir(parents=True)
+    shutil.copy(ROOT / "overlay" / "pins.env", root / "overlay" / "pins.env")
+    (root / ".env").write_text("PORT=9000\n")
+    cmd = [sys.executable, "-S", "-c", RUN_J0, str(ROOT / "scripts"), "doctor"]
+    env = {"PATH": "/usr/bin:/bin", "J0_HOME": str(root), "HOME": str(tmp_path)}
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 69, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "`python-dotenv`" in line and "pip install -e '.[dotenv]'" in line
 
 
 def test_require_returns_the_module_or_names_the_extra() -> None:

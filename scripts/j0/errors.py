@@ -69,9 +69,14 @@ EXTRA_OF = {
     "datasets": "bench",
     "matplotlib": "bench",
     "kubernetes": "k8s",
+    "dotenv": "dotenv",
 }
 # Distribution (pip) names where they differ from the module's.
-DISTRIBUTION_OF = {"huggingface_hub": "huggingface_hub", "prometheus_client": "prometheus_client"}
+DISTRIBUTION_OF = {
+    "huggingface_hub": "huggingface_hub",
+    "prometheus_client": "prometheus_client",
+    "dotenv": "python-dotenv",
+}
 
 
 def install_hint(extra: str) -> str:

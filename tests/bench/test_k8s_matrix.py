@@ -108,6 +108,11 @@ class Node:
     def env(self, container: dict[str, Any], mounts: dict[str, Path], index: int) -> dict[str, str]:
         env = dict(os.environ)
         for item in container.get("env", []):
+            if "valueFrom" in item:
+                # The stand-in cluster holds no secret: an optional one is left out, as kubelet
+                # leaves out an optional secretKeyRef whose secret is absent.
+                assert item["valueFrom"]["secretKeyRef"]["optional"] is True, item
+                continue
             value = item["value"]
             for mount, local in mounts.items():
                 if value == mount or value.startswith(mount + "/"):

@@ -187,7 +187,7 @@ def test_one_indexed_job_with_vllm_as_a_native_sidecar(pins: Pins) -> None:
     assert sidecar["startupProbe"]["httpGet"]["path"] == "/v1/models"
     probe = sidecar["startupProbe"]
     assert probe["periodSeconds"] * probe["failureThreshold"] >= 1800  # a 27B load
-    assert sidecar["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert sidecar["resources"]["limits"] == {"cpu": "16", "memory": "160Gi", "nvidia.com/gpu": "1"}
     (bench,) = pod["containers"]
     env = {e["name"]: e["value"] for e in bench["env"]}
     assert env["J0_SERVER_URL"] == "http://127.0.0.1:8000"
@@ -322,7 +322,7 @@ def test_serving_deployment_runs_composes_default_server(pins: Pins, tmp_path: P
     (container,) = pod["containers"]
     assert container["command"] == server["entrypoint"]
     assert container["args"] == server["command"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     names = ("VLLM_DFLASH_CTX_NOISE", "ENABLE_PREFIX_CACHING", "VLLM_DFLASH_DUMP",
              "VLLM_DFLASH_DUMP_STEPS", "HF_HOME")  # fmt: skip
     for name in names:
@@ -384,7 +384,7 @@ def test_production_stack_values_serve_composes_flags(pins: Pins, tmp_path: Path
     assert chart == composed
     (spec,) = values["servingEngineSpec"]["modelSpec"]
     assert f"{spec['repository']}:{spec['tag']}" == "r/j0:t"
-    env = {e["name"]: e["value"] for e in spec["env"]}
+    env = {e["name"]: e["value"] for e in spec["env"] if "value" in e}
     assert env["VLLM_DFLASH_CTX_NOISE"] == server["environment"]["VLLM_DFLASH_CTX_NOISE"]
     assert spec["initContainer"]["command"] == ["j0", "drafter", "fetch"]
     assert spec["initContainer"]["mountPvcStorage"] is True

@@ -34,20 +34,6 @@ def test_compose_versions() -> None:
     assert parse_version("unknown") is None
 
 
-def test_dotenv() -> None:
-    text = (
-        "# a comment\n\nMAX_MODEL_LEN=32k\nexport PORT = 8001\nHF_TOKEN_FILE='~/my token'\n"
-        'A="x # y"\nB=z # trailing\nnot a line\n'
-    )
-    assert settings.parse_dotenv(text) == {
-        "MAX_MODEL_LEN": "32k",
-        "PORT": "8001",
-        "HF_TOKEN_FILE": "~/my token",
-        "A": "x # y",
-        "B": "z",
-    }
-
-
 def test_knob_precedence_as_compose_has_it(pins: Pins, tmp_path: Path) -> None:
     """The environment, then .env, then overlay/pins.env, then compose.serve.yaml's defaults; an
     empty value counts as unset; relative paths are the project folder's."""

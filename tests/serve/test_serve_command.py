@@ -317,9 +317,8 @@ def test_api_key_comes_from_the_secret_file_into_the_environment_only(tmp_path: 
     plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=key_file)
     assert plan.env["VLLM_API_KEY"] == "s3cret-key"
     assert "s3cret-key" not in " ".join(plan.args + plan.facts + plan.warnings)
-    key_file.write_text("")
-    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=key_file)
-    assert "VLLM_API_KEY" not in plan.env
+    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=Path(os.devnull))
+    assert "VLLM_API_KEY" not in plan.env  # /dev/null: compose's secret with API_KEY_FILE unset
 
 
 def test_hf_token_is_reported_never_shown_and_an_empty_path_is_dropped(tmp_path: Path) -> None:
@@ -335,9 +334,7 @@ def test_hf_token_is_reported_never_shown_and_an_empty_path_is_dropped(tmp_path:
     assert f"Hugging Face token: from {home / 'token'}" in plan.facts
     assert "hf_abc" not in " ".join(plan.facts + plan.warnings)
     assert "HF_TOKEN is set in the environment" in plan.warnings[0]
-    empty = tmp_path / "empty"
-    empty.write_text("")
-    for value in (str(empty), ""):
+    for value in (os.devnull, ""):
         plan = serve_command.plan_serve(
             serve_args(folder), {"HF_TOKEN_PATH": value}, api_key_file=None
         )
@@ -436,7 +433,7 @@ def test_j0_on_is_said_only_where_the_running_file_has_it(
     source = {"article": article_file, "base": base_file}.get(which)
     target.write_bytes(source.read_bytes() if source else b"# my own speculator\n")
     none = str(tmp_path / "none")
-    options = ["--dry-run", "--api-key-file", none, "--overlay-mount", none]
+    options = ["--dry-run", "--api-key-file", os.devnull, "--overlay-mount", none]
     result = subprocess.run(
         [sys.executable, "-m", "j0", "serve", *options, "--", *serve_args(folder)],
         env={
@@ -469,7 +466,7 @@ def test_drop_own_pythonpath_keeps_the_rest(tmp_path: Path) -> None:
 
 def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
-    common = ["--api-key-file", str(tmp_path / "none"), "--overlay-mount", str(tmp_path / "none")]
+    common = ["--api-key-file", os.devnull, "--overlay-mount", str(tmp_path / "none")]
     result = run_j0_serve(*common, "--dry-run", "--", *serve_args(folder, 9), env={})
     assert result.returncode == 0, result.stderr
     assert (

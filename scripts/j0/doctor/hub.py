@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.engine import urls
-from j0.errors import available
+from j0.engine.secret_file import read_secret_file
+from j0.errors import J0Error, available
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 HUB_TIMEOUT_S = 10.0
@@ -199,11 +200,13 @@ class Token:
     source: str  # words for the report, never the token
 
 
-def _read_token(path: Path) -> str:
+def _read_token(path: Path) -> tuple[str, str]:
+    """The token in `path` and "", or "" and what is wrong with the file (the one rule of
+    j0.engine.secret_file; /dev/null is no token)."""
     try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+        return read_secret_file(path, "token file") or "", ""
+    except J0Error as exc:
+        return "", str(exc)
 
 
 def find_token(compose_file: Path | None, environ: dict[str, str] | None = None) -> Token:
@@ -211,10 +214,11 @@ def find_token(compose_file: Path | None, environ: dict[str, str] | None = None)
     would use (HF_TOKEN, HF_TOKEN_PATH, the stored login)."""
     environ = dict(os.environ) if environ is None else environ
     if compose_file is not None:
-        token = _read_token(compose_file)
+        token, problem = _read_token(compose_file)
         if token:
             return Token(token, compose_file, f"HF_TOKEN_FILE={compose_file}")
-        return Token(None, compose_file, f"HF_TOKEN_FILE={compose_file} (empty or unreadable)")
+        problem = problem or f"token file {compose_file}: /dev/null, no token"
+        return Token(None, compose_file, f"HF_TOKEN_FILE={compose_file} ({problem})")
     if environ.get("HF_TOKEN", "").strip():
         return Token(environ["HF_TOKEN"].strip(), None, "HF_TOKEN in this shell")
     candidates = []
@@ -223,7 +227,7 @@ def find_token(compose_file: Path | None, environ: dict[str, str] | None = None)
     home = Path(environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
     candidates.append(home / "token")
     for path in candidates:
-        token = _read_token(path)
+        token, _ = _read_token(path) if os.path.lexists(path) else ("", "")
         if token:
             return Token(token, None, f"{path} (huggingface_hub's login)")
     return Token(None, None, "none")

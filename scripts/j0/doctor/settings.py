@@ -1,11 +1,12 @@
 """The knobs of compose.yaml as `docker compose up` would resolve them, without Docker.
 
-Precedence as compose's: the environment, then the project's .env, then overlay/pins.env (which
+Precedence as compose's: the environment, then the project's .env (read by compose's rules:
+j0.doctor.compose_env), then overlay/pins.env (which
 compose.yaml includes as the services' env_file), then the `${NAME:-default}` defaults written in
 compose.serve.yaml (read from that file, so that no default is typed twice). As in compose, an
 empty value counts as unset where a default exists. Paths are taken relative to the project folder.
 
-Standard library only.
+Standard library only, but for a .env file (python-dotenv, the `dotenv` extra).
 """
 
 from __future__ import annotations
@@ -16,44 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from j0.doctor.compose_env import braced_end, interpolate, read_dotenv
 from j0.pins import Pins
+
+__all__ = ["Settings", "compose_defaults", "interpolate", "resolve"]
 
 COMPOSE_SERVICES = "compose.serve.yaml"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DOTENV = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-
-
-def parse_dotenv(text: str) -> dict[str, str]:
-    """KEY=VALUE lines of a .env file: comments and blank lines skipped, quotes removed."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _DOTENV.match(line)
-        if match is None:
-            continue
-        key, value = match.groups()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[key] = value
-    return values
-
-
-def _braced(text: str, start: int) -> int:
-    """The index just past the `}` that closes the `${` at `start` (nesting counted)."""
-    depth, i = 0, start
-    while i < len(text):
-        if text.startswith("${", i):
-            depth, i = depth + 1, i + 2
-            continue
-        if text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
 
 
 def _expressions(text: str) -> list[tuple[int, int, str, str, str]]:
@@ -61,7 +31,8 @@ def _expressions(text: str) -> list[tuple[int, int, str, str, str]]:
     operator, argument)."""
     found, i = [], 0
     while (start := text.find("${", i)) >= 0:
-        end = _braced(text, start)
+        end = braced_end(text, start)
+        end = len(text) if end < 0 else end
         body = text[start + 2 : end - 1]
         name = _NAME.match(body)
         if name is not None:
@@ -70,23 +41,6 @@ def _expressions(text: str) -> list[tuple[int, int, str, str, str]]:
             found.append((start, end, name.group(), operator, rest[len(operator) :]))
         i = end
     return found
-
-
-def interpolate(text: str, values: Mapping[str, str]) -> str:
-    """Compose's `${NAME}`, `${NAME:-default}` and `${NAME:+alt}`, nested defaults included."""
-    out, last = [], 0
-    for start, end, name, operator, argument in _expressions(text):
-        out.append(text[last:start])
-        value = values.get(name, "")
-        if operator == ":-":
-            out.append(value or interpolate(argument, values))
-        elif operator == ":+":
-            out.append(interpolate(argument, values) if value else "")
-        else:
-            out.append(value)
-        last = end
-    out.append(text[last:])
-    return "".join(out)
 
 
 def compose_defaults(root: Path) -> dict[str, str]:
@@ -146,7 +100,7 @@ def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
     root = pins.root
     layers: list[tuple[str, Mapping[str, str]]] = [
         ("the environment", environ),
-        (".env", _read_dotenv(root / ".env")),
+        (".env", read_dotenv(root / ".env", environ)),
         ("overlay/pins.env", pins.values),
         (f"{COMPOSE_SERVICES}'s default", compose_defaults(root)),
     ]
@@ -163,10 +117,3 @@ def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
         if source == layers[-1][0]:
             settings.values[key] = interpolate(settings.values[key], settings.values)
     return settings
-
-
-def _read_dotenv(path: Path) -> dict[str, str]:
-    try:
-        return parse_dotenv(path.read_text(encoding="utf-8"))
-    except OSError:
-        return {}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.engine import urls
+from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
@@ -61,22 +62,33 @@ class Token:
 
 
 def hub_token() -> Token:
-    """HF_TOKEN, else the file named by HF_TOKEN_PATH, else huggingface_hub's stored login."""
+    """HF_TOKEN, else the file named by HF_TOKEN_PATH, else the stored login ($HF_HOME/token,
+    where compose's drafter service mounts the token secret). A token file is read by the one rule
+    of j0.engine.secret_file: one line of text, /dev/null for none, anything else exit 2."""
     value = os.environ.get("HF_TOKEN", "").strip()
     if value:
-        return Token(value, "HF_TOKEN")
+        return Token(check_secret_text(value, "HF_TOKEN"), "HF_TOKEN")
     path = os.environ.get("HF_TOKEN_PATH", "").strip()
     if path:
-        try:
-            value = Path(path).expanduser().read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            raise J0Error(f"HF_TOKEN_PATH={path}: no such file", INPUT_LACKS) from None
-        except OSError as exc:
-            raise J0Error(f"HF_TOKEN_PATH={path}: cannot read it: {exc.strerror}") from None
-        if not value:
-            raise J0Error(f"HF_TOKEN_PATH={path}: the file is empty", INPUT_LACKS)
+        value = read_secret_file(Path(path).expanduser(), "HF_TOKEN_PATH")
+        if value is None:
+            return Token(None, f"none (HF_TOKEN_PATH={path})")
         return Token(value, f"HF_TOKEN_PATH ({path})")
-    return Token(None, "no HF_TOKEN or HF_TOKEN_PATH (huggingface_hub's stored login, if any)")
+    stored = stored_token_path()
+    if os.path.lexists(stored):
+        value = read_secret_file(stored, "Hugging Face token file")
+        return Token(value, f"{stored}" if value else f"none ({stored} is /dev/null)")
+    return Token(None, "no HF_TOKEN, HF_TOKEN_PATH or stored login")
+
+
+def stored_token_path() -> Path:
+    """Where huggingface_hub keeps the login: $HF_HOME/token, HF_HOME defaulting to
+    $XDG_CACHE_HOME/huggingface, then ~/.cache/huggingface (huggingface_hub.constants)."""
+    home = os.environ.get("HF_HOME", "").strip()
+    if not home:
+        cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+        home = str(Path(cache) / "huggingface")
+    return Path(home).expanduser() / "token"
 
 
 def hub_error(

@@ -14,6 +14,13 @@ Lines read (the last of each kind wins: a log may hold several starts):
 
 The last two are vLLM 0.33.0's own (vllm/entrypoints/cli/serve startup, vllm/v1/engine/core.py),
 as in the real engine's logs kept under tests/data/engine-h200/.
+
+Each kind is believed only from its own writer's line, so that a value written into another line
+cannot forge it: a line that starts (after `docker compose logs`' `server-1  | `) with
+`j0 serve: ` gives the speculative config and nothing else, one that starts with `j0-entrypoint: `
+the identity and nothing else, and no other line gives either. `j0 serve` writes every value
+through `log_safe` (one line, whatever the value holds) and refuses arguments and knobs that hold
+a line break or a marker of this grammar (`forged_marker`).
 """
 
 from __future__ import annotations
@@ -24,6 +31,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# What `docker compose logs --no-color` puts before each line of a service ("server-1  | ").
+_COMPOSE_PREFIX = re.compile(r"^[\w.-]+ +\| ?")
+SERVE_PREFIX = "j0 serve: "
+ENTRYPOINT_PREFIX = "j0-entrypoint: "
+# The marker of each kind of line: a value holding one is refused by `j0 serve`.
+MARKERS = (
+    SERVE_PREFIX.strip(),
+    ENTRYPOINT_PREFIX.strip(),
+    "DFLASH_CTX_NOISE=",
+    "DFLASH_DRAFT_KV_DTYPES=",
+    "non-default args:",
+    "Initializing a V1 LLM engine",
+)
 _IDENTITY = re.compile(
     r"j0-entrypoint: (?:vLLM (?P<version>\S+) commit (?P<commit>\S+) \([^)]*\), )?"
     r"(?P<path>\S+): speculator\.py sha256=(?P<sha>[0-9a-f]{64}) identity=(?P<kind>\w+)"
@@ -67,28 +87,63 @@ def _literal(text: str) -> Any:
         return None
 
 
+def log_safe(value: str) -> str:
+    """`value` as one line: what is not printable (line breaks of any kind, other control
+    characters) written as its escape (`\\n`, `\\x1b`, `\\u2028`), backslashes doubled."""
+    out = []
+    for char in value:
+        if char == "\\":
+            out.append("\\\\")
+        elif char.isprintable() or char == " ":
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def forged_marker(value: str) -> str | None:
+    """What in `value` could start or pose as a line of this grammar: a line break or other
+    control character, or a marker; None when there is nothing."""
+    if any(not (c.isprintable() or c == " ") for c in value):
+        return "a line break or control character"
+    return next((f"the log marker {m!r}" for m in MARKERS if m in value), None)
+
+
+def _own_line(body: str, line: str, facts: LogFacts) -> bool:
+    """Read a line of `j0 serve` or of our entrypoint (`body`: without compose's prefix) for its
+    one kind; True when `body` is such a line (read or not), so no other kind is taken from it."""
+    if body.startswith(ENTRYPOINT_PREFIX):
+        if (m := _IDENTITY.match(body)) is None:
+            if "sha256=" in body:
+                facts.unreadable["identity"] = line.strip()
+            return True
+        facts.identity, facts.speculator_sha256 = m["kind"], m["sha"]
+        facts.speculator_path = m["path"]
+        if m["commit"]:
+            facts.vllm_version = m["version"]
+            facts.vllm_commit = "" if m["commit"] == "unknown" else m["commit"]
+        facts.lines["identity"] = line.strip()
+        return True
+    if not body.startswith(SERVE_PREFIX):
+        return False
+    if (m := _SERVE_SPEC.match(body)) is not None:
+        try:
+            value = json.loads(m["json"])
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            facts.speculative_config = value
+            facts.lines["speculative_config"] = line.strip()
+    return True
+
+
 def parse(text: str, source: str) -> LogFacts:
     facts = LogFacts(source)
     for raw in text.splitlines():
         line = raw.rstrip("\r")
-        if "j0-entrypoint" in line and "sha256=" in line and not _IDENTITY.search(line):
-            facts.unreadable["identity"] = line.strip()
-        if "j0-entrypoint: " in line and (m := _IDENTITY.search(line)):
-            facts.identity, facts.speculator_sha256 = m["kind"], m["sha"]
-            facts.speculator_path = m["path"]
-            if m["commit"]:
-                facts.vllm_version = m["version"]
-                facts.vllm_commit = "" if m["commit"] == "unknown" else m["commit"]
-            facts.lines["identity"] = line.strip()
-        elif "j0 serve: --speculative-config" in line and (m := _SERVE_SPEC.search(line)):
-            try:
-                value = json.loads(m["json"])
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                facts.speculative_config = value
-                facts.lines["speculative_config"] = line.strip()
-        elif "DFLASH_CTX_NOISE=" in line and (m := _CTX_NOISE.search(line)):
+        if _own_line(_COMPOSE_PREFIX.sub("", line, count=1), line, facts):
+            continue
+        if "DFLASH_CTX_NOISE=" in line and (m := _CTX_NOISE.search(line)):
             facts.j0 = "on" if m["on"] == "1" else "off"
             facts.pool_shape = [int(m["rows"]), int(m["cols"])]
             facts.lines["j0"] = line.strip()

@@ -26,8 +26,9 @@ starts it checks them against the article's setup and says what will run:
            request's history);
   applies  ENABLE_PREFIX_CACHING (1 or 0; empty: vLLM's default, on) as
            --enable-prefix-caching / --no-enable-prefix-caching; the API key in
-           --api-key-file (if not empty) as VLLM_API_KEY, the equivalent of vLLM's --api-key
-           that stays out of `ps`; an overlay bind-mounted at --overlay-mount
+           --api-key-file as VLLM_API_KEY, the equivalent of vLLM's --api-key that stays out
+           of `ps` (a key file that is not one line of text stops here, exit 2: the server
+           never starts without the key it was given); an overlay bind-mounted at --overlay-mount
            (compose: J0_OVERLAY), by linking the installed speculator.py to it when the mount did
            not land on it already;
 
@@ -56,9 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--api-key-file",
         metavar="FILE",
         type=Path,
-        default=serve_command.DEFAULT_API_KEY_FILE,
-        help=f"API key for vLLM, if the file exists and is not empty "
-        f"(default: {serve_command.DEFAULT_API_KEY_FILE}, compose's api_key secret)",
+        default=None,
+        help="API key for vLLM: one line of text, or /dev/null for none (default: "
+        f"{serve_command.DEFAULT_API_KEY_FILE}, compose's api_key secret, where it is mounted)",
     )
     parser.add_argument(
         "--overlay-mount",

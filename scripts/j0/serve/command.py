@@ -28,6 +28,8 @@ from j0.article.serving import (
     parse_speculative_config,
     target_model,
 )
+from j0.engine import server_log
+from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
 
 # Where compose.yaml puts things inside the server container.
@@ -147,45 +149,55 @@ def _apply_prefix_caching(plan: Plan) -> None:
 
 
 def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
+    """The key of --api-key-file, else of compose's secret where one is mounted, as VLLM_API_KEY.
+
+    A file that is given (or mounted) but is not one line of text stops here, exit 2, before
+    vLLM starts: a server must never come up open because its key could not be read. /dev/null
+    (compose's secret with API_KEY_FILE unset) is "no key"."""
     if option_value(plan.args, "--api-key") is not None:
         plan.facts.append("API key: from --api-key")
         return
-    key = _read_secret(api_key_file) if api_key_file is not None else ""
-    if not key:
+    path = api_key_file
+    if path is None and os.path.lexists(DEFAULT_API_KEY_FILE):
+        path = DEFAULT_API_KEY_FILE
+    key = read_secret_file(path, "API key file") if path is not None else None
+    if key is None:
         plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
         return
     # vLLM reads VLLM_API_KEY like --api-key; an environment variable stays out of `ps`.
     plan.env["VLLM_API_KEY"] = key
-    plan.facts.append(f"API key: required on /v1 (read from {api_key_file})")
-
-
-def _read_secret(path: Path) -> str:
-    """A secret file's text, stripped; "" for an empty or missing one (or /dev/null)."""
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    plan.facts.append(f"API key: required on /v1 (read from {path})")
 
 
 def _apply_hf_token(plan: Plan) -> None:
-    """Say whether a Hugging Face token is given, never what it is.
+    """Say whether a Hugging Face token is given, never what it is; refuse a token file that
+    huggingface_hub in vLLM could not use (the rule of j0.engine.secret_file).
 
-    compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default.
-    An HF_TOKEN_PATH naming an empty or missing file is dropped: huggingface_hub fails on an empty
-    HF_TOKEN_PATH value, and an empty secret means "no token".
+    compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default
+    (/dev/null there with HF_TOKEN_FILE unset: no token). An empty HF_TOKEN_PATH value is dropped
+    (huggingface_hub fails on it); one naming /dev/null is dropped too.
     """
     if "HF_TOKEN" in plan.env:
+        if plan.env["HF_TOKEN"].strip():
+            check_secret_text(plan.env["HF_TOKEN"], "HF_TOKEN")
         plan.warnings.append(
-            "HF_TOKEN is set in the environment; compose passes the token as a secret file "
-            "(HF_TOKEN_FILE) instead"
+            "HF_TOKEN is set in the environment (deploy/k8s passes it so, from the optional "
+            "secret j0-hf-token); compose passes the token as a secret file (HF_TOKEN_FILE)"
         )
     token_path = plan.env.get("HF_TOKEN_PATH")
-    if token_path is not None and not _read_secret(Path(token_path)):
+    if token_path:
+        path = Path(token_path).expanduser()
+        if read_secret_file(path, "HF_TOKEN_PATH") is None:
+            del plan.env["HF_TOKEN_PATH"]
+            plan.facts.append(f"Hugging Face token: none (HF_TOKEN_PATH={token_path})")
+        else:
+            plan.facts.append(f"Hugging Face token: from {path} (HF_TOKEN_PATH)")
+        return
+    if token_path is not None:
         del plan.env["HF_TOKEN_PATH"]
-        token_path = None
     home = plan.env.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    path = Path(token_path) if token_path else Path(home) / "token"
-    if _read_secret(path):
+    path = Path(home).expanduser() / "token"
+    if os.path.lexists(path) and read_secret_file(path, "Hugging Face token file") is not None:
         plan.facts.append(f"Hugging Face token: from {path}")
     else:
         plan.facts.append("Hugging Face token: none (HF_TOKEN_FILE unset)")
@@ -216,13 +228,49 @@ def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
     plan.facts.append(f"overlay swap: {installed} -> {mount} (read-only bind mount)")
 
 
+# The knobs compose passes to the server that reach its log (compose.serve.yaml's environment).
+LOGGED_KNOBS = (
+    "VLLM_DFLASH_CTX_NOISE",
+    "ENABLE_PREFIX_CACHING",
+    "VLLM_DFLASH_DUMP",
+    "VLLM_DFLASH_DUMP_STEPS",
+    "HF_HOME",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+    "HF_TOKEN_PATH",
+)
+
+
+def refuse_log_forgery(args: Sequence[str], env: Mapping[str, str]) -> None:
+    """Refuse an argument or knob that holds a line break or a marker of the server log's grammar
+    (j0.engine.server_log): written into the log by `j0 serve` or vLLM, it could pose as a line
+    that `j0 status` believes. The value itself is not repeated in the message."""
+    for number, arg in enumerate(args, start=1):
+        if (what := server_log.forged_marker(arg)) is not None:
+            before = args[number - 2] if number > 1 else ""
+            after = f", the value of {before}" if before.startswith("-") else ""
+            raise J0Error(
+                f"`vllm serve` argument {number}{after} holds {what}: refused, it would forge "
+                "a line of the server's log (which `j0 status` reads)",
+                USAGE,
+            )
+    for knob in LOGGED_KNOBS:
+        if (what := server_log.forged_marker(env.get(knob, ""))) is not None:
+            raise J0Error(
+                f"{knob} holds {what}: refused, it would forge a line of the server's log "
+                "(which `j0 status` reads)",
+                USAGE,
+            )
+
+
 def plan_serve(
     args: Sequence[str],
     env: Mapping[str, str],
-    api_key_file: Path | None = DEFAULT_API_KEY_FILE,
+    api_key_file: Path | None = None,
 ) -> Plan:
     """Check the `vllm serve` arguments and switches; return what will run."""
     plan = Plan(args=list(args), env=dict(env))
+    refuse_log_forgery(plan.args, plan.env)
     model = target_model(plan.args)
     if not model:
         raise J0Error("no target model: the first argument must be the model (TARGET_MODEL)", USAGE)
@@ -337,10 +385,11 @@ def run(
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
     identify_running(plan)
+    # One line each, whatever a value holds (the log's grammar: j0.engine.server_log).
     for fact in plan.facts:
-        print(f"j0 serve: {fact}", file=sys.stderr)
+        print(f"{server_log.SERVE_PREFIX}{server_log.log_safe(fact)}", file=sys.stderr)
     for warning in plan.warnings:
-        print(f"j0 serve: warning: {warning}", file=sys.stderr)
+        print(f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(warning)}", file=sys.stderr)
     if dry_run:
         print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
         return 0

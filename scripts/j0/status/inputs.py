@@ -8,6 +8,7 @@ from pathlib import Path
 from j0.doctor import host
 from j0.doctor.settings import Settings
 from j0.engine import server_log
+from j0.engine.secret_file import read_secret_file
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import Pins
 
@@ -34,10 +35,9 @@ def read_log(log: Path | None, compose: bool, pins: Pins) -> server_log.LogFacts
 
 def read_api_key(api_key_file: Path | None, settings: Settings) -> str | None:
     """The key in `api_key_file`, else in compose's API_KEY_FILE; None for none or /dev/null."""
-    path = api_key_file or settings.path("API_KEY_FILE")
-    if path is None or str(path) == "/dev/null":
+    if api_key_file is not None:
+        return read_secret_file(Path(api_key_file), "--api-key-file")
+    path = settings.path("API_KEY_FILE")
+    if path is None:
         return None
-    try:
-        return Path(path).read_text(encoding="utf-8").strip() or None
-    except OSError as exc:
-        raise J0Error(f"API key file {path}: cannot read it: {exc}", INPUT_LACKS) from None
+    return read_secret_file(path, f"API_KEY_FILE ({settings.source('API_KEY_FILE')})")

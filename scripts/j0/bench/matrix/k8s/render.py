@@ -5,6 +5,9 @@
   `nvidia.com/gpu`, /dev/shm in memory, a startup probe on /v1/models allowing an hour for a 27B
   load, readiness and liveness on /health) and a ClusterIP Service, in the shape of vLLM's
   Kubernetes guide; plus values for the vLLM production-stack Helm chart with our image;
+- every pod and container hardened as hardening.py says (security contexts, read-only root
+  filesystems with their writable paths mounted, no service-account token, requests and limits,
+  Job deadlines);
 - the matrix: a prepare Job (drafter fetch, target prefetch into the PVC), a ConfigMap with the
   plan (plan.py) and one Indexed Job, an index per (setting, shard): vLLM as a native sidecar
   (an init container with restartPolicy Always and a startup probe), `j0 bench run` as the main
@@ -28,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0.bench.matrix.k8s import hardening
+from j0.bench.matrix.k8s.hardening import HF_TOKEN_SECRET, J0_HF_HOME, J0_HOME
 from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
 from j0.bench.matrix.server import (
     DRAFTER_MOUNT,
@@ -44,12 +49,9 @@ PART_OF = "j0"
 SERVING_NAME = "j0-vllm"
 SERVING_PVC = "j0-cache"
 MATRIX_PVC = "j0-matrix"
-HF_TOKEN_SECRET = "j0-hf-token"
-HF_TOKEN_DIR = "/var/run/secrets/j0-hf-token"
 HUB_CACHE = f"{HF_HOME}/hub"
 PLAN_DIR = "/plan"
 RESULTS_MOUNT = "/results"
-GPU = "nvidia.com/gpu"
 # The server's first start downloads and loads a 27B target: the startup probe allows an hour.
 STARTUP_PERIOD_S = 10
 STARTUP_BUDGET_S = 3600
@@ -79,6 +81,7 @@ class K8sOptions:
     access_mode: str = "ReadWriteMany"
     storage_class: str | None = None
     gpus_per_server: int = 1
+    deadline_s: int = hardening.MATRIX_DEADLINE_S  # the matrix Job's activeDeadlineSeconds
 
 
 # --- building blocks ----------------------------------------------------------------------------
@@ -96,8 +99,10 @@ def _meta(name: str, namespace: str | None, labels: dict[str, str]) -> dict[str,
     return meta
 
 
-def _env(values: dict[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in values.items()]
+def _env(values: dict[str, str], token: bool = False) -> list[dict[str, Any]]:
+    """Environment entries; `token`: HF_TOKEN from the optional secret as well."""
+    entries: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in values.items()]
+    return [*entries, hardening.hf_token_env()] if token else entries
 
 
 def _http_probe(path: str, period: int, failures: int) -> dict[str, Any]:
@@ -133,15 +138,20 @@ def _volumes(claim: str) -> list[dict[str, Any]]:
     return [
         {"name": "cache", "persistentVolumeClaim": {"claimName": claim}},
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
-        {
-            "name": "hf-token",
-            "secret": {"secretName": HF_TOKEN_SECRET, "optional": True, "defaultMode": 0o400},
-        },
+        *hardening.scratch_volumes(),
     ]
 
 
-HF_TOKEN_MOUNT = {"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True}
-HF_ENV = {"HF_HOME": HF_HOME, "HF_TOKEN_PATH": f"{HF_TOKEN_DIR}/token"}
+def _pod_spec(non_root_writers: bool, **spec: Any) -> dict[str, Any]:
+    """A pod spec with the pod-level hardening (fsGroup where a non-root container writes)."""
+    security = hardening.pod_security()
+    if not non_root_writers:
+        del security["fsGroup"], security["fsGroupChangePolicy"]
+    return {**spec, "automountServiceAccountToken": False, "securityContext": security}
+
+
+# A container that runs j0 only: HOME and the Hugging Face home in its emptyDir.
+J0_ENV = {"HOME": J0_HOME, "HF_HOME": J0_HF_HOME}
 
 
 def _drafter_fetch(pins: Pins, image: str, directory: str) -> dict[str, Any]:
@@ -161,14 +171,17 @@ def _drafter_fetch(pins: Pins, image: str, directory: str) -> dict[str, Any]:
     }
 
 
-def drafter_fetch_container(pins: Pins, image: str) -> dict[str, Any]:
-    """`j0 drafter fetch` of the pinned drafter into the PVC (compose's drafter service)."""
+def drafter_fetch_container(pins: Pins, image: str, non_root: bool = True) -> dict[str, Any]:
+    """`j0 drafter fetch` of the pinned drafter into the PVC (compose's drafter service); as
+    J0_UID where `non_root` (the serving PVC, whose fsGroup the storage applies)."""
     return {
         **_drafter_fetch(pins, image, DRAFTER_MOUNT),
-        "env": _env(HF_ENV),
+        "env": _env(J0_ENV, token=True),
+        "resources": hardening.J0_RESOURCES,
+        "securityContext": hardening.container_security(non_root),
         "volumeMounts": [
             {"name": "cache", "mountPath": DRAFTER_MOUNT, "subPath": "drafter"},
-            HF_TOKEN_MOUNT,
+            *hardening.j0_scratch_mounts(),
         ],
     }
 
@@ -178,16 +191,8 @@ def _server_mounts() -> list[dict[str, Any]]:
         {"name": "cache", "mountPath": HUB_CACHE, "subPath": "hub"},
         {"name": "cache", "mountPath": DRAFTER_MOUNT, "subPath": "drafter", "readOnly": True},
         {"name": "dshm", "mountPath": "/dev/shm"},
-        HF_TOKEN_MOUNT,
+        *hardening.vllm_scratch_mounts(),
     ]
-
-
-def _server_resources(gpus: int) -> dict[str, Any]:
-    # Quantities are strings in the API (the kubernetes client refuses a bare number).
-    return {
-        "requests": {"cpu": "8", "memory": "64Gi", GPU: str(gpus)},
-        "limits": {GPU: str(gpus)},
-    }
 
 
 # --- serving ------------------------------------------------------------------------------------
@@ -207,9 +212,11 @@ def serving_manifests(
         # execs the image's entrypoint (speculator.py identity line, then `vllm serve ARGS`).
         "command": ["j0", "serve", "--"],
         "args": server_args(setting, knobs),
-        "env": _env({**server_env(setting), **HF_ENV}),
+        "env": _env(server_env(setting), token=True),
         "ports": [{"name": "http", "containerPort": SERVER_PORT}],
-        "resources": _server_resources(1),
+        "resources": hardening.gpu_resources(1),
+        # Root, without capabilities: vLLM's image is made for root (hardening.py says why).
+        "securityContext": hardening.container_security(non_root=False),
         "volumeMounts": _server_mounts(),
         "startupProbe": STARTUP_PROBE,
         "readinessProbe": READINESS_PROBE,
@@ -226,11 +233,12 @@ def serving_manifests(
             "selector": {"matchLabels": {"app.kubernetes.io/name": SERVING_NAME}},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "initContainers": [drafter_fetch_container(pins, image)],
-                    "containers": [server],
-                    "volumes": _volumes(SERVING_PVC),
-                },
+                "spec": _pod_spec(
+                    True,
+                    initContainers=[drafter_fetch_container(pins, image)],
+                    containers=[server],
+                    volumes=_volumes(SERVING_PVC),
+                ),
             },
         },
     }
@@ -288,11 +296,14 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
                     "requestCPU": 8,
                     "requestMemory": "64Gi",
                     "requestGPU": 1,
+                    "limitCPU": 16,
+                    "limitMemory": "160Gi",
                     "pvcStorage": "200Gi",
                     "pvcAccessMode": ["ReadWriteOnce"],
                     "initContainer": {
                         **_drafter_fetch(pins, image, HELM_DRAFTER),
                         "env": _env({"HF_HOME": HELM_DATA}),
+                        "resources": hardening.J0_RESOURCES,
                         "mountPvcStorage": True,
                     },
                     "vllmConfig": {
@@ -303,6 +314,13 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
                     "hf_token": {"secretName": HF_TOKEN_SECRET, "secretKey": "token"},
                 }
             ],
+            # The chart's pod and vLLM container (root: vLLM's image is made for it).
+            "securityContext": {"seccompProfile": hardening.RUNTIME_DEFAULT},
+            "containerSecurityContext": {
+                "runAsNonRoot": False,
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
         },
     }
 
@@ -329,8 +347,8 @@ def _without_option(args: list[str], *names: str) -> list[str]:
 # --- the matrix ---------------------------------------------------------------------------------
 
 
-def _pod_env(values: dict[str, str]) -> list[dict[str, str]]:
-    return _env({"PYTHONPATH": POD_PYTHONPATH, **values})
+def _pod_env(values: dict[str, str], token: bool = False) -> list[dict[str, Any]]:
+    return _env({"PYTHONPATH": POD_PYTHONPATH, **values}, token)
 
 
 def matrix_manifests(
@@ -350,32 +368,36 @@ def matrix_manifests(
             name: base64.b64encode(data).decode("ascii")
             for name, data in sorted(plan.prompt_files.items())
         }
+    target = {
+        "name": "target",
+        "image": options.image,
+        "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
+        "args": ["prefetch", knobs.target_model],
+        "env": _pod_env(J0_ENV, token=True),
+        "resources": hardening.J0_RESOURCES,
+        # Root without capabilities: it writes the ReadWriteMany PVC (hardening.py says why).
+        "securityContext": hardening.container_security(non_root=False),
+        "volumeMounts": [
+            {"name": "cache", "mountPath": f"{J0_HF_HOME}/hub", "subPath": "hub"},
+            *hardening.j0_scratch_mounts(),
+        ],
+    }
     prepare = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": _meta(f"{run}-prepare", options.namespace, labels),
         "spec": {
             "backoffLimit": 2,
+            "activeDeadlineSeconds": hardening.PREPARE_DEADLINE_S,
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "initContainers": [drafter_fetch_container(pins, options.image)],
-                    "containers": [
-                        {
-                            "name": "target",
-                            "image": options.image,
-                            "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
-                            "args": ["prefetch", knobs.target_model],
-                            "env": _pod_env(HF_ENV),
-                            "volumeMounts": [
-                                {"name": "cache", "mountPath": HUB_CACHE, "subPath": "hub"},
-                                HF_TOKEN_MOUNT,
-                            ],
-                        }
-                    ],
-                    "volumes": _volumes(options.pvc),
-                },
+                "spec": _pod_spec(
+                    False,
+                    restartPolicy="Never",
+                    initContainers=[drafter_fetch_container(pins, options.image, non_root=False)],
+                    containers=[target],
+                    volumes=_volumes(options.pvc),
+                ),
             },
         },
     }
@@ -387,10 +409,14 @@ def matrix_manifests(
         "restartPolicy": "Always",
         "command": ["python3", "-P", "-m", "j0.bench.matrix.k8s.pod"],
         "args": ["serve"],
-        "env": _pod_env({"J0_PLAN_DIR": PLAN_DIR, **HF_ENV}),
+        "env": _pod_env({"J0_PLAN_DIR": PLAN_DIR, "HF_HOME": HF_HOME}, token=True),
         "ports": [{"name": "http", "containerPort": SERVER_PORT}],
-        "resources": _server_resources(options.gpus_per_server),
-        "volumeMounts": [*_server_mounts(), {"name": "plan", "mountPath": PLAN_DIR}],
+        "resources": hardening.gpu_resources(options.gpus_per_server),
+        "securityContext": hardening.container_security(non_root=False),
+        "volumeMounts": [
+            *_server_mounts(),
+            {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
+        ],
         "startupProbe": STARTUP_PROBE,
         "readinessProbe": READINESS_PROBE,
     }
@@ -404,12 +430,15 @@ def matrix_manifests(
                 "J0_PLAN_DIR": PLAN_DIR,
                 "J0_RESULTS_DIR": f"{RESULTS_MOUNT}/{run}",
                 "J0_SERVER_URL": f"http://127.0.0.1:{SERVER_PORT}",
+                "HOME": J0_HOME,
             }
         ),
-        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+        "resources": hardening.J0_RESOURCES,
+        "securityContext": hardening.container_security(non_root=False),
         "volumeMounts": [
             {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
             {"name": "cache", "mountPath": RESULTS_MOUNT, "subPath": "results"},
+            *hardening.j0_scratch_mounts(),
         ],
     }
     job = {
@@ -422,17 +451,19 @@ def matrix_manifests(
             "parallelism": max(1, min(parallelism, plan.completions)),
             # A failed index is retried as itself, once, without failing the other indexes.
             "backoffLimitPerIndex": 1,
+            "activeDeadlineSeconds": options.deadline_s,
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "initContainers": [sidecar],
-                    "containers": [bench],
-                    "volumes": [
+                "spec": _pod_spec(
+                    False,
+                    restartPolicy="Never",
+                    initContainers=[sidecar],
+                    containers=[bench],
+                    volumes=[
                         *_volumes(options.pvc),
                         {"name": "plan", "configMap": {"name": run}},
                     ],
-                },
+                ),
             },
         },
     }
