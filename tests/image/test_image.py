@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"
 BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
+PREFIX_SAFE_SHA = "38d5625e42113ced60fe43ef47434d0b88bed0e5f7217787d81efb441dce6d02"
 
 
 def sha(data: bytes) -> str:
@@ -67,7 +68,7 @@ def step_tree(tmp_path: Path, base_bytes: bytes, pins: Pins) -> dict[str, Path]:
     home = tmp_path / "opt-j0"
     shutil.copytree(ROOT / "scripts" / "j0", home / "scripts" / "j0")
     (home / "overlay").mkdir()
-    for name in ("pins.env", "jetspec-j0.patch"):
+    for name in ("pins.env", "jetspec-j0.patch", "jetspec-j0-prefix-safe.patch"):
         shutil.copy(ROOT / "overlay" / name, home / "overlay" / name)
     site = tmp_path / "dist-packages"
     target = site / pins.speculator_relpath
@@ -112,6 +113,27 @@ def test_build_step_installs_the_article_file_with_stdlib_only(
     assert manifest["removed_pycache"] == [str(step_tree["stale"])]
     copy = step_tree["home"] / "overlay" / pins.speculator_relpath
     assert sha(copy.read_bytes()) == ARTICLE_SHA
+
+
+def test_build_step_installs_the_prefix_safe_variant_when_asked(
+    step_tree: dict[str, Path], pins: Pins
+) -> None:
+    """J0_VARIANT=prefix-safe: the variant goes in (its own sha256, typed here), the manifest says
+    so, and the article's file is still what `j0 overlay verify` diffs against."""
+    result = run_step(step_tree, "--variant", "prefix-safe")
+    assert result.returncode == 0, result.stderr
+    assert "MODULES []" in result.stdout
+    assert sha(step_tree["target"].read_bytes()) == PREFIX_SAFE_SHA
+    assert "identity=prefix-safe" in result.stdout
+    assert "not the article's file" in result.stdout
+    manifest = json.loads((step_tree["home"] / "manifest.json").read_text())
+    assert (manifest["identity"], manifest["variant"]) == ("prefix-safe", "prefix-safe")
+    assert manifest["speculator_sha256"] == manifest["speculator_sha256_pinned"] == PREFIX_SAFE_SHA
+    copy = step_tree["home"] / "overlay" / pins.speculator_relpath
+    assert sha(copy.read_bytes()) == ARTICLE_SHA
+    refused = run_step(step_tree, "--variant", "prefix-unsafe")
+    assert refused.returncode == 64
+    assert "J0_VARIANT 'prefix-unsafe'" in refused.stderr and "prefix-safe" in refused.stderr
 
 
 # vLLM 0.33.0's vllm/_version.py, as the wheel has it (commit 4ba787ec9), typed here.
@@ -209,6 +231,7 @@ def expected_files_sha256(home: Path) -> str:
     """The j0 files' hash, computed here from the tree: `relpath NUL sha256` lines, sorted."""
     files = [p for p in (home / "scripts" / "j0").rglob("*.py") if "__pycache__" not in p.parts]
     files += [home / "overlay" / "pins.env", home / "overlay" / "jetspec-j0.patch"]
+    files += [home / "overlay" / "jetspec-j0-prefix-safe.patch"]
     lines = sorted(f"{p.relative_to(home).as_posix()}\0{sha(p.read_bytes())}\n" for p in files)
     return sha("".join(lines).encode())
 
