@@ -110,8 +110,11 @@ def check_file(
     only_case: int | None,
     j0_seed: int,
     quiet: bool = False,
+    prefix_cache: bool = False,
 ) -> Result:
-    """Check one file; never raises for a fault of the file (that is a Result with code 1)."""
+    """Check one file; never raises for a fault of the file (that is a Result with code 1).
+    With `prefix_cache`, the prefix-cache batteries (prefix_check.py) run instead of the default
+    battery."""
     from j0.selfcheck import batches
 
     result = Result(code=OK, file=str(path), device=device, seed=seed)
@@ -148,6 +151,13 @@ def check_file(
     problem = wiring.check(module)
     if problem is not None:
         result.code, result.message = DEVIATES, f"J0 deviates: the switch's wiring: {problem}"
+        return result
+    if prefix_cache:
+        from j0.selfcheck.prefix_report import check_prefix_cache
+
+        started = time.perf_counter()
+        check_prefix_cache(module, path, device, seed, j0_seed, result)
+        result.seconds = time.perf_counter() - started
         return result
     indices = [only_case] if only_case is not None else list(range(cases))
     started = time.perf_counter()
@@ -219,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--case", type=int, default=None)
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--prefix-cache", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -240,7 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     j0_seed = load_pins().j0_seed
     results = []
     for path in args.speculator:
-        result = check_file(path, args.device, args.seed, args.cases, args.case, j0_seed)
+        result = check_file(
+            path,
+            args.device,
+            args.seed,
+            args.cases,
+            args.case,
+            j0_seed,
+            prefix_cache=args.prefix_cache,
+        )
         if result.code == UNAVAILABLE:
             _report(result)
             return UNAVAILABLE
