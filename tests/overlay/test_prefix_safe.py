@@ -243,3 +243,53 @@ def test_j0_status_says_prefix_safe_never_article(tmp_path: Path) -> None:
         code, printed = status_json(vllm.url, "--log", str(log))
     assert code == 1
     assert "speculator.py is identity=prefix-safe, not the article's file" in printed
+
+
+@pytest.mark.parametrize("installed", ["article", "base"])
+def test_the_gpu_scripts_files_phase_makes_both_files_from_the_install(
+    installed: str, article_file: Path, base_file: Path, pins: Pins, tmp_path: Path
+) -> None:
+    """scripts/prefix-safe-h200.sh's `files` phase on a site-packages of ours holding the article's
+    file (as scripts/gpu-engine/install leaves it) or vLLM's base; `restore` puts it back. The
+    GPU phases need vLLM on a GPU and are not run here."""
+    import os
+    import sys
+
+    site = tmp_path / "site"
+    target = site / pins.speculator_relpath
+    target.parent.mkdir(parents=True)
+    original = (article_file if installed == "article" else base_file).read_bytes()
+    target.write_bytes(original)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "SITE": str(site),
+        "WORK": str(tmp_path / "work"),
+    }
+    script = str(ROOT / "scripts" / "prefix-safe-h200.sh")
+    run = subprocess.run(
+        [script, str(tmp_path / "results"), "files"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sha(tmp_path / "work" / "article.py") == ARTICLE_SHA
+    assert sha(tmp_path / "work" / "prefix-safe.py") == PREFIX_SAFE_SHA
+    assert "identity=prefix-safe" in run.stdout
+    target.write_bytes(b"# something else\n")
+    done = subprocess.run(
+        [script, str(tmp_path / "results"), "restore"], cwd=ROOT, env=env, check=False
+    )
+    assert done.returncode == 0 and target.read_bytes() == original
+    wrong = subprocess.run(
+        [script, str(tmp_path / "results"), "nonsense"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert wrong.returncode == 64 and "phase nonsense" in wrong.stderr

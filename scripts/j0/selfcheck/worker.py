@@ -95,6 +95,7 @@ class Result:
     replay: str = ""
     mismatch: dict[str, Any] | None = None
     bench: list[dict[str, Any]] | None = None
+    bench_prefix_fill: list[dict[str, Any]] | None = None  # the prefix-safe variant's fill only
     environment: dict[str, str] = field(default_factory=dict)
 
 
@@ -267,8 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         if result.code == OK and args.bench:
             from j0.selfcheck import timing as bench
 
-            result.bench = bench.run(load_speculator(path), args.device)
+            module = load_speculator(path)
+            result.bench = bench.run(module, args.device)
             print(bench.table(result.bench), flush=True)
+            from j0.selfcheck import timing_prefix
+
+            result.bench_prefix_fill = timing_prefix.run(module, args.device) or None
+            if result.bench_prefix_fill:
+                print(timing_prefix.table(result.bench_prefix_fill), flush=True)
         _report(result)
         results.append(result)
     if args.json is not None:
