@@ -228,3 +228,32 @@ def test_both_files_on_cuda(pins: Pins, tmp_path: Path) -> None:
         path.write_bytes(overlay.build_variant(base.data, base.origin, pins, variant))
         code, out = _cli("--speculator", str(path), "--device", "cuda")
         assert code == want, out[-4000:]
+
+
+@pytest.mark.slow
+def test_bench_times_the_fill_of_the_variant_only(
+    variant_file: Path, article_file: Path, tmp_path: Path
+) -> None:
+    """`--bench` adds the fill's rows (per step, per admission) for the variant, none for the
+    article's file. The times are this machine's and are not asserted."""
+    import json
+
+    rows = {}
+    for name, path in (("variant", variant_file), ("article", article_file)):
+        out = tmp_path / f"{name}.json"
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env["PYTHONPATH"] = str(ROOT / "scripts")
+        command = [sys.executable, "-m", "j0", "selfcheck", "--speculator", str(path)]
+        command += ["--device", "cpu", "--cases", "1", "--bench", "--json", str(out)]
+        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        rows[name] = json.loads(out.read_text())["bench_prefix_fill"]
+    assert rows["article"] is None
+    fill = rows["variant"]
+    assert [(r["what"], r["num_reqs"]) for r in fill if r["what"] == "per step"] == [
+        ("per step", 1),
+        ("per step", 4),
+        ("per step", 8),
+    ]
+    assert [r["cached"] for r in fill if r["what"] == "per admission"] == [512, 4096, 30000]
+    assert all(r["host_us"] > 0 for r in fill)
