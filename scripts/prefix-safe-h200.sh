@@ -145,7 +145,7 @@ acceptance() {  # acceptance article|prefix-safe
     serve "$target" "$draft" "$caching" "$out/dumps" "$out/server.log"
     python3 -m j0.engine_check.prefix_requests --url "http://127.0.0.1:$port" --model target \
       --out "$out" --order A,B,A --max-tokens 128 --text-a "$text_a" --text-b "$text_b" \
-      --chars 6000 | tee "$out/requests.txt"
+      --chars 3000 | tee "$out/requests.txt"
     stop_server
   done
 }

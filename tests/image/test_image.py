@@ -518,6 +518,38 @@ def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, 
 
 @pytest.mark.docker
 @pytest.mark.slow
+def test_j0_variant_prefix_safe_installs_the_variant_and_the_entrypoint_names_it(
+    standins: dict[str, str], built: OwnImages, pins: Pins
+) -> None:
+    """The build arg compose passes for J0_VARIANT=prefix-safe: the variant is installed (its
+    sha256, typed here), the manifest and the label say so, the entrypoint's identity line says
+    identity=prefix-safe."""
+    tag = built.tag("on-a-prefix-safe")
+    result = docker_build(built, standins["a"], tag, "--build-arg", "J0_VARIANT=prefix-safe")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rel = pins.speculator_relpath.removeprefix("vllm/")
+    _, digest = docker_run(tag, "-c", FIND.format(rel=rel), entrypoint="python3").split()
+    assert digest == PREFIX_SAFE_SHA
+    manifest = json.loads(docker_run(tag, "/opt/j0/manifest.json", entrypoint="cat"))
+    assert (manifest["variant"], manifest["identity"]) == ("prefix-safe", "prefix-safe")
+    labels = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", tag],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert labels["j0.variant"] == "prefix-safe"
+    from j0.image.smoke import FAKE_VLLM
+
+    out = docker_run(tag, "-c", FAKE_VLLM, "/usr/local/bin/j0-entrypoint", entrypoint="/bin/sh")
+    assert f"speculator.py sha256={PREFIX_SAFE_SHA} identity=prefix-safe" in out
+    assert "identity=article" not in out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
 def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
     standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str]
 ) -> None:
