@@ -147,6 +147,23 @@ def test_a_changed_variant_patch_is_refused(pins: Pins, base_bytes: bytes, tmp_p
     assert "the committed patch was changed" in str(info.value)
 
 
+def test_a_variant_file_of_another_sha256_is_refused(base_bytes: bytes, tmp_path: Path) -> None:
+    """An edited patch whose own sha256 was re-pinned still gives another file than the pinned
+    PREFIX_SAFE_SHA256: refused, naming both hashes."""
+    home = tmp_path / "home"
+    (home / "overlay").mkdir(parents=True)
+    shutil.copy(ROOT / "overlay" / "jetspec-j0.patch", home / "overlay" / "jetspec-j0.patch")
+    edited = home / "overlay" / "jetspec-j0-prefix-safe.patch"
+    edited.write_text(PATCH.read_text().replace("filled += 1", "filled += 2"))
+    pins_text = (ROOT / "overlay" / "pins.env").read_text()
+    old_sha = load_pins(ROOT).values["PREFIX_SAFE_PATCH_SHA256"]
+    (home / "overlay" / "pins.env").write_text(pins_text.replace(old_sha, sha(edited)))
+    with pytest.raises(J0Error) as info:
+        overlay.build_variant(base_bytes, "base.py", load_pins(home), "prefix-safe")
+    assert "the prefix-safe file has sha256 " in str(info.value)
+    assert f"expected {PREFIX_SAFE_SHA}" in str(info.value)
+
+
 def test_the_variant_patch_goes_only_on_the_articles_file(pins: Pins, base_bytes: bytes) -> None:
     from j0.article.variants import variant_patch
 
