@@ -257,3 +257,15 @@ def test_bench_times_the_fill_of_the_variant_only(
     ]
     assert [r["cached"] for r in fill if r["what"] == "per admission"] == [512, 4096, 30000]
     assert all(r["host_us"] > 0 for r in fill)
+
+
+def test_case_and_prefix_cache_together_is_a_usage_error(
+    article_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from j0.cli import main
+
+    assert (
+        main(["selfcheck", "--speculator", str(article_file), "--prefix-cache", "--case", "3"])
+        == 64
+    )
+    assert "--prefix-cache runs its own sessions" in capsys.readouterr().err

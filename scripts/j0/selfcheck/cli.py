@@ -176,6 +176,12 @@ def run(args: argparse.Namespace) -> int:
     pins = load_pins()
     if args.cases < 1:
         raise J0Error(f"--cases {args.cases}: expected a positive number", exit_code=64)
+    if args.prefix_cache and args.case is not None:
+        raise J0Error(
+            f"--case {args.case} replays a case of the default battery; --prefix-cache runs its "
+            "own sessions (all of them, from --seed)",
+            exit_code=64,
+        )
     if args.speculator is not None:
         path = args.speculator
     else:
