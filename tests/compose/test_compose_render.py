@@ -62,12 +62,21 @@ def test_default_is_the_articles_run(render: Renderer, pins: Pins) -> None:
         "VLLM_ENGINE": "wheel",
         "VLLM_IMAGE": pins.vllm_image_fallback,
         "WHEEL_INDEX": "",
+        "J0_VARIANT": "article",  # the article's speculator.py unless J0_VARIANT says otherwise
     }
     assert server["environment"]["VLLM_DFLASH_CTX_NOISE"] == "1"
     assert server["environment"]["VLLM_DFLASH_DUMP"] == ""
     assert server["environment"]["VLLM_DFLASH_DUMP_STEPS"] == "0"
     assert "ipc" not in server  # the host's IPC namespace stays the host's (shm_size instead)
     assert server["depends_on"]["drafter"]["condition"] == "service_completed_successfully"
+
+
+def test_j0_variant_picks_the_speculator_file_the_image_builds(render: Renderer) -> None:
+    """J0_VARIANT=prefix-safe reaches the build (docker/Dockerfile's J0_VARIANT arg); the rest of
+    the build args stay those of the default."""
+    default = render()["services"]["server"]["build"]["args"]
+    args = render(J0_VARIANT="prefix-safe")["services"]["server"]["build"]["args"]
+    assert args == {**default, "J0_VARIANT": "prefix-safe"}
 
 
 def test_the_engine_routes_render_their_base(render: Renderer, pins: Pins) -> None:
@@ -80,7 +89,12 @@ def test_the_engine_routes_render_their_base(render: Renderer, pins: Pins) -> No
     args = render(VLLM_ENGINE="wheel")["services"]["server"]["build"]["args"]
     assert args == render()["services"]["server"]["build"]["args"]
     args = render(VLLM_ENGINE="image")["services"]["server"]["build"]["args"]
-    assert args == {"VLLM_ENGINE": "image", "VLLM_IMAGE": pins.vllm_image, "WHEEL_INDEX": ""}
+    assert args == {
+        "VLLM_ENGINE": "image",
+        "VLLM_IMAGE": pins.vllm_image,
+        "WHEEL_INDEX": "",
+        "J0_VARIANT": "article",
+    }
     release = render(VLLM_ENGINE="image", VLLM_IMAGE=pins.vllm_image_fallback)
     assert release["services"]["server"]["build"]["args"]["VLLM_IMAGE"] == pins.vllm_image_fallback
     mirror = "http://127.0.0.1:9/{commit}/"

@@ -24,6 +24,14 @@ pass for a non-final prefill chunk or a step that ends the request):
   prefix  15 draft tokens, max_model_len 64 (query positions clamp): request C in slot 1, then
           the same prompt again with its first 32 tokens "from the prefix cache" (never scheduled,
           so never written to the history), in the same slot
+  prefix-aba  the same, with a request D of another prompt in slot 1 between C and C again
+
+A speculator.py with the prefix-safe fill (`fill_ctx_pool_cached_prefix`, the variant's) gets it
+called before each step as its `propose` calls it: the owner of each slot, the batch's request
+names and computed counts, and vLLM's per-slot token store (all_token_ids), into which each
+request's prompt is written when it is first scheduled (vLLM's add_request). Beside each J0-on
+folder, <folder>-prompts.json holds the requests' prompt token ids, in order (what
+`j0 dumps check --prompts` reads).
 
 Run: python simulate.py --speculator FILE --out DIR  (sets TRITON_INTERPRET=1 itself only if the
 caller did; the test passes j0.selfcheck.kernels.INTERPRETER_ENV). Writes DIR/<scenario>-j0-on
@@ -108,6 +116,10 @@ class Engine:
         self.out = out
         self.dump_count = 0
         self.calls = 0
+        # vLLM's RequestState.all_token_ids and the variant's owner list (used only with a fill).
+        self.all_token_ids = torch.zeros((4, max_model_len), dtype=torch.int32)
+        self.owner: list[str | None] = [None] * 4
+        self.admitted: list[Req] = []
 
     # -- the scheduler's pieces
 
@@ -184,6 +196,7 @@ class Engine:
         )
         from j0.selfcheck.kernels import call_prepare, make_inputs
 
+        self._admit_and_fill(parts)
         inputs = make_inputs(self.module, case, step, "cpu")
         before = batches.initial_outputs(case, self.calls)
         outputs = call_prepare(self.module, case, inputs, before, "cpu", self.pool)
@@ -214,6 +227,37 @@ class Engine:
         self.out.mkdir(parents=True, exist_ok=True)
         torch.save(dump, self.out / f"step{self.dump_count:04d}.pt")
         self.dump_count += 1
+
+    def _admit_and_fill(self, parts: list[Part]) -> None:
+        """vLLM's add_request for requests scheduled for the first time (the prompt into
+        all_token_ids), then the variant's fill as its propose calls it (J0 on only)."""
+        import torch
+
+        for p in parts:
+            if all(p.req is not r for r in self.admitted):
+                self.admitted.append(p.req)
+                n = len(p.req.prompt)
+                self.all_token_ids[p.req.slot, :n] = torch.from_numpy(p.req.prompt.astype(np.int32))
+        fill = getattr(self.module, "fill_ctx_pool_cached_prefix", None)
+        if fill is None or self.pool is None:
+            return
+        slots = np.asarray([p.req.slot for p in parts], dtype=np.intp)
+        computed = np.asarray([p.start for p in parts], dtype=np.int32)
+        names = [p.req.name for p in parts]
+        fill(self.pool, self.all_token_ids, self.owner, names, slots, computed, len(parts))
+
+    def write_prompts(self) -> None:
+        """OUT-prompts.json beside the dump folder (not in it: the folder holds dumps only): the
+        prompt token ids of every request, in the order first scheduled."""
+        import json
+
+        if self.j0 and self.dump_count:
+            prompts = [
+                {"name": r.name, "prompt_token_ids": [int(t) for t in r.prompt]}
+                for r in self.admitted
+            ]
+            path = self.out.with_name(self.out.name + "-prompts.json")
+            path.write_text(json.dumps(prompts) + "\n")
 
     def _draft(self, req: Req, query_ids: np.ndarray, right: int) -> np.ndarray:
         """The drafter: `right` true tokens, then tokens from a hash of its query ids."""
@@ -304,7 +348,29 @@ def prefix_scenario(engine: Engine) -> None:
         engine.run([engine.decode(again, acc)], plan=[nxt])
 
 
-SCENARIOS = {"main": (main_scenario, 7, 128), "prefix": (prefix_scenario, 15, 64)}
+def prefix_aba_scenario(engine: Engine) -> None:
+    """C, then D (another prompt) in the same slot, then C again with a prefix-cache hit."""
+    c = _req("C", 1, 48, 3)
+    engine.run([engine.prefill(c, 48)], plan=[2])
+    for acc, nxt in ((2, 0), (0, 5), (5, 0)):
+        engine.run([engine.decode(c, acc)], plan=[nxt])
+    d = _req("D", 1, 40, 9)
+    engine.run([engine.prefill(d, 40)], plan=[1])
+    for acc, nxt in ((1, 3), (3, 0), (0, 0)):
+        engine.run([engine.decode(d, acc)], plan=[nxt])
+    again = _req("C-again", 1, 48, 3)
+    again.computed = 32  # a prefix-cache hit: the first 32 prompt tokens are never scheduled
+    again.seq = [int(t) for t in again.prompt[:32]]
+    engine.run([engine.prefill(again, 16)], plan=[1])
+    for acc, nxt in ((1, 0), (0, 3), (3, 0)):
+        engine.run([engine.decode(again, acc)], plan=[nxt])
+
+
+SCENARIOS = {
+    "main": (main_scenario, 7, 128),
+    "prefix": (prefix_scenario, 15, 64),
+    "prefix-aba": (prefix_aba_scenario, 15, 64),
+}
 
 
 def main() -> None:
@@ -329,6 +395,7 @@ def main() -> None:
             out = args.out / f"{name}-j0-{'on' if j0 else 'off'}"
             engine = Engine(module, num_spec, mml, j0, out)
             fn(engine)
+            engine.write_prompts()
             print(f"{out}: {engine.dump_count} dumps of {engine.calls} steps")
     for spec in args.variant:
         name, _, path = spec.partition("=")

@@ -67,7 +67,7 @@ def step_tree(tmp_path: Path, base_bytes: bytes, pins: Pins) -> dict[str, Path]:
     home = tmp_path / "opt-j0"
     shutil.copytree(ROOT / "scripts" / "j0", home / "scripts" / "j0")
     (home / "overlay").mkdir()
-    for name in ("pins.env", "jetspec-j0.patch"):
+    for name in ("pins.env", "jetspec-j0.patch", "jetspec-j0-prefix-safe.patch"):
         shutil.copy(ROOT / "overlay" / name, home / "overlay" / name)
     site = tmp_path / "dist-packages"
     target = site / pins.speculator_relpath
@@ -209,6 +209,7 @@ def expected_files_sha256(home: Path) -> str:
     """The j0 files' hash, computed here from the tree: `relpath NUL sha256` lines, sorted."""
     files = [p for p in (home / "scripts" / "j0").rglob("*.py") if "__pycache__" not in p.parts]
     files += [home / "overlay" / "pins.env", home / "overlay" / "jetspec-j0.patch"]
+    files += [home / "overlay" / "jetspec-j0-prefix-safe.patch"]
     lines = sorted(f"{p.relative_to(home).as_posix()}\0{sha(p.read_bytes())}\n" for p in files)
     return sha("".join(lines).encode())
 

@@ -1,4 +1,5 @@
-"""Say what a speculator.py is: the article's file, the unpatched base, or something else.
+"""Say what a speculator.py is: the article's file, the prefix-safe variant of it, the unpatched
+base, or something else.
 
 Standard library only: the image entrypoint runs this at every start.
 """
@@ -12,8 +13,11 @@ from j0.atomic import sha256_bytes
 from j0.pins import Pins
 
 ARTICLE = "article"
+PREFIX_SAFE = "prefix-safe"  # the article's file + overlay/jetspec-j0-prefix-safe.patch
 BASE = "base"
 OTHER = "other"
+# The identities that run J0 (the article's draws; the variant's equal them without a prefix hit).
+J0_KINDS = (ARTICLE, PREFIX_SAFE)
 
 # Each J0 piece, and text that only the patched file holds for it.
 J0_PIECES: dict[str, tuple[str, ...]] = {
@@ -30,7 +34,12 @@ class Identity:
     sha256: str
 
     def line(self) -> str:
-        names = {ARTICLE: "the article's J0 file", BASE: "the unpatched vLLM base", OTHER: "other"}
+        names = {
+            ARTICLE: "the article's J0 file",
+            PREFIX_SAFE: "the article's J0 file with the prefix-safe patch",
+            BASE: "the unpatched vLLM base",
+            OTHER: "other",
+        }
         return f"speculator.py sha256={self.sha256} identity={self.kind} ({names[self.kind]})"
 
 
@@ -38,6 +47,8 @@ def identify(data: bytes, pins: Pins) -> Identity:
     digest = sha256_bytes(data)
     if digest == pins.patched_sha256:
         return Identity(ARTICLE, digest)
+    if digest and digest == pins.values.get("PREFIX_SAFE_SHA256"):
+        return Identity(PREFIX_SAFE, digest)
     if digest == pins.base_sha256:
         return Identity(BASE, digest)
     return Identity(OTHER, digest)

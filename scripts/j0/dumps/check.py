@@ -18,6 +18,9 @@ Per request (load.group_requests), in step order, as the patch's kernels see it:
   is tried and the one the draws follow is reported. A draw at a position that no dumped step
   of this request wrote (a prefix-cache hit, a request whose first steps ran in batches, the
   start-up warm-up) reads whatever the slot's history held: it is UNVERIFIABLE, never a pass;
+  except in a run of the prefix-safe variant (said by the server log's identity line, --log, or
+  --variant) with the prompts' token ids given (--prompts): that file fills a request's positions
+  below its start from the request's own tokens, so those draws are checked (own_prefix.py);
 * J0 off: slot k > 0 holds the mask token (given, or the one value those slots hold).
 
 Outcomes: PASS (exit 0), FAIL (exit 1, the first failures named: step file, slot, expected,
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from j0.dumps import load
 from j0.dumps.check_report import CheckReport, summary_line
@@ -56,6 +60,9 @@ class CheckOptions:
     mask_token: int | None = None  # --mask-token; None: inferred from the J0-off draft slots
     max_slots: int | None = None  # --max-slots; None: DEFAULT_MAX_SLOTS
     allow_unverifiable: bool = False  # --allow-unverifiable: exit 0 for UNVERIFIABLE
+    variant: str | None = None  # --variant article|prefix-safe: the speculator.py that ran
+    log: Path | None = None  # --log FILE: the server's log, whose identity line says it
+    prompts: Path | None = None  # --prompts FILE: the prompts' token ids (own_prefix.py)
 
 
 @dataclass(frozen=True)
@@ -98,10 +105,14 @@ def check_dir(
     mask_token: int | None = None,
     max_slots: int = DEFAULT_MAX_SLOTS,
     allow_unverifiable: bool = False,
+    variant: str | None = None,
+    prompts: list[Any] | None = None,
 ) -> CheckReport:
     """Check a dump folder. Raises J0Error (exit 2) when it is not a dump folder."""
     dumps = load.load_dir(root, strict=True)
-    return check_dumps(dumps, seed, skip_requests, mask_token, max_slots, allow_unverifiable)
+    return check_dumps(
+        dumps, seed, skip_requests, mask_token, max_slots, allow_unverifiable, variant, prompts
+    )
 
 
 def run_check(options: CheckOptions) -> CheckResult:
@@ -134,6 +145,10 @@ def _checked(options: CheckOptions) -> CheckReport:
         raise J0Error(f"--skip-requests {options.skip_requests}: expected 0 or more", USAGE)
     if options.max_slots is not None and options.max_slots < 1:
         raise J0Error(f"--max-slots {options.max_slots}: expected 1 or more", USAGE)
+    from j0.dumps.own_prefix import read_prompts, settle_variant
+
+    variant = settle_variant(options.variant, options.log)
+    prompts = read_prompts(options.prompts) if options.prompts is not None else None
     seed = options.seed
     if seed is None:
         from j0.pins import load_pins
@@ -146,4 +161,6 @@ def _checked(options: CheckOptions) -> CheckReport:
         mask_token=options.mask_token,
         max_slots=options.max_slots or DEFAULT_MAX_SLOTS,
         allow_unverifiable=options.allow_unverifiable,
+        variant=variant,
+        prompts=prompts,
     )

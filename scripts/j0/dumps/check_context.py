@@ -1,6 +1,7 @@
 """What checking one dump folder carries from request to request in `j0 dumps check`: the seed
 and the request slots tried, the findings so far, the mask token, the max_model_len that vLLM's
-clamp of the query positions shows, what each slot's history holds, and the J0 draw tables."""
+clamp of the query positions shows, what each slot's history holds, the J0 draw tables, and which
+speculator.py ran with the prompts' token ids (for positions no dumped step wrote)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ class CheckContext:
     max_slots: int
     mask_token: int | None = None  # given, or settled from the J0-off draft slots
     max_model_len: int | None = None  # when the query positions show vLLM's clamp
+    # Which speculator.py ran (article / prefix-safe; None: not known) and the prompts' token ids
+    # (own_prefix.py): with both, a prefix-safe run's draws below a request's start are checked.
+    variant: str | None = None
+    prompts: list[np.ndarray] | None = None
     findings: Findings = field(default_factory=Findings)
     slots: SlotHistories = field(default_factory=SlotHistories)
     _tables: dict[int, np.ndarray] = field(default_factory=dict)

@@ -65,6 +65,7 @@ class CheckReport:
     requests: list[RequestReport]
     findings: list[Finding]
     max_model_len: int | None = None  # when the query positions show vLLM's clamp
+    variant: str | None = None  # the speculator.py that ran (--log / --variant), when known
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(f.level for f in self.findings))

@@ -43,6 +43,12 @@ prompt positions are never written to the history; or a request whose first step
 other requests) reads whatever the slot's history held: it is UNVERIFIABLE, never a pass.
 The start-up warm-up (CUDA graphs) is recognised and not checked; --skip-requests K leaves out
 the first K requests as well.
+The prefix-safe variant of the article's file fills those positions from the request's own
+tokens: for its runs (--log SERVER_LOG, whose identity line says identity=prefix-safe, or
+--variant prefix-safe) with the prompts' token ids (--prompts FILE: a JSON list of token-id
+lists, of objects with prompt_token_ids, or of completions responses made with
+return_token_ids), the draws there are checked like any other. The article's file's stay
+UNVERIFIABLE (its known behaviour under prefix caching).
 
 Exit 0: PASS. Exit 1: FAIL (the first failures are named: step file, slot, expected, actual,
 why). Exit 2: not a dump folder, nothing to check, or UNVERIFIABLE draws and no failure
@@ -123,6 +129,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         type=int,
         metavar="N",
         help="request slots tried when inferring the slot (default: 1024; vLLM's max_num_seqs)",
+    )
+    check.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="the server's log: its identity line says which speculator.py made the dumps",
+    )
+    check.add_argument(
+        "--variant",
+        choices=("article", "prefix-safe"),
+        help="which speculator.py made the dumps (instead of --log)",
+    )
+    check.add_argument(
+        "--prompts",
+        type=Path,
+        metavar="FILE",
+        help="the prompts' token ids (JSON): with the prefix-safe variant, the draws below a "
+        "request's first dumped position are checked against them",
     )
     check.add_argument(
         "--allow-unverifiable",
@@ -212,6 +236,9 @@ def run_check(args: argparse.Namespace) -> int:
         mask_token=args.mask_token,
         max_slots=args.max_slots,
         allow_unverifiable=args.allow_unverifiable,
+        variant=args.variant,
+        log=args.log,
+        prompts=args.prompts,
     )
     result = check.run_check(options)
     if result.report is None:

@@ -6,6 +6,7 @@ and the folder's CheckReport with its verdict."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from j0.dumps import load
 from j0.dumps.check_context import CheckContext
@@ -21,9 +22,14 @@ def check_dumps(
     mask_token: int | None,
     max_slots: int,
     allow_unverifiable: bool,
+    variant: str | None = None,
+    prompts: list[Any] | None = None,
 ) -> CheckReport:
-    """Check a loaded dump set; the report holds every finding and the verdict."""
-    ctx = CheckContext(seed=seed, max_slots=max_slots, mask_token=mask_token)
+    """Check a loaded dump set; the report holds every finding and the verdict. `variant`
+    (article / prefix-safe) and `prompts` (token ids) concern draws below a request's start."""
+    ctx = CheckContext(
+        seed=seed, max_slots=max_slots, mask_token=mask_token, variant=variant, prompts=prompts
+    )
     _check_files(ctx, dumps)
     j0 = _check_one_ctx_noise(ctx, dumps)
     num_spec = _check_one_num_spec(ctx, dumps)
@@ -45,6 +51,7 @@ def check_dumps(
         requests=reports,
         findings=ctx.findings.all,
         max_model_len=ctx.max_model_len,
+        variant=variant,
     )
 
 

@@ -39,12 +39,9 @@ def check_request(
     """Every step of one request, then its J0 draws (the request slot inferred from them)."""
     import numpy as np
 
+    prefix = None
     if req.start_pos != 0 and req.first.ctx_noise:
-        report.note = (
-            f"starts at position {req.start_pos}: its earlier tokens were never dumped "
-            "(a prefix-cache hit, or steps that ran with other requests); J0 draws below "
-            f"position {req.start_pos} cannot be checked"
-        )
+        report.note, prefix = _below_start(ctx, req)
     top = max(int(s.positions.max()) for s in req.steps) + (num_spec or 0) + 2
     if top > MAX_POSITION:
         _refuse_far_positions(ctx, req)
@@ -55,11 +52,47 @@ def check_request(
         num_spec=num_spec,
         queries=[],
     )
+    if prefix is not None:
+        walk.history[: len(prefix)] = prefix
     for i, step in enumerate(req.steps):
         nxt = req.steps[i + 1] if i + 1 < len(req.steps) else None
         _check_step(ctx, req, report, walk, step, req.kinds[i], nxt)
     if walk.queries:
         check_draws(ctx, req, report, walk.queries, walk.history)
+
+
+def _below_start(ctx: CheckContext, req: load.Request) -> tuple[str, np.ndarray | None]:
+    """The request's note, and its own tokens below its first dumped position where they are
+    known and the file that ran reads them there (the prefix-safe variant, with --prompts)."""
+    from j0.dumps.own_prefix import ARTICLE, PREFIX_SAFE, own_prefix
+
+    start = req.start_pos
+    unchecked = (
+        f"starts at position {start}: its earlier tokens were never dumped (a prefix-cache hit, "
+        f"or steps that ran with other requests); J0 draws below position {start} "
+    )
+    if ctx.variant == ARTICLE:
+        return unchecked + (
+            "read whatever the request slot's history held (the article's file: its known "
+            "behaviour under prefix caching) and cannot be checked"
+        ), None
+    if ctx.variant != PREFIX_SAFE:
+        return unchecked + (
+            "cannot be checked (which speculator.py ran is not known: --log or --variant)"
+        ), None
+    if ctx.prompts is None:
+        return unchecked + (
+            "read the request's own tokens (the prefix-safe variant), which the dumps lack: "
+            "--prompts FILE (the prompts' token ids) checks them"
+        ), None
+    found = own_prefix(req, ctx.prompts)
+    if found.tokens is None:
+        return unchecked + f"cannot be checked: {found.note}", None
+    return (
+        f"starts at position {start} (a prefix-cache hit): the prefix-safe variant fills "
+        f"positions 0..{start - 1} from the request's own tokens; J0 draws there are checked "
+        f"against {found.note}"
+    ), found.tokens
 
 
 def _refuse_far_positions(ctx: CheckContext, req: load.Request) -> None:

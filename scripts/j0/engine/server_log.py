@@ -46,7 +46,7 @@ MARKERS = (
 )
 _IDENTITY = re.compile(
     r"j0-entrypoint: (?:vLLM (?P<version>\S+) commit (?P<commit>\S+) \([^)]*\), )?"
-    r"(?P<path>\S+): speculator\.py sha256=(?P<sha>[0-9a-f]{64}) identity=(?P<kind>\w+)"
+    r"(?P<path>\S+): speculator\.py sha256=(?P<sha>[0-9a-f]{64}) identity=(?P<kind>[\w-]+)"
 )
 _SERVE_SPEC = re.compile(r"j0 serve: --speculative-config (?P<json>\{.*\})\s*$")
 _CTX_NOISE = re.compile(r"DFLASH_CTX_NOISE=(?P<on>\d+) pool=\((?P<rows>\d+), (?P<cols>\d+)\)")
@@ -64,7 +64,7 @@ _ENGINE = re.compile(
 @dataclass
 class LogFacts:
     source: str
-    identity: str | None = None  # article / base / other
+    identity: str | None = None  # article / prefix-safe / base / other
     speculator_sha256: str | None = None
     speculator_path: str | None = None
     vllm_version: str | None = None

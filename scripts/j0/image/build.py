@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from j0.article.variants import check_variant_name
 from j0.engine import vllm_version
 from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
 from j0.engine.vllm_version import VllmVersion
@@ -123,9 +124,11 @@ def build_args(
     engine: VllmVersion | None = None,
     route: str = "image",
     wheel_index: str = "",
+    variant: str = "article",
 ) -> dict[str, str]:
     return {
         "VLLM_ENGINE": route,
+        "J0_VARIANT": variant,
         "WHEEL_INDEX": wheel_index,
         "VLLM_IMAGE": base,
         "VLLM_IMAGE_DIGEST": digest,
@@ -195,6 +198,7 @@ def build(
     engine: str | None = None,
     wheel_index: str = "",
     network: str | None = None,
+    variant: str = "article",
 ) -> str:
     """Build docker/Dockerfile on `base` by route `engine` (wheel or image; default VLLM_ENGINE
     of the pins); return the image id. Progress goes to `echo`. The build's network: `none` on
@@ -206,17 +210,28 @@ def build(
     route = engine or pins.vllm_engine
     if route not in ENGINES:
         raise J0Error(f"--engine {route}: expected one of {', '.join(ENGINES)}", exit_code=64)
+    check_variant_name(variant, "--variant")
     base = base or pins.base_image_for(route)
-    tag = tag or default_tag(pins)
+    tag = tag or default_tag(pins) + ("" if variant == "article" else f"-{variant}")
     network = network or ("none" if route == "image" else "default")
     write = echo or (lambda text: print(text, end="", flush=True))
     client = docker_client(purpose="j0 image build")
     base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
     labelled = _engine_for_labels(client, base, route, pins, write)
     args = build_args(
-        pins, base, _repo_digest(base_image, base), allow_base_drift, labelled, route, wheel_index
+        pins,
+        base,
+        _repo_digest(base_image, base),
+        allow_base_drift,
+        labelled,
+        route,
+        wheel_index,
+        variant,
     )
-    write(f"==> building {DOCKERFILE} on {base} as {tag} (route {route}, network: {network})\n")
+    write(
+        f"==> building {DOCKERFILE} on {base} as {tag} (route {route}, speculator.py {variant}, "
+        f"network: {network})\n"
+    )
     started = time.monotonic()
     try:
         events = client.api.build(

@@ -1,4 +1,5 @@
-"""The image's build step: put the article's speculator.py into the base image's vLLM.
+"""The image's build step: put the article's speculator.py (or, with --variant prefix-safe, its
+prefix-safe variant) into the base image's vLLM.
 
 docker/Dockerfile runs this once, as `python3 -m j0.image.build_step ...`, on the base image's own
 python3 (the one that has vLLM), with no network. Standard library only: it imports nothing that
@@ -7,8 +8,9 @@ a base image may lack, and it never imports vLLM. What it does:
 1. finds vLLM's package directory with importlib.util.find_spec (no literal site-packages path);
 2. checks the base speculator.py's sha256 against BASE_SHA256 (overlay/pins.env) and refuses a
    different file, naming the file, both hashes and `--build-arg ALLOW_BASE_DRIFT=1`;
-3. patches it with j0.overlay.patch_base, the code path of `j0 overlay build`, which checks the
-   result against PATCHED_SHA256;
+3. patches it with j0.overlay.build_variant, the code path of `j0 overlay build`, which checks
+   the result against PATCHED_SHA256 (and, for the prefix-safe variant, applies its patch on top
+   and checks PREFIX_SAFE_SHA256);
 4. replaces the file atomically (same mode), drops its stale __pycache__ entries and compiles a
    fresh, hash-checked one;
 5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed. The manifest
@@ -32,13 +34,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j0 import __version__
-from j0.article.identity import ARTICLE, identify
+from j0.article.identity import identify
 from j0.article.patching import available_tool
+from j0.article.variants import (
+    ARTICLE_VARIANT,
+    check_variant_name,
+    variant_sha256s,
+)
 from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
-from j0.overlay.build import patch_base
+from j0.overlay.build import build_variant
 from j0.pins import Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
@@ -164,6 +171,7 @@ def j0_files_sha256(root: Path) -> str:
         *(p for p in (root / "scripts" / "j0").rglob("*.py") if "__pycache__" not in p.parts),
         root / "overlay" / "pins.env",
         root / "overlay" / "jetspec-j0.patch",
+        root / "overlay" / "jetspec-j0-prefix-safe.patch",
         root / "drafter-config" / "causal.merge-patch.json",
     ]
     lines = sorted(
@@ -185,7 +193,9 @@ def install(
     source: str = "",
     created: str = "",
     engine_record: dict[str, object] | None = None,
+    variant: str = ARTICLE_VARIANT,
 ) -> dict[str, object]:
+    check_variant_name(variant, "J0_VARIANT")
     vllm_dir = installed_vllm_dir()
     engine = read_version(vllm_dir)
     problems = engine_problems(engine, labelled)
@@ -202,7 +212,7 @@ def install(
     base = target.read_bytes()
     check_base(target, base, pins, base_image, allow_drift)
     tool = available_tool()
-    patched = patch_base(base, str(target), pins, allow_base_drift=allow_drift, tool=tool)
+    patched = build_variant(base, str(target), pins, variant, allow_drift, tool)
 
     mode = stat.S_IMODE(target.stat().st_mode)
     write_bytes_atomic(target, patched, mode=mode)
@@ -211,7 +221,12 @@ def install(
         str(target), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
     )
     # A copy where `j0 overlay verify` looks for the article's file (its diff reference).
-    write_bytes_atomic(pins.default_overlay_path, patched)
+    if variant == ARTICLE_VARIANT:
+        write_bytes_atomic(pins.default_overlay_path, patched)
+    else:
+        write_bytes_atomic(
+            pins.default_overlay_path, build_variant(base, str(target), pins, allow_base_drift=True)
+        )
 
     installed = target.read_bytes()
     if installed != patched:
@@ -244,8 +259,10 @@ def install(
         "base_sha256": sha256_bytes(base),
         "base_sha256_pinned": pins.base_sha256,
         "speculator_sha256": identity.sha256,
-        "speculator_sha256_pinned": pins.patched_sha256,
+        "speculator_sha256_pinned": variant_sha256s(pins)[variant],
         "identity": identity.kind,
+        # Which file j0 built: the article's (default) or the prefix-safe variant (J0_VARIANT).
+        "variant": variant,
         "allow_base_drift": allow_drift,
         "patch_file": str(pins.patch_file),
         "patch_sha256": pins.patch_sha256,
@@ -304,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--label-vllm-commit", default="", help="the VLLM_BASE_COMMIT build arg (a label)"
     )
+    parser.add_argument(
+        "--variant",
+        default="",
+        metavar="article|prefix-safe",
+        help="the J0_VARIANT build arg: which speculator.py to install (empty: article)",
+    )
     parser.add_argument("--manifest", type=Path, default=MANIFEST_PATH)
     parser.add_argument(
         "--engine-record",
@@ -332,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.source,
             args.created,
             record,
+            args.variant or ARTICLE_VARIANT,
         )
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -366,11 +390,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     warning = engine_warning(engine, pins)
     if warning:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    if manifest["identity"] != ARTICLE:
+    if manifest["identity"] != manifest["variant"]:
+        what = "the article's file" if manifest["variant"] == ARTICLE_VARIANT else "the pinned "
+        what += "" if manifest["variant"] == ARTICLE_VARIANT else f"{manifest['variant']} file"
         print(
-            f"{PROG}: warning: ALLOW_BASE_DRIFT=1: this image does NOT hold the article's file; "
-            "its labels name the pinned hash, the manifest the real one",
+            f"{PROG}: warning: ALLOW_BASE_DRIFT=1: this image does NOT hold {what}; its labels "
+            "name the pinned hash, the manifest the real one",
             file=sys.stderr,
+        )
+    elif manifest["variant"] != ARTICLE_VARIANT:
+        print(
+            f"{PROG}: note: J0_VARIANT={manifest['variant']}: this image holds the prefix-safe "
+            "variant of the article's file (identity=prefix-safe), not the article's file",
         )
     return 0
 

@@ -25,7 +25,8 @@ progress. Two routes to the article's engine (--engine; default VLLM_ENGINE in o
          own engine, commit 4ba787ec9)
 The base image is pulled first if it is not present. The build checks the base image's
 speculator.py against BASE_SHA256 and refuses another file (unless --allow-base-drift), patches
-it the way `j0 overlay build` does, checks the result against PATCHED_SHA256 and writes
+it the way `j0 overlay build` does, checks the result against PATCHED_SHA256 (--variant
+prefix-safe: then the prefix-safe patch on top, checked against PREFIX_SAFE_SHA256) and writes
 /opt/j0/manifest.json. Labels record the route, the base image, its digest, the pinned wheel
 and this repository's git revision.
 """
@@ -46,8 +47,9 @@ Exit 0 when every check passes (or is skipped, or warns); 1 otherwise, naming th
 
 IDENTITY_HELP = """\
 Print the vLLM version and commit of this Python's vLLM (from vllm/_version.py, read as text, and
-whether it is the pinned VLLM_COMMIT), then the path, sha256 and identity (article / base / other)
-of the speculator.py it would run, found without importing vLLM. The image's entrypoint runs this
+whether it is the pinned VLLM_COMMIT), then the path, sha256 and identity
+of the speculator.py it would run, found without importing vLLM (article / prefix-safe / base /
+other). The image's entrypoint runs this
 at every start. Exit 0 whatever the identity (it reports, it does not judge); 2 when no vLLM is
 found.
 """
@@ -104,6 +106,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     build.add_argument(
         "--no-pull", action="store_true", help="never pull the base image; it must be present"
     )
+    build.add_argument(
+        "--variant",
+        choices=("article", "prefix-safe"),
+        default="article",
+        help="which speculator.py the image holds (build arg J0_VARIANT): article (default), or "
+        "prefix-safe (the article's file with overlay/jetspec-j0-prefix-safe.patch on top; tag "
+        "suffix -prefix-safe)",
+    )
     build.set_defaults(func=run_build)
 
     smoke = add_command(
@@ -144,6 +154,7 @@ def run_build(args: argparse.Namespace) -> int:
         engine=args.engine,
         wheel_index=args.wheel_index,
         network=args.network,
+        variant=args.variant,
     )
     return 0
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE
+from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
 from j0.engine.vllm_version import VllmVersion
@@ -103,7 +104,30 @@ def _json_line(output: str) -> dict[str, Any]:
     raise ValueError("no JSON line in the output")
 
 
-def check_file(run: Runner, pins: Pins, found: dict[str, str]) -> Check:
+@dataclass(frozen=True)
+class Expected:
+    """The speculator.py the image should hold: the article's file, or the variant its j0.variant
+    label names (J0_VARIANT; the manifest must agree)."""
+
+    variant: str
+    identity: str
+    sha256: str
+    words: str
+
+
+def expected_for(labels: dict[str, str], pins: Pins) -> Expected:
+    variant = labels.get("j0.variant") or ARTICLE
+    sha = variant_sha256s(pins).get(variant)
+    if sha is None:
+        raise J0Error(f"the image's label j0.variant={variant!r} is no variant of {pins.pins_path}")
+    words = "the article's file" if variant == ARTICLE else f"the {variant} variant"
+    return Expected(variant, variant, sha, words)
+
+
+def check_file(
+    run: Runner, pins: Pins, found: dict[str, str], want: Expected | None = None
+) -> Check:
+    want = want or expected_for({}, pins)
     result = run(["-c", FIND_SPECULATOR.format(relpath=pins.speculator_relpath)], ["python3"])
     if result.exit_code != 0:
         return Check(
@@ -111,17 +135,23 @@ def check_file(run: Runner, pins: Pins, found: dict[str, str]) -> Check:
         )
     info = _json_line(result.output)
     found.update(info)
-    if info["sha256"] != pins.patched_sha256:
+    if info["sha256"] != want.sha256:
         return Check(
             "file",
             FAILED,
-            f"{info['path']}: sha256 {info['sha256']}, expected the article's "
-            f"{pins.patched_sha256} (PATCHED_SHA256)",
+            f"{info['path']}: sha256 {info['sha256']}, expected {want.words} {want.sha256}",
         )
-    return Check("file", PASSED, f"{info['path']} is the article's file ({info['sha256'][:12]}…)")
+    return Check("file", PASSED, f"{info['path']} is {want.words} ({info['sha256'][:12]}…)")
 
 
-def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[str, str]) -> Check:
+def check_manifest(
+    run: Runner,
+    pins: Pins,
+    found: dict[str, str],
+    labels: dict[str, str],
+    want: Expected | None = None,
+) -> Check:
+    want = want or expected_for({}, pins)
     result = run([MANIFEST], ["cat"])
     if result.exit_code != 0:
         return Check("manifest", FAILED, f"cannot read {MANIFEST}:\n{_tail(result.output)}")
@@ -130,8 +160,8 @@ def check_manifest(run: Runner, pins: Pins, found: dict[str, str], labels: dict[
     except json.JSONDecodeError as exc:
         return Check("manifest", FAILED, f"{MANIFEST} is not JSON: {exc}")
     expected: dict[str, object] = {
-        "identity": ARTICLE,
-        "speculator_sha256": pins.patched_sha256,
+        "identity": want.identity,
+        "speculator_sha256": want.sha256,
         "base_sha256": pins.base_sha256,
         "vllm_commit_pinned": pins.vllm_commit,
         "patch_sha256": pins.patch_sha256,
@@ -208,7 +238,10 @@ def check_engine(run: Runner, pins: Pins, labels: dict[str, str]) -> Check:
     return Check("engine", PASSED, detail)
 
 
-def check_entrypoint(run: Runner, pins: Pins, config_entrypoint: list[str] | None) -> Check:
+def check_entrypoint(
+    run: Runner, pins: Pins, config_entrypoint: list[str] | None, want: Expected | None = None
+) -> Check:
+    want = want or expected_for({}, pins)
     if config_entrypoint != [ENTRYPOINT]:
         return Check(
             "entrypoint",
@@ -217,7 +250,7 @@ def check_entrypoint(run: Runner, pins: Pins, config_entrypoint: list[str] | Non
         )
     args = ["--model", "j0-smoke", "--max-num-seqs", "4"]
     result = run([ENTRYPOINT, *args], ["/bin/sh", "-c", FAKE_VLLM])
-    want_identity = f"sha256={pins.patched_sha256} identity={ARTICLE}"
+    want_identity = f"sha256={want.sha256} identity={want.identity}"
     want_exec = "fake vllm: serve " + " ".join(args)
     lines = result.output.splitlines()
     identity_lines = [x for x in lines if x.startswith("j0-entrypoint: ")]
@@ -237,7 +270,10 @@ def check_entrypoint(run: Runner, pins: Pins, config_entrypoint: list[str] | Non
     return Check("entrypoint", PASSED, identity_lines[0])
 
 
-def check_import(run: Runner, pins: Pins, found: dict[str, str]) -> Check:
+def check_import(
+    run: Runner, pins: Pins, found: dict[str, str], want: Expected | None = None
+) -> Check:
+    want = want or expected_for({}, pins)
     started = time.monotonic()
     result = run(["-c", IMPORT_MODULE.format(module=pins.speculator_module)], ["python3"])
     took = time.monotonic() - started
@@ -249,7 +285,7 @@ def check_import(run: Runner, pins: Pins, found: dict[str, str]) -> Check:
             f"{_tail(result.output)}",
         )
     info = _json_line(result.output)
-    if info["sha256"] != pins.patched_sha256 or not info["has_j0_kernel"]:
+    if info["sha256"] != want.sha256 or not info["has_j0_kernel"]:
         return Check(
             "import", FAILED, f"the imported module is {info['path']} (sha256 {info['sha256']})"
         )
@@ -292,15 +328,19 @@ def smoke(image: str, timeout: float = 600.0) -> int:
     labels = config.get("Labels") or {}
     run = Runner(client, image, timeout)
     found: dict[str, str] = {}
+    want = expected_for(labels, pins)
     steps: list[Callable[[], Check]] = [
-        lambda: check_file(run, pins, found),
-        lambda: check_manifest(run, pins, found, labels),
+        lambda: check_file(run, pins, found, want),
+        lambda: check_manifest(run, pins, found, labels, want),
         lambda: check_engine(run, pins, labels),
-        lambda: check_entrypoint(run, pins, config.get("Entrypoint")),
-        lambda: check_import(run, pins, found),
+        lambda: check_entrypoint(run, pins, config.get("Entrypoint"), want),
+        lambda: check_import(run, pins, found, want),
         lambda: check_selfcheck(run),
     ]
-    print(f"==> smoke checks of {image} (network: none, no GPU)", flush=True)
+    print(
+        f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})",
+        flush=True,
+    )
     checks = []
     for step in steps:
         check = step()

@@ -1,4 +1,5 @@
-"""`j0 overlay build` and `verify`: make the article's speculator.py, and say what one is.
+"""`j0 overlay build` and `verify`: make the article's speculator.py (or its prefix-safe variant),
+and say what one is.
 
 Standard library only (the image build runs patch_base on the base image's Python).
 """
@@ -9,8 +10,9 @@ import sys
 from pathlib import Path
 
 from j0 import errors
-from j0.article.identity import ARTICLE, BASE, diff_summary, identify, j0_pieces
+from j0.article.identity import ARTICLE, BASE, PREFIX_SAFE, diff_summary, identify, j0_pieces
 from j0.article.patching import apply_patch
+from j0.article.variants import ARTICLE_VARIANT, VariantPatch, variant_patch
 from j0.atomic import sha256_bytes, sha256_file, write_bytes_atomic
 from j0.errors import J0Error
 from j0.pins import Pins
@@ -52,6 +54,63 @@ def patch_base(
             f"{origin}: patched file has sha256 {patched_sha}, expected {pins.patched_sha256}"
         )
     return patched
+
+
+def check_variant_patch_file(variant: VariantPatch, pins: Pins) -> None:
+    actual = sha256_file(variant.patch_file)
+    if actual != variant.patch_sha256:
+        raise J0Error(
+            f"{variant.patch_file}: sha256 {actual}, expected {variant.patch_sha256} (the "
+            f"{variant.name} variant's patch sha256 in {pins.pins_path}); the committed patch was "
+            "changed"
+        )
+
+
+def patch_article(
+    article: bytes, origin: str, pins: Pins, variant: VariantPatch, tool: str | None = None
+) -> bytes:
+    """Apply a variant's patch on top of the article's file (the same no-fuzz rules) and check
+    the result's pinned sha256. `article` must be the article's file: its hash is checked first."""
+    check_variant_patch_file(variant, pins)
+    if sha256_bytes(article) != pins.patched_sha256:
+        raise J0Error(
+            f"{origin}: the {variant.name} patch goes on top of the article's file (sha256 "
+            f"{pins.patched_sha256}); this file has sha256 {sha256_bytes(article)}"
+        )
+    result = apply_patch(article, variant.patch_file, tool)
+    result_sha = sha256_bytes(result)
+    if result_sha != variant.sha256:
+        raise J0Error(
+            f"{origin}: the {variant.name} file has sha256 {result_sha}, expected {variant.sha256}"
+        )
+    return result
+
+
+def build_variant(
+    base: bytes,
+    origin: str,
+    pins: Pins,
+    variant: str = ARTICLE_VARIANT,
+    allow_base_drift: bool = False,
+    tool: str | None = None,
+) -> bytes:
+    """The file of `variant` from vLLM's base file: the article's (patch_base), then for another
+    variant its patch on top. A drifted base (allowed) gives an unpinned article's file, and the
+    variant's patch is then applied without a hash to check (said on stderr)."""
+    article = patch_base(base, origin, pins, allow_base_drift, tool)
+    if variant == ARTICLE_VARIANT:
+        return article
+    patch = variant_patch(pins, variant)
+    if sha256_bytes(article) == pins.patched_sha256:
+        return patch_article(article, origin, pins, patch, tool)
+    check_variant_patch_file(patch, pins)
+    result = apply_patch(article, patch.patch_file, tool)
+    print(
+        f"warning: {origin}: drifted base: the {variant} patch applied cleanly on top, result "
+        f"sha256 {sha256_bytes(result)} (not the pinned {patch.sha256})",
+        file=sys.stderr,
+    )
+    return result
 
 
 def _keep_original(out: Path, old: bytes) -> Path:
@@ -103,7 +162,8 @@ def speculator_in(directory: Path, pins: Pins) -> Path:
 
 
 def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
-    """Print what the file is; return 0 (article), 3 (base) or 4 (other)."""
+    """Print what the file is; return 0 (article), 5 (the prefix-safe variant), 3 (base) or
+    4 (other)."""
     if path.is_dir():
         path = speculator_in(path, pins)
     if not path.is_file():
@@ -113,6 +173,14 @@ def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
     print(f"{path}: {identity.line()}")
     if identity.kind == ARTICLE:
         return errors.OK
+    if identity.kind == PREFIX_SAFE:
+        print(
+            "this is the prefix-safe variant: the article's file with "
+            f"{pins.values.get('PREFIX_SAFE_PATCH_FILE', 'the prefix-safe patch')} on top (J0 "
+            "draws the article's without a prefix-cache hit, the request's own tokens with one); "
+            "not the file the article's numbers were made with"
+        )
+        return errors.VERIFY_PREFIX_SAFE
     if identity.kind == BASE:
         print(f"this is vLLM {pins.vllm_release}'s unpatched file: J0 is absent")
         return errors.VERIFY_BASE

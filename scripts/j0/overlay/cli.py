@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from j0.article.identity import ARTICLE, identify
+from j0.article.variants import ARTICLE_VARIANT, VARIANTS, default_output
 from j0.commands import add_command
 from j0.engine import base_sources
 from j0.errors import J0Error
@@ -18,11 +19,17 @@ against BASE_SHA256, apply overlay/jetspec-j0.patch (git apply, else GNU patch; 
 the result against PATCHED_SHA256 and write it atomically. An existing different OUT is kept
 as OUT.orig. With no source option the pinned vllm wheel is used (downloaded once and cached in
 $J0_WHEEL_CACHE, default ~/.cache/j0/wheels).
+
+--variant prefix-safe builds the article's file first (checked as above), then applies
+overlay/jetspec-j0-prefix-safe.patch on top with the same rules and checks the result against
+PREFIX_SAFE_SHA256: J0 made safe under prefix caching (docs/overlay.md). Without -o it is written
+to overlay/prefix-safe/<the vLLM path>; the article's file stays the default.
 """
 
 VERIFY_HELP = """\
-Say what a speculator.py is. Exit 0: the article's file; 3: the unpatched base; 4: anything else,
-with the J0 pieces present or missing and a short diff against the article's file. FILE may be a
+Say what a speculator.py is. Exit 0: the article's file; 5: the prefix-safe variant of it
+(PREFIX_SAFE_SHA256); 3: the unpatched base; 4: anything else, with the J0 pieces present or
+missing and a short diff against the article's file. FILE may be a
 directory: its speculator.py, or the one below it where vLLM keeps it (a vLLM checkout,
 site-packages or the vllm package directory).
 """
@@ -76,6 +83,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="patch a base whose sha256 differs; the patch must still apply cleanly",
     )
     build.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default=ARTICLE_VARIANT,
+        help="article (default): the article's file; prefix-safe: that file with the "
+        "prefix-safe patch on top",
+    )
+    build.add_argument(
         "--tool",
         choices=("git", "patch"),
         help="patch tool (default: git if installed, else GNU patch)",
@@ -107,8 +121,10 @@ def _base(args: argparse.Namespace, pins: Pins) -> base_sources.BaseFile:
 def run_build(args: argparse.Namespace) -> int:
     pins = load_pins()
     base = _base(args, pins)
-    patched = overlay.patch_base(base.data, base.origin, pins, args.allow_base_drift, args.tool)
-    out = args.output or pins.default_overlay_path
+    patched = overlay.build_variant(
+        base.data, base.origin, pins, args.variant, args.allow_base_drift, args.tool
+    )
+    out = args.output or default_output(pins, args.variant)
     print(overlay.write_overlay(patched, out))
     print(identify(patched, pins).line())
     return 0

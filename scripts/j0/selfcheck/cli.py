@@ -42,7 +42,16 @@ interpreter: the check sets TRITON_INTERPRET=1 and CUDA_VISIBLE_DEVICES= itself,
 process. The default {DEFAULT_CASES} cases take 25-40 s on a 2-core CPU (8-14 s of it vLLM's
 import). --device cuda runs the compiled kernels and compares them with the same CPU reference,
 bit for bit. --bench then times the input preparation, J0 off and on (GPU time by CUDA graph
-replay and events, host time per call), for 1, 4 and 8 requests and 7/15 draft tokens.
+replay and events, host time per call), for 1, 4 and 8 requests and 7/15 draft tokens, and, for
+the prefix-safe variant, its fill per step and per admission.
+
+--prefix-cache runs other batteries: requests that start with prefix-cached positions (the same
+prompt again in the same request slot, another prompt in between, a shared prefix in another
+slot, chunked prefill after a hit, a hit batched beside other requests), each also without the
+hit as a control. J0's draws must read the request's own committed tokens there. The article's
+file fails them (exit 1), naming the request slot, the query slot and the foreign token it drew:
+the known behaviour of the article's file; the prefix-safe variant passes; both pass the
+controls. Exit codes as above.
 """
 
 
@@ -84,6 +93,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--bench",
         action="store_true",
         help="after a passing check, time prepare_dflash_inputs with J0 off and on",
+    )
+    parser.add_argument(
+        "--prefix-cache",
+        action="store_true",
+        help="run the prefix-cache batteries instead: requests that start with cached positions "
+        "(the same prompt again in a slot, another prompt in between, a shared prefix in another "
+        "slot, chunked prefill after a hit), each with a no-hit control",
     )
     parser.add_argument(
         "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
@@ -149,6 +165,8 @@ def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
         cmd += ["--case", str(args.case)]
     if args.bench:
         cmd.append("--bench")
+    if args.prefix_cache:
+        cmd.append("--prefix-cache")
     if args.json is not None:
         cmd += ["--json", str(args.json)]
     return subprocess.run(cmd, env=_child_env(device), check=False).returncode
@@ -158,6 +176,12 @@ def run(args: argparse.Namespace) -> int:
     pins = load_pins()
     if args.cases < 1:
         raise J0Error(f"--cases {args.cases}: expected a positive number", exit_code=64)
+    if args.prefix_cache and args.case is not None:
+        raise J0Error(
+            f"--case {args.case} replays a case of the default battery; --prefix-cache runs its "
+            "own sessions (all of them, from --seed)",
+            exit_code=64,
+        )
     if args.speculator is not None:
         path = args.speculator
     else:
@@ -175,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
     if device == "auto":
         device = "cuda" if _gpu_present() else "cpu"
     what = f"case {args.case}" if args.case is not None else f"{args.cases} cases"
+    if args.prefix_cache:
+        what = "the prefix-cache batteries"
     print(f"j0 selfcheck: {path} on {device}, seed {args.seed}, {what}", flush=True)
     rc = _run_worker(args, path, device)
     if rc == selfcheck.NO_CUDA and args.device == "auto":

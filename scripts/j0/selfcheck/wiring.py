@@ -119,3 +119,112 @@ def check(module: Any) -> str | None:
                     f"{'the history' if got is sentinel else got!r}"
                 )
     return None
+
+
+# --- The prefix-safe variant: propose fills the history at admission ------------------------------
+
+FILL = "fill_ctx_pool_cached_prefix"
+FILL_ARGS = (
+    "self.ctx_pool",
+    "self.ctx_all_token_ids",
+    "self.ctx_pool_owner",
+    "input_batch.req_ids",
+    "input_batch.idx_mapping_np",
+    "input_batch.num_computed_tokens_np",
+    "num_reqs",
+)
+
+
+def _fill_call(propose: ast.FunctionDef) -> tuple[ast.If | None, ast.Call] | None:
+    """The call of FILL in propose, with the `if` it sits in (None at the top level)."""
+    for node in ast.walk(propose):
+        if isinstance(node, ast.If):
+            for stmt in node.body:
+                call = getattr(stmt, "value", None)
+                if isinstance(call, ast.Call) and getattr(call.func, "id", None) == FILL:
+                    return node, call
+    for stmt in propose.body:
+        call = getattr(stmt, "value", None)
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == FILL:
+            return None, call
+    return None
+
+
+def _first_prepare_line(propose: ast.FunctionDef) -> int | None:
+    lines = [
+        node.lineno
+        for node in ast.walk(propose)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+        == "prepare_dflash_inputs"
+    ]
+    return min(lines) if lines else None
+
+
+def _finds_request_states(module: Any) -> str | None:
+    """The variant's lookup of vLLM's RequestState: found from init_speculator's frame, refused
+    (RuntimeError) without one."""
+    lookup = getattr(module, "_j0_all_token_ids", None)
+    if lookup is None:
+        return "no _j0_all_token_ids: the fill has no source of the requests' tokens"
+    marker = object()
+    req_states = SimpleNamespace(all_token_ids=SimpleNamespace(gpu=marker))
+
+    def init_speculator(req_states: Any) -> Any:
+        return lookup()
+
+    try:
+        if init_speculator(req_states) is not marker:
+            return "_j0_all_token_ids() does not return init_speculator's req_states.all_token_ids"
+    except Exception as exc:
+        return f"_j0_all_token_ids() inside init_speculator fails: {exc!r}"
+    try:
+        lookup()
+    except RuntimeError:
+        return None
+    return "_j0_all_token_ids() outside init_speculator does not refuse (RuntimeError)"
+
+
+def check_prefix_safe(module: Any) -> str | None:
+    """None when propose calls the fill as the variant does: with the history, vLLM's token
+    store, the owner list and the batch's ids, slots and computed counts, only with J0 on and not
+    in a dummy run, before prepare_dflash_inputs; else what is wrong."""
+    cls = getattr(module, "DFlashSpeculator", None)
+    if cls is None:
+        return "no DFlashSpeculator class"
+    try:
+        init, propose = _function(cls, "__init__"), _function(cls, "propose")
+    except (OSError, TypeError, ValueError, AttributeError) as exc:
+        return f"cannot read DFlashSpeculator's source: {exc}"
+    assigned = {
+        t.attr
+        for s in init.body
+        if isinstance(s, ast.Assign | ast.AnnAssign)
+        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        if isinstance(t, ast.Attribute)
+    }
+    for name in ("ctx_all_token_ids", "ctx_pool_owner"):
+        if name not in assigned:
+            return f"DFlashSpeculator.__init__ does not set self.{name}"
+    found = _fill_call(propose)
+    if found is None:
+        return f"propose never calls {FILL}: the history is not filled at admission"
+    guard, call = found
+    args = [ast.unparse(a) for a in call.args]
+    if tuple(args) != FILL_ARGS:
+        return f"propose calls {FILL}({', '.join(args)}), expected ({', '.join(FILL_ARGS)})"
+    prepare = _first_prepare_line(propose)
+    if prepare is None or call.lineno > prepare:
+        return f"propose calls {FILL} after prepare_dflash_inputs: the first draws miss the fill"
+    if guard is None:
+        return f"propose calls {FILL} unguarded: it must run only with J0 on, not in dummy runs"
+    code = compile(ast.Expression(body=guard.test), "<J0 wiring>", "eval")
+    for noise, dummy in ((True, False), (True, True), (False, False)):
+        me = SimpleNamespace(ctx_noise=noise)
+        got = bool(eval(code, dict(vars(module)), {"self": me, "dummy_run": dummy}))
+        if got != (noise and not dummy):
+            return (
+                f"propose's guard `{ast.unparse(guard.test)}` with J0 {'on' if noise else 'off'}"
+                f"{' in a dummy run' if dummy else ''} {'calls' if got else 'skips'} {FILL}"
+            )
+    return _finds_request_states(module)

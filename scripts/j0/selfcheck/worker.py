@@ -95,6 +95,7 @@ class Result:
     replay: str = ""
     mismatch: dict[str, Any] | None = None
     bench: list[dict[str, Any]] | None = None
+    bench_prefix_fill: list[dict[str, Any]] | None = None  # the prefix-safe variant's fill only
     environment: dict[str, str] = field(default_factory=dict)
 
 
@@ -110,8 +111,11 @@ def check_file(
     only_case: int | None,
     j0_seed: int,
     quiet: bool = False,
+    prefix_cache: bool = False,
 ) -> Result:
-    """Check one file; never raises for a fault of the file (that is a Result with code 1)."""
+    """Check one file; never raises for a fault of the file (that is a Result with code 1).
+    With `prefix_cache`, the prefix-cache batteries (prefix_check.py) run instead of the default
+    battery."""
     from j0.selfcheck import batches
 
     result = Result(code=OK, file=str(path), device=device, seed=seed)
@@ -148,6 +152,13 @@ def check_file(
     problem = wiring.check(module)
     if problem is not None:
         result.code, result.message = DEVIATES, f"J0 deviates: the switch's wiring: {problem}"
+        return result
+    if prefix_cache:
+        from j0.selfcheck.prefix_report import check_prefix_cache
+
+        started = time.perf_counter()
+        check_prefix_cache(module, path, device, seed, j0_seed, result)
+        result.seconds = time.perf_counter() - started
         return result
     indices = [only_case] if only_case is not None else list(range(cases))
     started = time.perf_counter()
@@ -219,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--case", type=int, default=None)
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--prefix-cache", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -240,7 +252,15 @@ def main(argv: list[str] | None = None) -> int:
     j0_seed = load_pins().j0_seed
     results = []
     for path in args.speculator:
-        result = check_file(path, args.device, args.seed, args.cases, args.case, j0_seed)
+        result = check_file(
+            path,
+            args.device,
+            args.seed,
+            args.cases,
+            args.case,
+            j0_seed,
+            prefix_cache=args.prefix_cache,
+        )
         if result.code == UNAVAILABLE:
             _report(result)
             return UNAVAILABLE
@@ -248,8 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         if result.code == OK and args.bench:
             from j0.selfcheck import timing as bench
 
-            result.bench = bench.run(load_speculator(path), args.device)
+            module = load_speculator(path)
+            result.bench = bench.run(module, args.device)
             print(bench.table(result.bench), flush=True)
+            from j0.selfcheck import timing_prefix
+
+            result.bench_prefix_fill = timing_prefix.run(module, args.device) or None
+            if result.bench_prefix_fill:
+                print(timing_prefix.table(result.bench_prefix_fill), flush=True)
         _report(result)
         results.append(result)
     if args.json is not None:

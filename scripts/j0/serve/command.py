@@ -315,7 +315,8 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
     """Say what VLLM_DFLASH_CTX_NOISE=1 really runs: J0 needs the article's (patched) file. With
     vLLM's unpatched file the switch does nothing and the baseline runs; say so rather than
     "J0 on" above an identity line that says base."""
-    from j0.article.identity import ARTICLE, BASE
+    from j0.article.identity import ARTICLE, BASE, PREFIX_SAFE
+    from j0.article.serving import PREFIX_CACHING_WITH_J0
 
     noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
     if noise_on not in plan.facts:
@@ -323,6 +324,18 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
     at = plan.facts.index(noise_on)
     if kind == ARTICLE:
         plan.facts[at] = f"{noise_on} ({path} is the article's J0 file)"
+    elif kind == PREFIX_SAFE:
+        plan.facts[at] = (
+            f"{noise_on} ({path} is the prefix-safe variant of the article's J0 file, "
+            "identity=prefix-safe: J0 reads each request's own tokens under prefix caching)"
+        )
+        # The warning about prefix caching concerns the article's file, not this one.
+        if PREFIX_CACHING_WITH_J0 in plan.warnings:
+            plan.warnings.remove(PREFIX_CACHING_WITH_J0)
+            plan.facts.append(
+                "prefix caching with J0 on: safe with this file (the prefix-safe variant fills "
+                "a request's cached positions from its own tokens)"
+            )
     elif kind == BASE:
         plan.facts[at] = (
             f"VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: {path} is vLLM's unpatched "

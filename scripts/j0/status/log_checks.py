@@ -43,7 +43,8 @@ def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
 
 
 def speculator(log: LogFacts, pins: Pins) -> Finding:
-    """The entrypoint's identity line names the article's speculator.py (identity and sha256)."""
+    """The entrypoint's identity line names the article's speculator.py (identity and sha256), or
+    its prefix-safe variant (said as such: identity=prefix-safe, never "the article's file")."""
     if log.identity is None:
         return Finding.of(
             "speculator",
@@ -51,6 +52,15 @@ def speculator(log: LogFacts, pins: Pins) -> Finding:
             f"no `j0-entrypoint: ... identity=...` line in {log.source}: not started by the "
             "image's entrypoint, or the log is cut",
             "which speculator.py runs is not known",
+        )
+    if log.identity == "prefix-safe" and log.speculator_sha256 == pins.values.get(
+        "PREFIX_SAFE_SHA256"
+    ):
+        return Finding.of(
+            "speculator",
+            OK,
+            f"{log.speculator_path}: the prefix-safe variant of the article's file "
+            "(identity=prefix-safe; J0 safe under prefix caching, not the article's file)",
         )
     if log.identity != "article" or log.speculator_sha256 != pins.patched_sha256:
         return Finding.of(

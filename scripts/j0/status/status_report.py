@@ -30,7 +30,7 @@ class StatusReport:
     spec_kv_cache_dtype: str | None = None
     speculator_sha256: str | None = None
     speculator_path: str | None = None
-    identity: str | None = None  # article / base / other
+    identity: str | None = None  # article / prefix-safe / base / other
     vllm_version: str | None = None
     vllm_commit: str | None = None
     vllm_commit_pinned: str = ""
@@ -72,6 +72,11 @@ class StatusReport:
 
     def verdict(self) -> str:
         """The last line of `j0 status`: the article's setup or not, and why not."""
+        if self.article_setup and self.identity == "prefix-safe":
+            return (
+                "==> the article's setup with the prefix-safe speculator.py (identity=prefix-safe,"
+                f" not the article's file), {self.mode()}"
+            )
         if self.article_setup:
             return f"==> the article's setup, {self.mode()}"
         return f"==> NOT the article's setup ({self.mode()}): " + "; ".join(self.reasons)

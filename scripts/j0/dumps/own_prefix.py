@@ -1,0 +1,138 @@
+"""What `j0 dumps check` knows of positions no dumped step wrote: which speculator.py ran (from the
+server log's identity line, or --variant) and the requests' prompt token ids (--prompts FILE).
+
+A request that starts at position N > 0 (a prefix-cache hit) has draws below N. The article's file
+reads there whatever the request slot's history held (UNVERIFIABLE, its known behaviour); the
+prefix-safe variant fills positions 0..N-1 from the request's own tokens at admission, so with the
+request's prompt known those draws are checked like any other. The prompt of a request is the one
+of PROMPTS whose tokens equal the request's dumped inputs at every position the prompt covers;
+prompts that match but differ below N leave the request unverifiable there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from j0.errors import INPUT_LACKS, USAGE, J0Error
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from j0.dumps import load
+
+ARTICLE = "article"
+PREFIX_SAFE = "prefix-safe"
+VARIANTS = (ARTICLE, PREFIX_SAFE)
+
+
+def variant_from_log(path: Path) -> str:
+    """The speculator.py a server ran, from its log's identity line (`j0-entrypoint: ...
+    identity=KIND`): article or prefix-safe; anything else is refused (exit 2)."""
+    from j0.engine.server_log import parse
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise J0Error(f"--log {path}: cannot read it ({exc.strerror})", INPUT_LACKS) from None
+    facts = parse(text, str(path))
+    if facts.identity is None:
+        raise J0Error(
+            f"--log {path}: no `j0-entrypoint: ... identity=...` line; expected the log of a "
+            "server started by the image's entrypoint or `j0 engine-check --here`",
+            INPUT_LACKS,
+        )
+    if facts.identity not in VARIANTS:
+        raise J0Error(
+            f"--log {path}: identity={facts.identity}; expected article or prefix-safe (a "
+            "speculator.py with J0)",
+            INPUT_LACKS,
+        )
+    return facts.identity
+
+
+def settle_variant(given: str | None, log: Path | None) -> str | None:
+    """--variant and --log together must agree; either alone says it; neither: unknown."""
+    if given is not None and given not in VARIANTS:
+        raise J0Error(f"--variant {given!r}: expected article or prefix-safe", USAGE)
+    from_log = variant_from_log(log) if log is not None else None
+    if given and from_log and given != from_log:
+        raise J0Error(f"--variant {given}, but {log} says identity={from_log}", USAGE)
+    return given or from_log
+
+
+def _token_list(item: Any) -> list[int] | None:
+    if isinstance(item, dict):
+        if "prompt_token_ids" in item:
+            item = item["prompt_token_ids"]
+        elif isinstance(item.get("choices"), list) and item["choices"]:
+            item = item["choices"][0].get("prompt_token_ids")
+    if isinstance(item, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in item):
+        return item
+    return None
+
+
+def read_prompts(path: Path) -> list[np.ndarray]:
+    """The prompts' token ids: a JSON list, each item a list of token ids, an object with
+    `prompt_token_ids`, or a completions response (vLLM's `return_token_ids`: its first choice's
+    `prompt_token_ids`)."""
+    import numpy as np
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise J0Error(f"--prompts {path}: cannot read it ({exc.strerror})", INPUT_LACKS) from None
+    except ValueError as exc:
+        raise J0Error(f"--prompts {path}: not JSON ({exc})", INPUT_LACKS) from None
+    if not isinstance(value, list) or not value:
+        raise J0Error(f"--prompts {path}: expected a non-empty JSON list of prompts", INPUT_LACKS)
+    prompts = []
+    for number, item in enumerate(value):
+        tokens = _token_list(item)
+        if not tokens:
+            raise J0Error(
+                f"--prompts {path}: item {number} is not a prompt: expected a list of token ids, "
+                "an object with prompt_token_ids, or a completions response with them",
+                INPUT_LACKS,
+            )
+        prompts.append(np.asarray(tokens, dtype=np.int64))
+    return prompts
+
+
+@dataclass(frozen=True)
+class OwnPrefix:
+    """A request's own tokens at positions 0..len(tokens)-1 (None: not known) and why."""
+
+    tokens: np.ndarray | None
+    note: str
+
+
+def _matches(req: load.Request, prompt: np.ndarray) -> bool:
+    """The prompt covers the request's start and equals its dumped inputs wherever both exist."""
+    if len(prompt) <= req.start_pos:
+        return False
+    for step in req.steps:
+        valid = step.num_valid
+        pos, ids = step.positions[:valid], step.input_ids[:valid]
+        inside = (pos >= 0) & (pos < len(prompt))
+        if not (prompt[pos[inside]] == ids[inside]).all():
+            return False
+    return True
+
+
+def own_prefix(req: load.Request, prompts: list[np.ndarray]) -> OwnPrefix:
+    """The request's tokens below its first dumped position, from the prompt it matches."""
+    start = req.start_pos
+    found = [i for i, p in enumerate(prompts) if _matches(req, p)]
+    if not found:
+        return OwnPrefix(None, f"no prompt of --prompts matches its dumped tokens from {start}")
+    first = prompts[found[0]][:start]
+    if any(not (prompts[i][:start] == first).all() for i in found[1:]):
+        return OwnPrefix(
+            None,
+            f"prompts {', '.join(map(str, found))} of --prompts match its dumped tokens but "
+            f"differ below position {start}",
+        )
+    return OwnPrefix(first, f"prompt {found[0]} of --prompts")
