@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.dumps import load
+from j0.dumps import bounds, load
 from j0.dumps.check_report import CheckReport, summary_line
 from j0.dumps.folder_check import check_dumps
 from j0.errors import OK, USAGE, J0Error
@@ -132,8 +132,12 @@ def _checked(options: CheckOptions) -> CheckReport:
     optional.require("numpy", "j0 dumps", "dumps")
     if options.skip_requests < 0:
         raise J0Error(f"--skip-requests {options.skip_requests}: expected 0 or more", USAGE)
-    if options.max_slots is not None and options.max_slots < 1:
-        raise J0Error(f"--max-slots {options.max_slots}: expected 1 or more", USAGE)
+    if options.max_slots is not None and not 1 <= options.max_slots <= bounds.MAX_SLOTS:
+        raise J0Error(
+            f"--max-slots {options.max_slots}: expected 1 to {bounds.MAX_SLOTS} "
+            "(the ceiling of request slots tried, docs/dumps.md)",
+            USAGE,
+        )
     seed = options.seed
     if seed is None:
         from j0.pins import load_pins

@@ -122,7 +122,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--max-slots",
         type=int,
         metavar="N",
-        help="request slots tried when inferring the slot (default: 1024; vLLM's max_num_seqs)",
+        help="request slots tried when inferring the slot (default: 1024, at most 65536; "
+        "vLLM's max_num_seqs)",
     )
     check.add_argument(
         "--allow-unverifiable",
