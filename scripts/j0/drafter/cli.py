@@ -46,7 +46,8 @@ result. The original bytes are kept as DIR/config.json.orig (never overwritten);
 beside it that is neither those bytes nor this command's output from them (a hand edit) is
 refused (exit 2) and left alone; the write is atomic; a config.json that is a symlink (into a
 Hub cache) is replaced by a file and the cache is left alone. Run twice, the second run changes
-nothing ("unchanged", exit 0). Afterwards the draft layers' causality is resolved as vLLM 0.33.0 does and reported ("all N draft layers causal").
+nothing ("unchanged", exit 0). Afterwards the draft layers' causality is resolved as vLLM 0.33.0
+does and reported ("all N draft layers causal").
 
 Refused, naming the file and key: no or invalid config.json, no dflash_config (exit 2); a
 top-level "is_causal" that is false, which vLLM 0.33 reads first, or a dflash_config.causal that
