@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from j0.errors import USAGE, J0Error
+
 
 def current_umask() -> int:
     """The process's umask (os.umask can only be read by setting it: set back at once)."""
@@ -26,6 +28,7 @@ def write_bytes_atomic(
     With replace_existing=False the move is link(2), which refuses (FileExistsError) to replace
     a file already at `path`: for keeping originals that must never be overwritten.
     """
+    check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -40,6 +43,17 @@ def write_bytes_atomic(
             os.link(tmp_name, path)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
+
+
+def check_output_path(path: Path) -> None:
+    """Refuse (exit 64) an output path that names a folder, or whose folder is a file."""
+    if path.is_dir():
+        raise J0Error(f"{path}: a folder; expected the name of a file to write", USAGE)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise J0Error(f"{path}: {parent} is a file, not a folder to write into", USAGE)
+            break
 
 
 def write_text_atomic(path: Path, text: str) -> None:

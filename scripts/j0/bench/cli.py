@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, finite_number
 from j0.errors import EXIT_CODE_TABLE
 
 RUN_DESCRIPTION = """\
@@ -155,7 +155,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--temperature",
-        type=float,
+        type=finite_number(0, above=False),
         default=0.0,
         help="sampling temperature (default 0: greedy, so J0 on and off generate the same tokens)",
     )
@@ -185,7 +185,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=finite_number(0, above=True),
         default=3600.0,
         metavar="S",
         help="longest wait for the next chunk (default 3600 s)",
@@ -317,7 +317,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
     )
     p.add_argument(
         "--bandwidth",
-        type=float,
+        type=finite_number(0, above=True),
         metavar="TB/S",
         help="memory bandwidth in TB/s (instead of --gpu)",
     )
@@ -329,7 +329,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
     )
     p.add_argument(
         "--weight-bytes",
-        type=float,
+        type=finite_number(0, above=True),
         metavar="BYTES",
         help="the target's weight bytes (instead of --weights-index)",
     )

@@ -138,6 +138,12 @@ def _checked(options: CheckOptions) -> CheckReport:
             "(the ceiling of request slots tried, docs/dumps.md)",
             USAGE,
         )
+    if options.seed is not None and not 0 <= options.seed < 1 << 64:
+        raise J0Error(f"--seed {options.seed}: expected 0 to 2^64 - 1 (Philox's 64-bit key)", USAGE)
+    if options.mask_token is not None and not 0 <= options.mask_token < 1 << 31:
+        raise J0Error(
+            f"--mask-token {options.mask_token}: expected a token id, 0 to 2^31 - 1", USAGE
+        )
     seed = options.seed
     if seed is None:
         from j0.pins import load_pins

@@ -18,6 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+STEP_KEYS = ("per_step_accepted", "per_step_drafted")
+# Draft tokens per step that the counts take: vLLM's num_speculative_tokens is far below this; a
+# larger claim (which would size the per-position counters) is refused, not allocated.
+MAX_SPEC_TOKENS = 1024
+_COUNT_KEYS = ("num_spec_tokens", "num_draft_tokens", "num_spec_steps", "num_accepted_draft_tokens")
+_LIST_KEYS = (*STEP_KEYS, "acceptance_histogram")
+
 
 @dataclass
 class Counts:
@@ -92,6 +99,35 @@ def from_histogram(histogram: Sequence[int], draft_tokens: int) -> Counts:
     return Counts(sum(histogram), draft_tokens, accepted, per_pos)
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def spec_problem(spec: Any) -> str | None:
+    """What in a `speculative_decoding` object the counts cannot take (a type, a negative or
+    oversized count), or None: the server's answer and a result file are both read with it."""
+    if not isinstance(spec, Mapping):
+        return f"speculative_decoding is {type(spec).__name__}, expected an object"
+    for key in _COUNT_KEYS:
+        value = spec.get(key)
+        if value is not None and not _is_count(value):
+            return f"speculative_decoding.{key} is {value!r:.40}, expected a whole number >= 0"
+    for key in _LIST_KEYS:
+        value = spec.get(key)
+        if value is not None and not (isinstance(value, list) and all(_is_count(x) for x in value)):
+            return f"speculative_decoding.{key} is {value!r:.40}, expected whole numbers >= 0"
+    widest = max(
+        [
+            spec.get("num_spec_tokens") or 0,
+            *(spec.get("per_step_drafted") or []),
+            len(spec.get("acceptance_histogram") or []) - 1,
+        ]
+    )
+    if widest > MAX_SPEC_TOKENS:
+        return f"speculative_decoding claims {widest} draft tokens a step, above {MAX_SPEC_TOKENS}"
+    return None
+
+
 def request_counts(spec: Mapping[str, Any] | None) -> tuple[Counts | None, list[str]]:
     """Counts of one response's `metrics.speculative_decoding`, and any inconsistency in it.
 
@@ -100,6 +136,9 @@ def request_counts(spec: Mapping[str, Any] | None) -> tuple[Counts | None, list[
     """
     if not spec:
         return None, []
+    refused = spec_problem(spec)
+    if refused is not None:
+        return None, [refused]
     problems: list[str] = []
     width = int(spec.get("num_spec_tokens") or 0)
     steps_a = spec.get("per_step_accepted")

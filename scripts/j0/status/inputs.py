@@ -8,7 +8,7 @@ from pathlib import Path
 from j0.doctor import host
 from j0.doctor.settings import Settings
 from j0.engine import server_log
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_input_text
 from j0.pins import Pins
 
 
@@ -37,7 +37,4 @@ def read_api_key(api_key_file: Path | None, settings: Settings) -> str | None:
     path = api_key_file or settings.path("API_KEY_FILE")
     if path is None or str(path) == "/dev/null":
         return None
-    try:
-        return Path(path).read_text(encoding="utf-8").strip() or None
-    except OSError as exc:
-        raise J0Error(f"API key file {path}: cannot read it: {exc}", INPUT_LACKS) from None
+    return read_input_text(Path(path), "API key file").strip() or None

@@ -6,9 +6,11 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from j0.engine.endpoints import check_server_url
 from j0.errors import USAGE, J0Error
 
 DEFAULT_REQUESTS = 10
@@ -75,6 +77,14 @@ def check_options(opts: RunOptions) -> None:
     ):
         if value is not None and value < least:
             raise J0Error(f"{name} {value}: expected {least} or more", USAGE)
+    for name, number, positive in (
+        ("--temperature", opts.temperature, False),
+        ("--timeout", opts.timeout_s, True),
+    ):
+        if not math.isfinite(number) or number < 0 or (positive and number == 0):
+            bound = "above 0" if positive else "0 or more"
+            raise J0Error(f"{name} {number}: expected a finite number {bound}", USAGE)
+    check_server_url(opts.url)
     if opts.endpoint not in ("chat", "completions"):
         raise J0Error(f"--endpoint {opts.endpoint}: expected chat or completions", USAGE)
     if opts.system_prompt is not None and not opts.system_prompt.strip():
