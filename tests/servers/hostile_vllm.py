@@ -13,7 +13,8 @@ vLLM's.
     endless     a chunked body that never ends (a byte every 0.2 s)
     redirect    302 to the same path on another origin (127.0.0.2, where nothing listens)
     reset       the connection reset (RST) before any answer
-    raw:BYTES   exactly these bytes, 200, as the route's content type (for property tests)
+    raw:BYTES   exactly these bytes (latin-1), 200, as the route's content type; on a generation
+                route, bytes that start with "data:" go as an event stream (for property tests)
 
 Standard library only; part of our vLLM stand-in on 127.0.0.1.
 """
@@ -54,15 +55,22 @@ _BAD_TYPES = {
 }
 
 
-def content_type(path: str) -> str:
-    return "text/plain; version=0.0.4; charset=utf-8" if path == "/metrics" else "application/json"
+def content_type(path: str, body: bytes = b"") -> str:
+    """The route's content type; a generation route's raw body that starts as an event stream
+    ("data:") is sent as one."""
+    if path == "/metrics":
+        return "text/plain; version=0.0.4; charset=utf-8"
+    if path.startswith("/v1/") and path.endswith("completions") and body.startswith(b"data:"):
+        return "text/event-stream"
+    return "application/json"
 
 
 def answer(handler: VllmHandler, path: str, behaviour: str) -> None:
     """Answer the request for `path` with `behaviour` (see the module's docstring)."""
     kind = content_type(path)
     if behaviour.startswith("raw:"):
-        handler.send_text(200, behaviour[4:].encode("latin-1"), kind)
+        body = behaviour[4:].encode("latin-1")
+        handler.send_text(200, body, content_type(path, body))
     elif behaviour == "bad-types":
         handler.send_text(200, _BAD_TYPES.get(path, b"[]"), kind)
     elif behaviour == "truncated":

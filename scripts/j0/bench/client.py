@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from j0.bench.stream_chunks import chunk_problem
+
 
 class EndpointMissing(Exception):
     """The server has no such route (HTTP 404 without an OpenAI error body)."""
@@ -131,7 +133,14 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                 out.error = f"HTTP {response.status}: {text}"
                 return out
             if response.content_type == "application/json":  # a server that does not stream
-                whole = await response.json()
+                try:
+                    whole = await response.json()
+                except (ValueError, RecursionError) as exc:
+                    whole = f"not JSON ({type(exc).__name__})"
+                problem = chunk_problem(whole) if isinstance(whole, dict) else str(whole)[:80]
+                if problem is not None:
+                    out.error = f"unexpected answer: {problem}"
+                    return out
                 now = time.perf_counter()
                 first_token_at = last_token_at = now
                 out.ttft_s = now - start
@@ -153,11 +162,14 @@ async def stream_request(session: Any, url: str, body: dict[str, Any]) -> Outcom
                     break
                 try:
                     chunk = json.loads(data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     out.error = f"not JSON in the stream: {data[:200]!r}"
                     return out
                 if not isinstance(chunk, dict):
                     continue
+                if (problem := chunk_problem(chunk)) is not None:
+                    out.error = f"unexpected chunk in the stream: {problem}"
+                    return out
                 if "error" in chunk and "choices" not in chunk:
                     out.error = f"server error in stream: {json.dumps(chunk)[:300]}"
                     return out
