@@ -268,3 +268,24 @@ def test_a_dataset_that_is_not_utf8_is_exit_2(
         argv = ["bench", "run", "--url", server.url, "--out", str(tmp_path / "r.json")]
         code, out = run(capsys, *argv, "--dataset", str(data), "--no-progress")
     assert code == 2 and str(data) in out and "not UTF-8" in out, out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "matrix", "--dry-run", "--out", "{file}"], "--out {file}: a file"),
+        (
+            ["dumps", "replay", str(ENGINE), "--drafter", "{file}", "--target", "{file}"],
+            "--drafter {file}: not a folder",
+        ),
+    ],
+    ids=["matrix-out-a-file", "replay-drafter-a-file"],
+)
+def test_a_file_where_a_folder_goes_is_a_usage_error(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    code, out = run(capsys, *(a.format(file=file) for a in argv))
+    assert code == 64, out
+    assert message.format(file=file) in out, out
