@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from fuzzing import outcome
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzz.fuzzing import outcome
 from j0.dumps import load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fuzzing import outcome
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzz.fuzzing import outcome
 from j0.bench import results
 from j0.engine import spec_counts
 from j0.errors import J0Error

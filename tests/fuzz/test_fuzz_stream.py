@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fuzzing import outcome
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzz.fuzzing import outcome
 from j0.bench import client
 from j0.status import server_facts
 from servers.vllm_server import VllmStandIn

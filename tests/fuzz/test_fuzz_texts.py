@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fuzzing import outcome
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzz.fuzzing import outcome
 from j0.article import serving
 from j0.doctor.settings import parse_dotenv
 from j0.engine import prometheus_counters
