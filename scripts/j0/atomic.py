@@ -31,6 +31,7 @@ def write_bytes_atomic(
     With replace_existing=False the move is link(2), which refuses (FileExistsError) to replace
     a file already at `path`: for keeping originals that must never be overwritten.
     """
+    check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -45,6 +46,17 @@ def write_bytes_atomic(
             os.link(tmp_name, path)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
+
+
+def check_output_path(path: Path) -> None:
+    """Refuse (exit 64) an output path that names a folder, or whose folder is a file."""
+    if path.is_dir():
+        raise J0Error(f"{path}: a folder; expected the name of a file to write", USAGE)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise J0Error(f"{path}: {parent} is a file, not a folder to write into", USAGE)
+            break
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -6,6 +6,8 @@ Standard library only (every command's cli.py imports it; `j0 --help` must stay 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from j0.errors import EXIT_CODE_TABLE
 
@@ -28,3 +30,21 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser
+
+
+def finite_number(minimum: float, *, above: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number above `minimum` (above=True) or at least `minimum`. NaN,
+    infinities and numbers out of range are usage errors (exit 64) naming the value."""
+    bound = f"above {minimum:g}" if above else f"{minimum:g} or more"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+        if not math.isfinite(value) or value < minimum or (above and value == minimum):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number {bound}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its message: "invalid number value"
+    return parse

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from pathlib import Path
 from types import ModuleType
 
 OK = 0
@@ -51,6 +52,36 @@ class J0Error(Exception):
     def __init__(self, message: str, exit_code: int = CHECK_FAILED) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def read_input_text(path: Path, what: str) -> str:
+    """The UTF-8 text of a file the user named, or the J0Error (exit 2, INPUT_LACKS) that says
+    why not, naming `what` (e.g. "--status-json FILE") and the file: no such file, a folder,
+    unreadable, not UTF-8. Never a traceback for a file that is not what was asked for."""
+    return read_input_bytes(path, what, text=True).decode("utf-8")
+
+
+def read_input_bytes(path: Path, what: str, text: bool = False) -> bytes:
+    """The bytes of a file the user named (checked to be UTF-8 with `text`); see read_input_text."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise J0Error(f"{what} {path}: no such file", INPUT_LACKS) from None
+    except IsADirectoryError:
+        raise J0Error(f"{what} {path}: a folder, expected a file", INPUT_LACKS) from None
+    except OSError as exc:
+        raise J0Error(
+            f"{what} {path}: cannot be read ({exc.strerror or type(exc).__name__})", INPUT_LACKS
+        ) from None
+    if text:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise J0Error(
+                f"{what} {path}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
+                INPUT_LACKS,
+            ) from None
+    return data
 
 
 # --- Optional dependencies ---------------------------------------------------------------

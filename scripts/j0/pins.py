@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from j0.atomic import write_text_atomic
-from j0.errors import J0Error
+from j0.errors import J0Error, read_input_text
 
 PINS_RELPATH = Path("overlay") / "pins.env"
 _LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S*)$")
@@ -147,16 +147,22 @@ def load_pins(root: Path | None = None) -> Pins:
     """Read and check the pins file of the project at `root` (default: project_root())."""
     root = project_root() if root is None else root
     path = root / PINS_RELPATH
-    values = parse_pins(path.read_text(encoding="utf-8"), str(path))
+    values = parse_pins(read_input_text(path, "the pins file"), str(path))
     needed = [*_KEYS.values(), "PATCH_FILE", "J0_SEED"]
     missing = [key for key in needed if key not in values]
     if missing:
         raise J0Error(f"{path}: missing {', '.join(missing)}", exit_code=2)
     fields = {name: values[key] for name, key in _KEYS.items()}
+    seed = values["J0_SEED"]
+    if not re.fullmatch(r"[0-9]{1,19}", seed) or int(seed) >= 1 << 63:
+        raise J0Error(
+            f"{path}: J0_SEED={seed!r}, expected a whole number 0 or more (the patch's 20261031)",
+            exit_code=2,
+        )
     return Pins(
         root=root,
         patch_file=root / values["PATCH_FILE"],
-        j0_seed=int(values["J0_SEED"]),
+        j0_seed=int(seed),
         values=values,
         **fields,
     )

@@ -112,9 +112,10 @@ def _fractional_step(e: dict[str, Any]) -> str:
     return "per_step_accepted[1]=2.5: expected a whole number"
 
 
-def _string_tokens(e: dict[str, Any]) -> str:
-    e["output_tokens"] = "12"
-    return "output_tokens='12': expected a whole number"
+def _fractional_tokens(e: dict[str, Any]) -> str:
+    # A string here is a file of another type: refused whole (exit 2, tests/test_bad_inputs.py).
+    e["output_tokens"] = 12.5
+    return "output_tokens=12.5: expected a whole number"
 
 
 def _negative_tokens(e: dict[str, Any]) -> str:
@@ -150,7 +151,7 @@ def _wide_step(e: dict[str, Any]) -> str:
 EDITS = [
     _accepted_over_drafted,
     _fractional_step,
-    _string_tokens,
+    _fractional_tokens,
     _negative_tokens,
     _rate,
     _long,

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import hostile_vllm
 from .base import StandInHandler
 from .vllm_generate import generate
 
@@ -49,16 +50,24 @@ class VllmHandler(StandInHandler):
         self.send_json(401, {"error": "Unauthorized"})
         return True
 
+    def _hostile(self, path: str) -> bool:
+        """A route the test made hostile (tests/servers/hostile_vllm.py) is answered there."""
+        behaviour = self.server.hostile.get(path)
+        if behaviour is None:
+            return False
+        hostile_vllm.answer(self, path, behaviour)
+        return True
+
     def do_GET(self) -> None:
         path = self.split_path()[0]
-        if self._unauthorized(path):
+        if self._unauthorized(path) or self._hostile(path):
             return
         GET_ROUTES.get(path, not_found)(self)
 
     def do_POST(self) -> None:
         path = self.split_path()[0]
         raw = self.read_body()
-        if raw is None or self._unauthorized(path):
+        if raw is None or self._unauthorized(path) or self._hostile(path):
             return
         try:
             body = json.loads(raw or b"{}")

@@ -60,6 +60,10 @@ sends request i's `metrics.speculative_decoding` with those fields replaced (a s
 per-request metrics cannot be true), `final_usage_faults` the same for the `usage` of a stream's
 final chunk.
 
+Hostile: `hostile={ROUTE: BEHAVIOUR}` answers ROUTE as a broken or malicious server would (wrong
+types, truncated or deeply nested JSON, bodies that are huge or never end, redirects to another
+origin, connection resets): hostile_vllm.py lists them.
+
 Its parts: vllm_records.py (records, counters), vllm_prompts.py (tokens, chat template, prefix
 cache), vllm_engine.py (the steps), vllm_metrics.py (/metrics), vllm_routes.py (the routes),
 vllm_generate.py and vllm_stream.py (generation answers), vllm_bodies.py (their JSON).
@@ -83,6 +87,7 @@ if not __package__:  # run as a file: import this folder as the package it is
     sys.path[0] = str(Path(__file__).resolve().parents[1])
     __package__ = Path(__file__).resolve().parent.name
 
+from . import hostile_vllm
 from .base import LOCALHOST, StandInServer
 from .vllm_engine import AcceptanceModel, SimulatedEngine
 from .vllm_metrics import metrics_text
@@ -128,8 +133,15 @@ class VllmStandIn(StandInServer):
         lossy_from: int | None = None,
         spec_metrics_faults: dict[int, dict[str, Any]] | None = None,
         final_usage_faults: dict[int, dict[str, Any]] | None = None,
+        hostile: dict[str, str] | None = None,
     ) -> None:
         super().__init__(VllmHandler, host, port)
+        # route -> a hostile behaviour instead of vLLM's answer (hostile_vllm.py)
+        self.hostile = dict(hostile or {})
+        for behaviour in self.hostile.values():
+            if behaviour not in hostile_vllm.BEHAVIOURS and not behaviour.startswith("raw:"):
+                known = ", ".join(hostile_vllm.BEHAVIOURS)
+                raise ValueError(f"hostile={behaviour!r}: expected one of {known} or raw:BYTES")
         if spec_metrics not in ("none", "summary", "detailed"):
             raise ValueError(f"spec_metrics={spec_metrics!r}: expected none, summary or detailed")
         self.model = model

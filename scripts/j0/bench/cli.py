@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, finite_number
 from j0.errors import EXIT_CODE_TABLE
 
 RUN_DESCRIPTION = """\
@@ -96,28 +95,6 @@ def _count(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
-    """A finite number of seconds above 0 (`nan`, `inf` and 0 are refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: expected a finite number of seconds above 0")
-    return value
-
-
-def _temperature(text: str) -> float:
-    """A finite temperature, 0 or more (vLLM's SamplingParams refuses a negative one)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text}: expected a finite number, 0 or more")
-    return value
-
-
 def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = add_command(
         commands,
@@ -197,7 +174,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--temperature",
-        type=_temperature,
+        type=finite_number(0, above=False),
         default=0.0,
         help="sampling temperature (default 0: greedy, so J0 on and off generate the same tokens)",
     )
@@ -227,7 +204,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--timeout",
-        type=_seconds,
+        type=finite_number(0, above=True),
         default=3600.0,
         metavar="S",
         help="longest wait for the next bytes of an answer (default 3600 s); keep-alive "
@@ -235,7 +212,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--request-deadline",
-        type=_seconds,
+        type=finite_number(0, above=True),
         metavar="S",
         help="longest time for one whole request, first byte to last: a request past it is "
         "recorded as failed and the run goes on (default: --timeout + 1 s per --max-tokens "
@@ -370,7 +347,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
     )
     p.add_argument(
         "--bandwidth",
-        type=float,
+        type=finite_number(0, above=True),
         metavar="TB/S",
         help="memory bandwidth in TB/s (instead of --gpu)",
     )
@@ -382,7 +359,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
     )
     p.add_argument(
         "--weight-bytes",
-        type=float,
+        type=finite_number(0, above=True),
         metavar="BYTES",
         help="the target's weight bytes (instead of --weights-index)",
     )

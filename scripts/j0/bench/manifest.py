@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from j0 import __version__
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_input_text
 from j0.pins import checkout_revision, load_pins, project_root
 from j0.status.status_report import StatusReport
 
@@ -22,10 +22,9 @@ def read_status(path: Path) -> dict[str, Any]:
     """What a `j0 status --json` file says about J0, the overlay, the speculative config and the
     engine: "j0_on", "overlay_identity", "speculative_config" and "vllm_commit" where the file
     knows them."""
+    text = read_input_text(path, "--status-json")
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise J0Error(f"--status-json {path}: no such file", INPUT_LACKS) from None
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise J0Error(f"--status-json {path}: not JSON ({exc})", INPUT_LACKS) from None
     status = StatusReport.from_json(value, f"--status-json {path}")

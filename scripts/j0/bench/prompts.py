@@ -30,7 +30,7 @@ from typing import Any
 
 from j0.atomic import write_text_atomic
 from j0.bench import long_context
-from j0.errors import INPUT_LACKS, USAGE, J0Error, require
+from j0.errors import INPUT_LACKS, USAGE, J0Error, read_input_text, require
 
 # dflash 0.1.0, benchmark.py (DATASETS): "{problem}\n" + this, for math500 and gsm8k alike.
 REASONING_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -157,7 +157,8 @@ def read_jsonl(path: Path) -> list[Prompt]:
     if not path.is_file():
         raise J0Error(f"--dataset {path}: no such file", INPUT_LACKS)
     prompts: list[Prompt] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    text = read_input_text(path, "--dataset")
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

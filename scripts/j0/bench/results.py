@@ -49,9 +49,10 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
+from j0.bench.result_schema import document_problem
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_input_text
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
@@ -211,13 +212,17 @@ class BenchResult:
 
 
 def read_result(path: Path) -> BenchResult:
-    """A result file, checked to be one."""
+    """A result file, checked to be one: readable UTF-8 JSON, kind j0-bench-run, each key of the
+    type the readers take (exit 2 otherwise, naming the file and the key)."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_input_text(path, "result file"))
     except json.JSONDecodeError as exc:
         raise J0Error(f"{path}: not JSON ({exc})", INPUT_LACKS) from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise J0Error(f"{path}: not a `j0 bench run` result (kind {KIND})", INPUT_LACKS)
+    problem = document_problem(doc)
+    if problem is not None:
+        raise J0Error(f"{path}: {problem}", INPUT_LACKS)
     return BenchResult.from_json(doc)
 
 

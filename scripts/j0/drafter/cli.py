@@ -42,10 +42,12 @@ Make DIR/config.json the original plus "causal": true inside dflash_config, and 
 
 The change is drafter-config/causal.merge-patch.json (a JSON merge patch, RFC 7386), applied as
 the smallest textual edit (key order, indentation and line ends kept) and checked by parsing the
-result. The original bytes are kept as DIR/config.json.orig (never overwritten); the write is
-atomic; a config.json that is a symlink (into a Hub cache) is replaced by a file and the cache is
-left alone. Run twice, the second run changes nothing ("unchanged", exit 0). Afterwards the draft
-layers' causality is resolved as vLLM 0.33.0 does and reported ("all N draft layers causal").
+result. The original bytes are kept as DIR/config.json.orig (never overwritten); a config.json
+beside it that is neither those bytes nor this command's output from them (a hand edit) is
+refused (exit 2) and left alone; the write is atomic; a config.json that is a symlink (into a
+Hub cache) is replaced by a file and the cache is left alone. Run twice, the second run changes
+nothing ("unchanged", exit 0). Afterwards the draft layers' causality is resolved as vLLM 0.33.0
+does and reported ("all N draft layers causal").
 
 Refused, naming the file and key: no or invalid config.json, no dflash_config (exit 2); a
 top-level "is_causal" that is false, which vLLM 0.33 reads first, or a dflash_config.causal that

@@ -4,9 +4,11 @@ The change is data: drafter-config/causal.merge-patch.json, a JSON merge patch (
 applied to the file's text as the smallest edit that keeps every other byte (key order, indentation,
 line ends), and the edit is checked by parsing the result: it must equal the merge patch applied to
 the parsed original, key order included. The original bytes are kept beside it as
-config.json.orig (written once, never overwritten); the new file is written atomically; a
-config.json that is a symlink (into a Hub cache, say) is replaced by a regular file and the link's
-target is left alone. A file that already holds the change is left as it is ("unchanged").
+config.json.orig (written once, never overwritten); a config.json beside it that is neither those
+bytes nor what this command writes from them was edited by hand and is refused (exit 2); the new
+file is written atomically; a config.json that is a symlink (into a Hub cache, say) is replaced by
+a regular file and the link's target is left alone. A file that already holds the change is left
+as it is ("unchanged").
 
 Refused, naming the file and the key: a missing or invalid config.json or one without a
 `dflash_config` object (exit 2); a top-level `is_causal` that is false, or a `dflash_config.causal`
@@ -435,10 +437,11 @@ def patch_config(
     if not causality.all_causal:
         raise J0Error(f"{config}: after the patch, {causality.summary()}", CHECK_FAILED)
     new_data = new_text.encode("utf-8")
+    orig = config.with_name(config.name + ORIG_SUFFIX)
     if new_data == data:
+        _refuse_hand_edit(config, data, orig, patch)
         return PatchResult(config, False, None, causality)
 
-    orig = config.with_name(config.name + ORIG_SUFFIX)
     mode = config.stat().st_mode & 0o777
     try:
         if orig.exists():
@@ -458,6 +461,31 @@ def patch_config(
     except OSError as exc:
         raise J0Error(f"{config}: cannot write: {exc}", CHECK_FAILED) from None
     return PatchResult(config, True, orig, causality)
+
+
+def _refuse_hand_edit(config: Path, data: bytes, orig: Path, patch: dict[str, Any]) -> None:
+    """A config.json that already says "causal": true beside a config.json.orig must be exactly
+    what this command writes from that original; anything else was edited by hand and is refused
+    (exit 2), so that vLLM never serves an edit as the drafter's config."""
+    if not orig.exists():
+        return
+    try:
+        kept = orig.read_bytes()
+    except OSError as exc:
+        raise J0Error(f"{orig}: cannot be read: {exc.strerror or exc}", INPUT_LACKS) from None
+    try:
+        expected = apply_merge_patch_text(kept.decode("utf-8"), patch).encode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        expected = None
+    if data in (kept, expected):
+        return
+    raise J0Error(
+        f"{config} was edited: it is neither {orig} (the original, sha256 "
+        f"{sha256_bytes(kept)[:12]}…) nor what patch-config writes from it; refusing to take "
+        "it for the drafter's config: restore it (cp config.json.orig config.json) and run again, "
+        "or, if config.json is a new original, move config.json.orig away",
+        INPUT_LACKS,
+    )
 
 
 def check_causality(directory: Path) -> drafter_causality.LayerCausality:

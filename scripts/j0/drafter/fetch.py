@@ -44,12 +44,12 @@ from pathlib import Path
 
 from j0.drafter import config as drafter_config
 from j0.drafter import console
+from j0.drafter.config_guard import guard_config
 from j0.drafter.console import Log
 from j0.drafter.download import download_files, report_leftovers
 from j0.drafter.files import (
     RepoEntry,
     check_index,
-    config_already_here,
     list_files,
     select_files,
     verify_file,
@@ -188,7 +188,11 @@ def _fetch_online(
     if skipped:
         log("not read by vLLM, skipped: " + ", ".join(e.path for e in skipped))
     config_entry = next(e for e in chosen if e.path == "config.json")
-    keep_config = config_already_here(directory, config_entry)
+
+    def hub_config() -> bytes:
+        return _hub_config_bytes(repo_id, sha, config_entry, token, endpoint)
+
+    keep_config = guard_config(directory, config_entry, sha, hub_config)
     log(fetch_plan(directory, chosen, keep_config))
     wanted = [e for e in chosen if not (keep_config and e.path == "config.json")]
     download_files(
@@ -213,6 +217,22 @@ def _fetch_online(
     report_leftovers(directory)
     log(f"{repo_id}@{sha} is in {directory}")
     return directory
+
+
+def _hub_config_bytes(
+    repo_id: str, sha: str, entry: RepoEntry, token: Token, endpoint: str | None
+) -> bytes:
+    """The Hub's config.json of the commit, downloaded into a temporary folder (the drafter's
+    folder is not touched) and checked against the listing."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="j0-config-") as scratch:
+        download_files(repo_id, sha, Path(scratch), ["config.json"], token, endpoint, False)
+        path = Path(scratch) / "config.json"
+        problem = verify_file(path, entry)
+        if problem is not None:
+            raise J0Error(f"the Hub's config.json differs from its listing: {problem}")
+        return path.read_bytes()
 
 
 def fetch(

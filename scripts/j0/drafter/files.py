@@ -1,6 +1,6 @@
 """The drafter's files: which of the repo's files vLLM 0.33.0 reads for a DFlash draft (the rest is
 listed and skipped), the Hub's listing of them, and each downloaded file checked against it
-(sha256 for LFS files, the git blob id otherwise), the index's shards and a kept config.json.
+(sha256 for LFS files, the git blob id otherwise) and the index's shards.
 
 huggingface_hub is imported inside the functions: this module's import costs nothing.
 """
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.drafter import config as drafter_config
 from j0.drafter.hub import Token, hub_error, transport_errors
 from j0.errors import INPUT_LACKS, J0Error
 
@@ -85,23 +84,6 @@ def verify_file(path: Path, entry: RepoEntry) -> str | None:
     if actual != entry.blob_id:
         return f"{path}: git blob {actual}, the Hub lists {entry.blob_id}"
     return None
-
-
-def config_already_here(directory: Path, entry: RepoEntry) -> bool:
-    """True if DIR/config.json.orig is this commit's config.json and DIR/config.json is it
-    patched, so that the download can leave config.json alone."""
-    orig = directory / (drafter_config.CONFIG_NAME + drafter_config.ORIG_SUFFIX)
-    config = directory / drafter_config.CONFIG_NAME
-    if not (orig.is_file() and config.is_file()) or verify_file(orig, entry) is not None:
-        return False
-    try:
-        original = drafter_config.parse_json_text(orig.read_text(encoding="utf-8"))
-        current = drafter_config.parse_json_text(config.read_text(encoding="utf-8"))
-        patch = drafter_config.load_patch(drafter_config.default_patch_path())
-    except (ValueError, UnicodeDecodeError, J0Error):
-        return False
-    expected = drafter_config.merge_patch(original, patch)
-    return drafter_config.ordered(current) == drafter_config.ordered(expected)
 
 
 def check_index(directory: Path, names: set[str]) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.dumps import load
+from j0.dumps import bounds, load
 from j0.dumps.check_report import CheckReport, summary_line
 from j0.dumps.folder_check import check_dumps
 from j0.errors import OK, USAGE, J0Error
@@ -143,8 +143,18 @@ def _checked(options: CheckOptions) -> CheckReport:
     optional.require("numpy", "j0 dumps", "dumps")
     if options.skip_requests < 0:
         raise J0Error(f"--skip-requests {options.skip_requests}: expected 0 or more", USAGE)
-    if options.max_slots is not None and options.max_slots < 1:
-        raise J0Error(f"--max-slots {options.max_slots}: expected 1 or more", USAGE)
+    if options.max_slots is not None and not 1 <= options.max_slots <= bounds.MAX_SLOTS:
+        raise J0Error(
+            f"--max-slots {options.max_slots}: expected 1 to {bounds.MAX_SLOTS} "
+            "(the ceiling of request slots tried, docs/dumps.md)",
+            USAGE,
+        )
+    if options.seed is not None and not 0 <= options.seed < 1 << 64:
+        raise J0Error(f"--seed {options.seed}: expected 0 to 2^64 - 1 (Philox's 64-bit key)", USAGE)
+    if options.mask_token is not None and not 0 <= options.mask_token < 1 << 31:
+        raise J0Error(
+            f"--mask-token {options.mask_token}: expected a token id, 0 to 2^31 - 1", USAGE
+        )
     from j0.dumps.own_prefix import read_prompts, settle_variant
 
     variant = settle_variant(options.variant, options.log)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from j0.commands import add_command
-from j0.errors import CHECK_FAILED, J0Error
+from j0.errors import CHECK_FAILED, USAGE, J0Error
 
 GROUP_HELP = """\
 The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
@@ -128,7 +128,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--max-slots",
         type=int,
         metavar="N",
-        help="request slots tried when inferring the slot (default: 1024; vLLM's max_num_seqs)",
+        help="request slots tried when inferring the slot (default: 1024, at most 65536; "
+        "vLLM's max_num_seqs)",
     )
     check.add_argument(
         "--log",
@@ -253,6 +254,9 @@ def run_compare(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "a", "b")
     _need_torch()
     from j0.dumps import compare, printing
+
+    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
+        raise J0Error(f"--plots {args.plots}: a file; expected a folder to write into", USAGE)
 
     result = compare.compare_dirs(
         args.a, args.b, compare.DEFAULT_RTOL if args.rtol is None else args.rtol

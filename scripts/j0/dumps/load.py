@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from j0.dumps import bounds
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
@@ -198,13 +199,20 @@ def _count(path: Path, data: dict[str, Any], key: str, strict: bool) -> int:
         raise DumpFormatError(
             f"{path}: {key} has shape {list(value.shape)}, expected [1] (one request per step)"
         )
-    return int(value.reshape(-1)[0])
+    first = value.reshape(-1)[0]
+    if value.dtype.is_floating_point and not float(first).is_integer():
+        raise DumpFormatError(f"{path}: {key} is {float(first)}, expected a whole number")
+    return int(first)
 
 
 def read_file(path: Path) -> Any:
-    """torch.load with weights_only=True; any failure is a DumpFormatError naming the file."""
+    """torch.load with weights_only=True, after the file's ceilings (j0.dumps.bounds); any failure
+    is a DumpFormatError naming the file."""
     import torch
 
+    problem = bounds.file_problem(path)
+    if problem is not None:
+        raise DumpFormatError(f"{path}: {problem}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -233,9 +241,10 @@ def parse_step(path: Path, data: Any, number: int, strict: bool = True) -> Step:
         raise DumpFormatError(
             f"{path}: no {', '.join(missing)} (the patch writes {', '.join(ALL_KEYS)})"
         )
-    unknown = sorted(set(data) - set(ALL_KEYS))
+    unknown = sorted(set(data) - set(ALL_KEYS), key=str)
     if strict and unknown:
         raise DumpFormatError(f"{path}: unexpected key(s) {', '.join(map(str, unknown))}")
+    _check_bounds(path, data)
     positions = _tensor(path, data, "positions", ALWAYS_KEYS["positions"], strict)
     input_ids = _tensor(path, data, "input_ids", ALWAYS_KEYS["input_ids"], strict)
     num_tokens = positions.shape[0]
@@ -318,6 +327,17 @@ def parse_step(path: Path, data: Any, number: int, strict: bool = True) -> Step:
     if strict and step.num_sampled < 0:
         raise DumpFormatError(f"{path}: num_sampled is {step.num_sampled}, expected >= 0")
     return step
+
+
+def _check_bounds(path: Path, data: dict[Any, Any]) -> None:
+    """Every tensor of the dict against j0.dumps.bounds, before anything is built from them."""
+    import torch
+
+    for key, value in data.items():
+        if isinstance(value, torch.Tensor):
+            problem = bounds.tensor_problem(str(key), value)
+            if problem is not None:
+                raise DumpFormatError(f"{path}: {problem}")
 
 
 def load_step(path: Path, strict: bool = True) -> Step:

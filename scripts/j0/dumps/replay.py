@@ -335,6 +335,9 @@ def main(args: argparse.Namespace) -> int:
     for module in ("torch", "transformers", "safetensors"):
         require(module, "j0 dumps replay", "dumps")
     dump_dir = Path(args.dir)
+    for flag, folder in (("--drafter", args.drafter), ("--target", args.target)):
+        if not Path(folder).is_dir():
+            raise J0Error(f"{flag} {folder}: not a folder (expected the model's folder)", USAGE)
     out_dir = Path(args.out) if getattr(args, "out", None) else default_out(dump_dir)
     report = replay(
         dump_dir, Path(args.drafter), Path(args.target), getattr(args, "device", "cpu"), out_dir

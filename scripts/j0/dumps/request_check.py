@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from j0.dumps import load
+from j0.dumps import bounds, load
 from j0.dumps.check_context import CheckContext
 from j0.dumps.check_report import RequestReport
 from j0.dumps.draw_verification import check_draws
@@ -16,6 +16,7 @@ from j0.dumps.findings import FAIL
 from j0.dumps.query_step import QueryStep
 from j0.dumps.slot_history import UNWRITTEN
 from j0.dumps.step_checks import check_continuity, check_counts, check_mask, check_query_positions
+from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,6 +47,11 @@ def check_request(
     if top > MAX_POSITION:
         _refuse_far_positions(ctx, req)
         return
+    j0_queries = num_spec and req.first.ctx_noise
+    committed = [s.anchor_pos + 1 for s in req.steps if j0_queries and s.num_spec == num_spec]
+    problem = bounds.request_problem(req.label(), top + 1, committed, ctx.max_slots, num_spec or 0)
+    if problem is not None:
+        raise J0Error(f"{req.first.path.parent}: {problem} (docs/dumps.md, Limits)", INPUT_LACKS)
     walk = _Walk(
         history=np.full(top + 1, UNWRITTEN, dtype=np.int64),
         table=ctx.draw_table(num_spec) if num_spec and req.first.ctx_noise else None,

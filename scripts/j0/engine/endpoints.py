@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from j0.engine import urls
-from j0.errors import CHECK_FAILED, J0Error
+from j0.errors import CHECK_FAILED, USAGE, J0Error
 
 TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 5.0
@@ -36,6 +36,33 @@ MAX_JSON_BYTES = 16 << 20
 MAX_METRICS_BYTES = 32 << 20
 MAX_ERROR_BYTES = 64 << 10
 CHUNK = 64 << 10
+
+
+def check_server_url(url: str, what: str = "--url") -> str:
+    """`url` if it can name a server (http or https, a host, a port in 1..65535, no spaces or
+    control characters), without a trailing "/"; else a J0Error (exit 64) naming `what`."""
+    problem = None
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        problem = "spaces or control characters"
+    else:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            parts, port, problem = None, None, str(exc)
+        if parts is not None:
+            if parts.scheme not in ("http", "https"):
+                problem = f"scheme {parts.scheme or 'none'}, expected http or https"
+            elif not parts.hostname:
+                problem = "no host"
+            elif port == 0:
+                problem = "port 0"
+    if problem is not None:
+        raise J0Error(
+            f"{what} {url!r}: not a server URL ({problem}); expected e.g. http://127.0.0.1:8000",
+            USAGE,
+        )
+    return url.rstrip("/")
 
 
 class BodyTooLarge(OSError):

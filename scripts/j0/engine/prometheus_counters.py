@@ -14,9 +14,11 @@ the `_created` gauge families the classic text format has) are creation times, n
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 
-from j0.engine.spec_counts import Counts
+from j0.engine.spec_counts import MAX_SPEC_TOKENS, Counts
 from j0.errors import require
 
 PREFIX = "vllm:spec_decode_num_"
@@ -26,6 +28,12 @@ FAMILIES = {
     "vllm:spec_decode_num_accepted_tokens": "accepted",
     "vllm:spec_decode_num_accepted_tokens_per_pos": "per_pos",
 }
+_POSITION = re.compile(r"[0-9]{1,6}")
+
+
+class MetricsFormatError(ValueError):
+    """An exposition that is not Prometheus text, or counters no server writes (a position label
+    that is no draft position below MAX_SPEC_TOKENS, a negative or non-finite count)."""
 
 
 @dataclass
@@ -47,13 +55,19 @@ class Snapshot:
 
 
 def parse(text: str) -> Snapshot | None:
-    """The spec-decode counters of an exposition; None where it has none (no spec decoding)."""
+    """The spec-decode counters of an exposition; None where it has none (no spec decoding).
+    Raises MetricsFormatError (a ValueError) for text that is not an exposition or counters that
+    no server writes; nothing is sized by a label before it is checked."""
     parser = require("prometheus_client.parser", "j0 bench", extra="bench")
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0}
     per_pos: dict[int, float] = {}
     engines: set[str] = set()
     found = False
-    for family in parser.text_string_to_metric_families(text):
+    try:
+        families = list(parser.text_string_to_metric_families(text))
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        raise MetricsFormatError(f"not Prometheus text ({type(exc).__name__}: {exc})") from None
+    for family in families:
         name = family.name.removesuffix("_total")
         kind = FAMILIES.get(name)
         if kind is None:
@@ -62,12 +76,15 @@ def parse(text: str) -> Snapshot | None:
             if sample.name.endswith("_created"):
                 continue
             found = True
+            value = float(sample.value)
+            if not math.isfinite(value) or value < 0:
+                raise MetricsFormatError(f"{sample.name} is {sample.value}, expected a count >= 0")
             engines.add(str(sample.labels.get("engine", "")))
             if kind == "per_pos":
-                pos = int(sample.labels.get("position", "0"))
-                per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
+                pos = _position(sample.labels.get("position", "0"))
+                per_pos[pos] = per_pos.get(pos, 0.0) + value
             else:
-                totals[kind] += sample.value
+                totals[kind] += value
     if not found:
         return None
     width = max(per_pos, default=-1) + 1
@@ -78,3 +95,11 @@ def parse(text: str) -> Snapshot | None:
         accepted_per_pos=[round(per_pos.get(i, 0.0)) for i in range(width)],
     )
     return Snapshot(counts, sorted(engines))
+
+
+def _position(label: str) -> int:
+    if not _POSITION.fullmatch(label) or int(label) >= MAX_SPEC_TOKENS:
+        raise MetricsFormatError(
+            f"position={label!r:.40}: expected a draft position 0..{MAX_SPEC_TOKENS - 1}"
+        )
+    return int(label)

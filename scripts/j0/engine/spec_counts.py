@@ -14,9 +14,17 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+STEP_KEYS = ("per_step_accepted", "per_step_drafted")
+# Draft tokens per step that the counts take: vLLM's num_speculative_tokens is far below this; a
+# larger claim (which would size the per-position counters) is refused, not allocated.
+MAX_SPEC_TOKENS = 1024
+_COUNT_KEYS = ("num_spec_tokens", "num_draft_tokens", "num_spec_steps", "num_accepted_draft_tokens")
+_LIST_KEYS = (*STEP_KEYS, "acceptance_histogram")
 
 
 @dataclass
@@ -92,6 +100,43 @@ def from_histogram(histogram: Sequence[int], draft_tokens: int) -> Counts:
     return Counts(sum(histogram), draft_tokens, accepted, per_pos)
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def spec_problem(spec: Any, whole: bool = True) -> str | None:
+    """What in a `speculative_decoding` object the counts cannot take (a type, a negative or
+    oversized count), or None: the server's answer and a result file are both read with it.
+    With whole=False any finite numbers pass but an oversized width: a result file's values out
+    of their ranges are the range checks' (j0.engine.spec_ranges: flagged, kept out of figures)."""
+    if not isinstance(spec, Mapping):
+        return f"speculative_decoding is {type(spec).__name__}, expected an object"
+    fits = _is_count if whole else _is_number
+    wanted = "a whole number >= 0" if whole else "a finite number"
+    for key in _COUNT_KEYS:
+        value = spec.get(key)
+        if value is not None and not fits(value):
+            return f"speculative_decoding.{key} is {value!r:.40}, expected {wanted}"
+    for key in _LIST_KEYS:
+        value = spec.get(key)
+        if value is not None and not (isinstance(value, list) and all(fits(x) for x in value)):
+            return f"speculative_decoding.{key} is {value!r:.40}, expected a list of {wanted}s"
+    widest = max(
+        [
+            spec.get("num_spec_tokens") or 0,
+            *(spec.get("per_step_drafted") or []),
+            len(spec.get("acceptance_histogram") or []) - 1,
+        ]
+    )
+    if widest > MAX_SPEC_TOKENS:
+        return f"speculative_decoding claims {widest} draft tokens a step, above {MAX_SPEC_TOKENS}"
+    return None
+
+
 def request_counts(spec: Mapping[str, Any] | None) -> tuple[Counts | None, list[str]]:
     """Counts of one response's `metrics.speculative_decoding`, and any inconsistency in it.
 
@@ -100,6 +145,9 @@ def request_counts(spec: Mapping[str, Any] | None) -> tuple[Counts | None, list[
     """
     if not spec:
         return None, []
+    refused = spec_problem(spec)
+    if refused is not None:
+        return None, [refused]
     problems: list[str] = []
     width = int(spec.get("num_spec_tokens") or 0)
     steps_a = spec.get("per_step_accepted")

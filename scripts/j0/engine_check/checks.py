@@ -107,7 +107,11 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
                 responses += 1
     if responses != 2 * len(exchanges):
         problems.append(f"{responses} of {2 * len(exchanges)} responses carry spec-decode metrics")
-    snap_after, snap_before = prometheus_counters.parse(after), prometheus_counters.parse(before)
+    try:
+        snap_after = prometheus_counters.parse(after)
+        snap_before = prometheus_counters.parse(before)
+    except prometheus_counters.MetricsFormatError as exc:
+        return Check.of(name, False, f"/metrics: {exc}")
     if snap_after is None:
         return Check.of(name, False, "no vllm:spec_decode_* counters in /metrics")
     delta = snap_after.minus(snap_before) if snap_before else snap_after.counts

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from j0.checks import Check, Report
 from j0.doctor.settings import resolve
+from j0.engine import endpoints
 from j0.errors import USAGE, J0Error
 from j0.pins import load_pins
 from j0.status import inputs, server_facts
@@ -55,7 +56,12 @@ def run_status(options: StatusOptions) -> StatusOutcome:
         )
     pins = load_pins()
     settings = resolve(pins)
-    url = options.url or f"http://127.0.0.1:{settings.get('PORT', '8000')}"
+    if options.url:
+        url = endpoints.check_server_url(options.url)
+    else:
+        url = endpoints.check_server_url(
+            f"http://127.0.0.1:{settings.get('PORT', '8000')}", "PORT (as compose has it) gives"
+        )
     log = inputs.read_log(options.log, options.compose, pins)
     api_key = inputs.read_api_key(options.api_key_file, settings)
     facts = server_facts.ask(url, api_key, probe=options.probe, deadline_s=options.deadline_s)

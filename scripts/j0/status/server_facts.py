@@ -15,6 +15,7 @@ import json
 import time
 import urllib.error
 from dataclasses import dataclass, field
+from typing import Any
 
 from j0.engine import urls
 from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
@@ -135,8 +136,9 @@ def _ask_version(facts: ServerFacts) -> None:
     try:
         status, body = request(facts.target + "/version", timeout=facts.clock.timeout(TIMEOUT_S))
         if status == 200:
-            facts.version = str(json.loads(body).get("version") or "") or None
-    except (*NO_ANSWER, ValueError):
+            version = json_object(body).get("version")
+            facts.version = version if isinstance(version, str) and version else None
+    except NO_ANSWER:
         pass
 
 
@@ -149,16 +151,40 @@ def _ask_models(facts: ServerFacts, api_key: str | None) -> None:
         if status == 401:
             facts.problems.append("/v1/models: 401, the server wants an API key (--api-key-file)")
         elif status == 200:
-            models = json.loads(body).get("data") or []
-            if models:
-                first = models[0]
-                facts.model, facts.root = first.get("id"), first.get("root")
-                length = first.get("max_model_len")
-                facts.max_model_len = int(length) if isinstance(length, int) else None
+            _first_model(facts, json_object(body).get("data"))
         else:
             facts.problems.append(f"/v1/models answered {status}")
-    except (*NO_ANSWER, ValueError) as exc:
+    except NO_ANSWER as exc:
         facts.problems.append(f"/v1/models: {_error_words(exc)}")
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """A JSON object answered by the server, or {} where the body is none (not JSON, not UTF-8,
+    nested too deep, another type): the callers then say what is missing."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _first_model(facts: ServerFacts, models: Any) -> None:
+    """id, root and max_model_len of the first entry of /v1/models' `data`, where they have the
+    types vLLM gives them (strings, an integer); a problem where `data` is no list of objects."""
+    if not isinstance(models, list) or (models and not isinstance(models[0], dict)):
+        facts.problems.append(f"/v1/models: data is {json.dumps(models)[:80]}, expected a list")
+        return
+    if not models:
+        return
+    first = models[0]
+    model, root = first.get("id"), first.get("root")
+    if not isinstance(model, str) or not model:
+        facts.problems.append(f"/v1/models: the first id is {json.dumps(model)[:80]}")
+        return
+    facts.model, facts.root = model, root if isinstance(root, str) else None
+    length = first.get("max_model_len")
+    whole = isinstance(length, int) and not isinstance(length, bool)
+    facts.max_model_len = length if whole else None
 
 
 def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
@@ -178,11 +204,10 @@ def _send_probe(facts: ServerFacts, api_key: str | None) -> bool:
     if status != 200:
         facts.probe = f"answered {status}: {reply[:200].decode('utf-8', 'replace')}"
         return False
-    try:
-        usage = json.loads(reply).get("usage") or {}
-    except ValueError:
-        usage = {}
-    facts.probe = f"{usage.get('completion_tokens', '?')} tokens generated"
+    usage = json_object(reply).get("usage")
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    shown = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else "?"
+    facts.probe = f"{shown} tokens generated"
     return True
 
 

@@ -55,6 +55,8 @@ def main(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise J0Error(f"--out {out}: a file; expected the results folder", USAGE)
     if (out / MATRIX_JSON).exists():
         raise J0Error(
             f"{out / MATRIX_JSON} exists: a matrix ran there already; choose another --out",

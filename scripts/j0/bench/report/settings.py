@@ -85,8 +85,8 @@ def _matrix_settings(folder: Path) -> dict[str, dict[str, Any]]:
         return {}
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        return {}  # matrix.json only names the settings: the report stands without it
     items = doc.get("settings", []) if isinstance(doc, dict) else []
     return {str(s["name"]): s for s in items if isinstance(s, dict) and "name" in s}
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.atomic import refuse_own_inputs
+from j0.engine.endpoints import check_server_url
 from j0.errors import USAGE, J0Error
 
 DEFAULT_REQUESTS = 10
@@ -111,6 +112,7 @@ def check_options(opts: RunOptions) -> None:
         if number is not None and not _finite_at_least_zero(number, zero_ok):
             what = "0 or more" if zero_ok else "above 0"
             raise J0Error(f"{name} {number}: expected a finite number, {what}", USAGE)
+    check_server_url(opts.url)
     if opts.endpoint not in ("chat", "completions"):
         raise J0Error(f"--endpoint {opts.endpoint}: expected chat or completions", USAGE)
     if opts.system_prompt is not None and not opts.system_prompt.strip():
