@@ -90,9 +90,41 @@ def test_build_context_holds_only_what_the_image_needs() -> None:
         "docker/j0",
         "overlay/pins.env",
         "overlay/jetspec-j0.patch",
+        "overlay/jetspec-j0-prefix-safe.patch",
         "drafter-config/causal.merge-patch.json",
         *package,
     }
+
+
+def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
+    """A COPY of a file that .dockerignore leaves out fails only in a real build (the prefix-safe
+    patch did, in CI): each source of each COPY line (not --from) must be sent."""
+    from docker.utils.build import exclude_paths
+
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    sent = set(exclude_paths(str(ROOT), patterns, "docker/Dockerfile"))
+    missing = []
+    for line in re.findall(r"^COPY (.+)$", DOCKERFILE.read_text(), re.MULTILINE):
+        words = [w for w in shlex.split(line) if not w.startswith("--")]
+        if "--from" in line:
+            continue
+        for source in words[:-1]:
+            path = ROOT / source
+            files = (
+                [source]
+                if path.is_file()
+                else [
+                    f.relative_to(ROOT).as_posix()
+                    for f in path.rglob("*")
+                    if f.is_file() and "__pycache__" not in f.parts
+                ]
+            )
+            missing += [f for f in files if f not in sent] or ([] if files else [source])
+    assert missing == []
 
 
 def test_the_engine_steps_early_copy_holds_everything_it_imports(tmp_path: Path) -> None:
