@@ -208,7 +208,7 @@ def test_j0_serve_names_the_variant_and_drops_the_prefix_caching_warning(
         target.parent.mkdir(parents=True)
         (site / "vllm" / "__init__.py").write_text("raise ImportError('not to be imported')\n")
         target.write_bytes(source.read_bytes())
-        options = ["--dry-run", "--api-key-file", none, "--overlay-mount", none]
+        options = ["--dry-run", "--api-key-file", "/dev/null", "--overlay-mount", none]
         served = ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4"]
         result = subprocess.run(
             [sys.executable, "-m", "j0", "serve", *options, "--", *served],
