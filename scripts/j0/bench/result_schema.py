@@ -40,22 +40,20 @@ TOP_TYPES: dict[str, tuple[type, ...]] = {
     "manifest": (dict,),
     "requests": (list,),
 }
+# An entry's times and rates (results.py reads its checks of times from here too).
+ENTRY_TIMES = (
+    "ttft_ms",
+    "itl_ms_mean",
+    "itl_ms_median",
+    "tpot_ms",
+    "latency_s",
+    "decode_s",
+    "output_tok_s",
+    "client_time_s",
+)
 ENTRY_TYPES: dict[str, tuple[type, ...]] = {
     **{
-        key: _NUMBER
-        for key in (
-            "started_at",
-            "ttft_ms",
-            "itl_ms_mean",
-            "itl_ms_median",
-            "tpot_ms",
-            "latency_s",
-            "decode_s",
-            "output_tok_s",
-            "client_time_s",
-            "acceptance_length",
-            "acceptance_rate",
-        )
+        key: _NUMBER for key in ("started_at", *ENTRY_TIMES, "acceptance_length", "acceptance_rate")
     },
     "index": (int,),
     # counts may be any numbers here: one that is no count (12.5, -4) is the range checks'

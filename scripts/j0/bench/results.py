@@ -49,7 +49,7 @@ from typing import Any
 from j0.atomic import write_text_atomic
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
-from j0.bench.result_schema import document_problem
+from j0.bench.result_schema import ENTRY_TIMES, document_problem
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error, read_input_text
@@ -61,16 +61,6 @@ OUT_OF_RANGE = "metrics_out_of_range"
 TOKEN_COUNTS = ("prompt_tokens", "cached_tokens", "output_tokens")
 # An entry's whole-number fields and its times (>= 0, finite); the metrics: spec_ranges.
 ENTRY_COUNTS = ("index", "repeat", "prompt_tokens", "cached_tokens", "output_tokens", "num_chunks")
-ENTRY_TIMES = (
-    "ttft_ms",
-    "itl_ms_mean",
-    "itl_ms_median",
-    "tpot_ms",
-    "latency_s",
-    "decode_s",
-    "output_tok_s",
-    "client_time_s",
-)
 CACHED_WITH_J0 = (
     "cached prompt tokens while J0 is on: J0 draws the tokens of cached prompt positions from "
     "whatever its request slot's history row still holds (the history is written only from "
