@@ -97,3 +97,27 @@ def test_the_image_route_says_what_engine_its_base_gives(
     host.monkeypatch.setenv("VLLM_ENGINE", "nightly")
     check = doctor(capsys)["engine-route"]
     assert check["status"] == "fail" and "compose knows wheel and image only" in check["detail"]
+
+
+def test_a_mirror_with_credentials_is_asked_and_never_shown(
+    host: Host, pins: Pins, index: WheelIndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`j0 doctor` with a wheel index mirror whose URL carries credentials
+    (`WHEEL_INDEX=http://user:password@mirror/{commit}/`): the index is still asked (the
+    credentials as a Basic header, on the URL without them) and no check's text holds the
+    password. Before, the URL was printed whole and urllib took `user:s3cret@127.0.0.1` for the
+    host name ("cannot check from here")."""
+    host.docker(images={pins.vllm_image_fallback: ""}, registry={})
+    host.gpus(H200)
+    host.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    secret = index.url.replace("http://", "http://user:s3cret@", 1)
+    host.monkeypatch.setenv("WHEEL_INDEX", secret + "/{commit}/")
+    main(["doctor", "--json"])
+    out = capsys.readouterr()
+    assert "s3cret" not in out.out + out.err
+    checks = {c["name"]: c for c in json.loads(out.out)["checks"]}
+    masked = index.url.replace("http://", "http://***@", 1)
+    wheel = checks["wheel-index"]
+    assert wheel["status"] == "ok", wheel
+    assert f"{masked}/{pins.vllm_commit}/vllm/ lists" in wheel["detail"]
+    assert f"wheel from {masked}/{pins.vllm_commit}/" in checks["engine-route"]["detail"]
