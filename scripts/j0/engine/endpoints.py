@@ -161,6 +161,24 @@ def request(
         return int(exc.code), exc.read(MAX_ERROR_BYTES)
 
 
+def post(url: str, body: dict[str, Any], timeout: float = TIMEOUT_S) -> bytes:
+    """The body of POST `url` with `body` as JSON, bounded as `request` bounds it; an HTTP error
+    status raises OSError naming the status and the start of the server's answer."""
+    status, raw = request(url, body=body, timeout=timeout)
+    if status != 200:
+        excerpt = raw[:300].decode("utf-8", "replace")
+        raise OSError(f"{urls.redact(url)}: HTTP {status}: {excerpt}")
+    return raw
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    """`post`'s answer as a JSON object (ValueError where it is not one)."""
+    value = json.loads(post(url, body, timeout))
+    if not isinstance(value, dict):
+        raise ValueError(f"{urls.redact(url)}: the answer is not a JSON object")
+    return value
+
+
 def get_text(url: str, timeout: float = 30.0, limit: int = MAX_METRICS_BYTES) -> str:
     """The body of GET `url` as text (for /metrics), at most `limit` bytes within 2 x `timeout`;
     an HTTP error status raises."""

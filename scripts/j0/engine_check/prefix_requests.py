@@ -20,18 +20,10 @@ import argparse
 import json
 import random
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-
-def _post(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        value: dict[str, Any] = json.loads(response.read())
-        return value
+from j0.engine import endpoints
 
 
 def prompts(args: argparse.Namespace) -> dict[str, Any]:
@@ -93,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             "ignore_eos": True,
             "return_token_ids": True,
         }
-        response = _post(f"{args.url}/v1/completions", body, args.timeout)
+        response = endpoints.post_json(f"{args.url}/v1/completions", body, args.timeout)
         label = f"{number}:{name}"
         responses.append({"name": label, "response": response})
         ids = (response.get("choices") or [{}])[0].get("prompt_token_ids")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import random
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from j0.engine import endpoints
 from j0.engine_check.tiny_models import MASK_TOKEN, word
 
 PROMPT_WORDS = (40, 200, 700)  # short, medium, long (a 700-word prompt is one prefill chunk here)
@@ -54,14 +54,6 @@ def prompts(seed: int = 1) -> list[tuple[int, str]]:
     ]
 
 
-def _post(url: str, body: dict[str, Any], timeout: float) -> bytes:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return bytes(response.read())
-
-
 def parse_sse(raw: str) -> list[dict[str, Any]]:
     """The JSON events of a server-sent-events body, without the final `[DONE]`."""
     events = []
@@ -85,8 +77,8 @@ def exchange(base_url: str, model: str, max_tokens: int, timeout: float = 300.0)
             "return_token_ids": True,
         }
         url = f"{base_url}/v1/completions"
-        plain = json.loads(_post(url, body, timeout))
+        plain = json.loads(endpoints.post(url, body, timeout))
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        chunks = parse_sse(_post(url, streamed, timeout).decode())
+        chunks = parse_sse(endpoints.post(url, streamed, timeout).decode())
         out.append(Exchange(words=words, plain=plain, stream_chunks=chunks))
     return out

@@ -5,12 +5,12 @@ the prompts again as token ids for the teacher-forced cross-check (run after the
 from __future__ import annotations
 
 import json
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
+from j0.engine import endpoints
 from j0.errors import J0Error
 
 
@@ -99,21 +99,12 @@ def run_setting(
     return outcome
 
 
-def post_json(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as answer:
-        result: dict[str, Any] = json.loads(answer.read())
-        return result
-
-
 def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:
     """The prompts as token ids, greedy, one at a time, with return_token_ids."""
     answers = []
     for prompt in prompts:
         answers.append(
-            post_json(
+            endpoints.post_json(
                 f"{url}/v1/completions",
                 {
                     "model": model,
