@@ -140,3 +140,34 @@ def own_images() -> Iterator[OwnImages]:
         yield images
     finally:
         images.remove()
+
+
+# Time by kind of test, printed at the end of every run (scripts/test's phase report): the fast
+# tests and the Docker tests apart, so that the next growth is seen the day it happens. The sum of
+# each test's set-up, call and tear-down is its wall time in a serial run.
+_TIME_BY_KIND: dict[str, list[float]] = {}
+
+
+def _test_kind(item: pytest.Item) -> str:
+    if item.get_closest_marker("docker"):
+        return "docker"
+    if item.get_closest_marker("slow"):
+        return "slow"
+    return "fast"
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    entry = _TIME_BY_KIND.setdefault(_test_kind(item), [0.0, 0])
+    entry[0] += call.duration
+    if call.when == "call":
+        entry[1] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _TIME_BY_KIND:
+        return
+    terminalreporter.section("time by kind of test (set-up + call + tear-down)")
+    for kind in ("fast", "slow", "docker"):
+        if kind in _TIME_BY_KIND:
+            seconds, count = _TIME_BY_KIND[kind]
+            terminalreporter.write_line(f"{kind:<8} {seconds:8.1f} s  {int(count):5d} tests")
