@@ -16,3 +16,8 @@ mutation-check:
 #   make engine-check ARGS="--graphs --tokens 15"
 engine-check:
 	docker compose run --rm --no-deps --entrypoint j0 server engine-check --here $(ARGS)
+
+# The fast subset for the inner loop: no Docker, nothing marked slow.
+.PHONY: test-fast
+test-fast:
+	scripts/test -m "not slow and not docker"

@@ -133,8 +133,11 @@ class OwnImages:
             subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def own_images() -> Iterator[OwnImages]:
+    """One set for the whole run, removed at its end: the step images of one module's build stay
+    while later modules build the same Dockerfile on the same stand-in, so Docker's layer cache
+    serves those builds instead of running every step again."""
     images = OwnImages()
     try:
         yield images
