@@ -146,23 +146,24 @@ def own_images() -> Iterator[OwnImages]:
 
 
 # Time by kind of test, printed at the end of every run (scripts/test's phase report): the fast
-# tests and the Docker tests apart, so that the next growth is seen the day it happens. The sum of
-# each test's set-up, call and tear-down is its wall time in a serial run.
+# tests and the Docker tests apart, so that the next growth is seen the day it happens. A test's
+# time is its set-up, call and tear-down; read from the reports, so that it also works where the
+# tests ran in several worker processes (pytest-xdist: then it is the time summed over workers).
 _TIME_BY_KIND: dict[str, list[float]] = {}
 
 
-def _test_kind(item: pytest.Item) -> str:
-    if item.get_closest_marker("docker"):
+def _report_kind(report: pytest.TestReport) -> str:
+    if "docker" in report.keywords:
         return "docker"
-    if item.get_closest_marker("slow"):
+    if "slow" in report.keywords:
         return "slow"
     return "fast"
 
 
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-    entry = _TIME_BY_KIND.setdefault(_test_kind(item), [0.0, 0])
-    entry[0] += call.duration
-    if call.when == "call":
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    entry = _TIME_BY_KIND.setdefault(_report_kind(report), [0.0, 0])
+    entry[0] += report.duration
+    if report.when == "call" or (report.when == "setup" and report.skipped):
         entry[1] += 1
 
 

@@ -6,8 +6,8 @@
           none of its dependencies: what the hidden check builds docker/Dockerfile on.
   B       A + what importing the speculator needs on a CPU (torch, triton and the packages
           vLLM's speculator module imports, at the versions of requirements/test.txt),
-          pip-installed here with `--target` and copied in, so that no docker build needs the
-          network.
+          installed here with `uv pip install --target` (from uv's cache, which making the test
+          environment filled) and copied in, so that no docker build needs the network.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
   F       A + huggingface_hub 1.31 (requirements/hub-floor.txt, the oldest vLLM 0.33 allows) and
           what it needs, pinned by requirements/test.txt, without httpx2: the floor of a vLLM
@@ -109,6 +109,36 @@ def _run(cmd: list[str], **kwargs: object) -> None:
     result = subprocess.run(cmd, check=False, **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {result.returncode}")
+
+
+def uv_pip_install(*args: str) -> None:
+    """`uv pip install ARGS` for Python 3.11 with the uv that scripts/test makes the test
+    environment with (scripts/uv): its package cache already holds the pinned packages, so the
+    stand-ins' copies come from it in seconds instead of a second download and install by pip.
+    Where pip is given local wheels (PIP_FIND_LINKS), uv looks there too, as scripts/test does."""
+    uv = subprocess.run([str(ROOT / "scripts" / "uv")], capture_output=True, text=True, check=False)
+    if uv.returncode != 0 or not uv.stdout.strip():
+        raise RuntimeError(f"scripts/uv exited {uv.returncode}: {uv.stderr.strip()}")
+    links = [
+        arg
+        for link in os.environ.get("PIP_FIND_LINKS", "").split()
+        if Path(link).is_dir()
+        for arg in ("--find-links", link)
+    ]
+    _run(
+        [
+            uv.stdout.strip(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            sys.executable,
+            "--python-version",
+            "3.11",
+            *links,
+            *args,
+        ]
+    )
 
 
 def drop_older(tag: str) -> None:
@@ -226,27 +256,13 @@ def deps_dir(requirements: list[str]) -> Path:
     if sys.version_info[:2] != (3, 11):
         raise RuntimeError(f"B's packages must be for Python 3.11, not {sys.version}")
     started = time.monotonic()
-    log(f"pip install --target {target} ({len(requirements)} pinned packages, no deps)")
+    log(f"uv pip install --target {target} ({len(requirements)} pinned packages, no deps)")
     for stale in state_dir().glob("deps-*"):  # packages of other requirement sets
         shutil.rmtree(stale, ignore_errors=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as req:
         req.write("\n".join(requirements) + "\n")
         req.flush()
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-deps",
-                "--no-compile",
-                "--target",
-                str(target / "site"),
-                "-r",
-                req.name,
-            ]
-        )
+        uv_pip_install("--no-deps", "--target", str(target / "site"), "-r", req.name)
     shutil.rmtree(target / "site" / "bin", ignore_errors=True)
     (target / ".complete").write_text("\n".join(requirements) + "\n")
     log(f"packages for B in {time.monotonic() - started:.0f} s")
@@ -320,15 +336,15 @@ def floor_dir(constraints: list[str]) -> Path:
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as cons:
         cons.write("\n".join(constraints) + "\n")
         cons.flush()
-        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile"]
-        where = [
-            "--python-version",
-            "3.11",
-            "--only-binary=:all:",
+        uv_pip_install(
+            "--only-binary",
+            ":all:",
             "--target",
             str(target / "site"),
-        ]
-        _run([*pip, *where, "-c", cons.name, *floor])
+            "-c",
+            cons.name,
+            *floor,
+        )
     shutil.rmtree(target / "site" / "bin", ignore_errors=True)
     (target / ".complete").write_text("\n".join(constraints) + "\n")
     return target
