@@ -1,17 +1,26 @@
 """The dump sets the `j0 dumps` tests read: made once per test session by simulate.py with the
 article's real kernels (and with broken copies of them), plus the recorded engine dumps.
 
-Not a test module: test_dumps_*.py import it. Making the sets takes about 20 s on 2 CPU cores
-(vLLM's import once, then Triton's interpreter for each kernel call); the result is cached for
-the session in one place, whichever module asks first.
+Not a test module: test_dumps_*.py import it. Making the sets takes about 20 s on a quiet 2-core
+machine (vLLM's import once, then Triton's interpreter for each kernel call) and minutes on a
+busy one, so they are cached by content: under $J0_CACHE/dumpsets/<key> (default ~/.cache/j0),
+the key a sha256 of everything the simulation reads (the article's file, the broken edits,
+simulate.py, this file, the j0 modules simulate.py imports, the Python and the versions of torch,
+triton, numpy and vllm). A run whose inputs are the same bytes copies the cached sets; any change
+makes them again. Each test session gets its own copy, so no test can alter the cache.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +55,70 @@ BROKEN = [
 ]
 
 _CACHE: dict[str, Path] = {}
+# The j0 code simulate.py runs (j0.selfcheck and what it imports), hashed into the cache key.
+SIMULATED_CODE = ("scripts/j0/selfcheck", "scripts/j0/reference", "scripts/j0/article")
+
+
+def cache_key(inputs: list[Path], options: object) -> str:
+    """A sha256 of `inputs`' bytes, `options` (JSON), the simulation's code and its stack."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(options).encode())
+    digest.update(sys.version.encode())
+    for package in ("torch", "triton", "numpy", "vllm"):
+        try:
+            digest.update(f"{package}=={version(package)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{package} absent".encode())
+    files = [*inputs, HERE / "simulate.py", Path(__file__).resolve()]
+    files += sorted((ROOT / "scripts" / "j0").glob("*.py"))
+    for folder in SIMULATED_CODE:
+        files += sorted((ROOT / folder).rglob("*.py"))
+    for path in files:
+        digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else "").encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:24]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("J0_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "j0"
+    )
+    return Path(base) / "dumpsets"
 
 
 def make_sets(article_file: Path, workdir: Path) -> Path:
-    """Run simulate.py once (in a child process: Triton's interpreter must be set before Triton
-    is imported); return the folder holding main-j0-on, main-j0-off, prefix-j0-on,
-    prefix-j0-off and one folder per BROKEN name."""
+    """The folder holding main-j0-on, main-j0-off, prefix-j0-on, prefix-j0-off and one folder
+    per BROKEN name: a copy of the cached sets for these inputs, made first where missing."""
     if "sets" in _CACHE:
         return _CACHE["sets"]
+    out = cached_simulation(
+        [article_file], BROKEN, workdir, lambda tmp: simulate_sets(article_file, tmp)
+    )
+    _CACHE["sets"] = out
+    return out
+
+
+def cached_simulation(
+    inputs: list[Path], options: object, workdir: Path, make: Callable[[Path], Path]
+) -> Path:
+    """workdir/sets: a copy of the cached output of `make(tmp) -> folder` for these inputs and
+    options, made (into a temporary folder beside the cache, then moved in place) where missing."""
+    cached = cache_root() / cache_key(inputs, options)
+    if not (cached / ".complete").is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cached.parent, prefix=".making-") as tmp:
+            made = make(Path(tmp))
+            (made / ".complete").write_text(json.dumps(options) + "\n")
+            shutil.rmtree(cached, ignore_errors=True)
+            os.replace(made, cached)
+    out = workdir / "sets"
+    shutil.copytree(cached, out, ignore=shutil.ignore_patterns(".complete"))
+    return out
+
+
+def simulate_sets(article_file: Path, workdir: Path) -> Path:
+    """Run simulate.py (in a child process: Triton's interpreter must be set before Triton is
+    imported) into workdir/sets."""
     from j0.selfcheck.kernels import INTERPRETER_ENV
 
     text = article_file.read_text()
@@ -83,7 +148,6 @@ def make_sets(article_file: Path, workdir: Path) -> Path:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    _CACHE["sets"] = out
     return out
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dumps.dumpsets import ENGINE_PREFIX, HERE, ROOT, make_sets
+from dumps.dumpsets import ENGINE_PREFIX, HERE, ROOT, cached_simulation, make_sets
 from j0.cli import main
 from j0.pins import Pins
 
@@ -43,16 +43,21 @@ def variant_sets(article_file: Path, pins: Pins, tmp_path_factory: pytest.TempPa
     shutil.copy(article_file, target)
     subprocess.run(["git", "init", "-q", str(work / "tree")], check=True)
     subprocess.run(["git", "apply", "-p1", str(PATCH)], cwd=work / "tree", check=True)
-    env = {**os.environ, **INTERPRETER_ENV, "VLLM_LOGGING_LEVEL": "ERROR"}
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
-    )
-    out = work / "sets"
-    command = [sys.executable, str(HERE / "simulate.py"), "--speculator", str(target)]
-    command += ["--out", str(out), "--scenario", "prefix", "--scenario", "prefix-aba"]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out
+    scenarios = ["--scenario", "prefix", "--scenario", "prefix-aba"]
+
+    def simulate(tmp: Path) -> Path:
+        env = {**os.environ, **INTERPRETER_ENV, "VLLM_LOGGING_LEVEL": "ERROR"}
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
+        )
+        out = tmp / "sets"
+        command = [sys.executable, str(HERE / "simulate.py"), "--speculator", str(target)]
+        command += ["--out", str(out), *scenarios]
+        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return out
+
+    return cached_simulation([target], scenarios, work, simulate)
 
 
 def check(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> tuple[int, dict, str]:
