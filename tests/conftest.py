@@ -145,6 +145,15 @@ def own_images() -> Iterator[OwnImages]:
         images.remove()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Where the tests run in several workers (scripts/test: pytest-xdist, `--dist loadgroup`),
+    every Docker test goes to one worker, in order: they share the engine, its layer cache and the
+    stand-ins, and two image builds at once would only wait on each other."""
+    for item in items:
+        if item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 # Time by kind of test, printed at the end of every run (scripts/test's phase report): the fast
 # tests and the Docker tests apart, so that the next growth is seen the day it happens. A test's
 # time is its set-up, call and tear-down; read from the reports, so that it also works where the
