@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,6 +112,23 @@ def _run(cmd: list[str], **kwargs: object) -> None:
     result = subprocess.run(cmd, check=False, **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {result.returncode}")
+
+
+# A cached package folder of another requirement set is removed only when nothing can still be
+# copying from it: another run (a second checkout, an older branch) may be building its image
+# from it right now, so only folders left alone this long go.
+STALE_AFTER_S = 6 * 3600
+
+
+def drop_stale(folders: Iterable[Path]) -> None:
+    """Remove the folders among `folders` whose last change is older than STALE_AFTER_S."""
+    now = time.time()
+    for folder in folders:
+        try:
+            if now - folder.stat().st_mtime > STALE_AFTER_S:
+                shutil.rmtree(folder, ignore_errors=True)
+        except FileNotFoundError:
+            continue
 
 
 def uv_pip_install(*args: str) -> None:
@@ -259,8 +277,7 @@ def deps_dir(requirements: list[str]) -> Path:
         raise RuntimeError(f"B's packages must be for Python 3.11, not {sys.version}")
     started = time.monotonic()
     log(f"uv pip install --target {target} ({len(requirements)} pinned packages, no deps)")
-    for stale in state_dir().glob("deps-*"):  # packages of other requirement sets
-        shutil.rmtree(stale, ignore_errors=True)
+    drop_stale(state_dir().glob("deps-*"))  # packages of other requirement sets
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as req:
         req.write("\n".join(requirements) + "\n")
         req.flush()
@@ -332,8 +349,7 @@ def floor_dir(constraints: list[str]) -> Path:
     target = state_dir() / f"floor-{_key(constraints, sys.version_info[:2])}"
     if (target / ".complete").is_file():
         return target
-    for stale in state_dir().glob("floor-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    drop_stale(state_dir().glob("floor-*"))
     floor = [line for line in constraints if line.split("==", 1)[0] in FLOOR_NAMES]
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as cons:
         cons.write("\n".join(constraints) + "\n")
