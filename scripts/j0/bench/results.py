@@ -291,6 +291,7 @@ def request_entry(
         "index": index,
         "prompt_id": prompt.id,
         "prompt_sha256": hashlib.sha256(prompt.text.encode("utf-8")).hexdigest(),
+        "prompt_source": prompt.source,
         "ok": out.ok,
         "error": out.error,
         "started_at": out.started_at,

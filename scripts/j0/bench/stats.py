@@ -38,6 +38,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from j0.bench import pairing
+
 RESAMPLES = 10_000
 EXACT_MAX = 20  # units; beyond this many the sign-flip test is a Monte Carlo
 MC_DRAWS = 10_000
@@ -220,6 +222,7 @@ def compare(
     interval = bootstrap(cells, resamples=resamples, seed=seed) if n >= 2 else {"ci": None}
     ci = interval["ci"]
     test = sign_flip([c[0] for c in cells], exact_max=exact_max, draws=draws, seed=seed)
+    t_ci = pairing.mean_interval(diffs)["ci95"] if n >= 2 else None
     return {
         "kind": "ratio" if ratio else "difference",
         "names": list(names),
@@ -230,6 +233,7 @@ def compare(
         "mean_difference": mean,
         "sd": sd,
         "ci95": None if ci is None else [ci[0] + shift, ci[1] + shift],
+        "t_ci95": None if t_ci is None else [t_ci[0] + shift, t_ci[1] + shift],
         "bootstrap": {
             "method": "percentile",
             "resamples": interval.get("resamples"),
