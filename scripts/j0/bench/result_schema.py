@@ -71,6 +71,8 @@ ENTRY_TYPES: dict[str, tuple[type, ...]] = {
     },
     "ok": (bool,),
     "speculative_decoding": (dict,),
+    "repetition": (dict,),
+    "output_text": (str,),
     "flags": (list,),
     "warnings": (list,),
 }

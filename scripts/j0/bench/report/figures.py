@@ -10,6 +10,8 @@ repeats, and J0 on minus off paired by prompt.
     output_tok_s                    mean over requests of (output tokens - 1) / decode time
     ttft_ms                         mean over requests
     itl_ms                          mean gap between streamed chunks (one engine step each)
+    repetition_by_context           per context bin of the prompts: the outputs that loop and
+                                    the gate (j0.bench.repetition)
 
 Per prompt (for pairing), a figure is the mean over the prompt's repeats. J0 on minus off: a
 Student's t interval over prompts (`ci95`, as before) and j0.bench.stats' comparison (`stats`:
@@ -23,7 +25,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from j0.bench import acceptance, pairing, results, stats
+from j0.bench import acceptance, pairing, repetition, results, stats
 from j0.bench.report.settings import Setting, prompt_key
 from j0.engine import spec_counts
 
@@ -105,6 +107,7 @@ def figures(setting: Setting, bin_of: Callable[[int], acceptance.Bin]) -> dict[s
         **speed(ok),
         "flags": sum(len(r.get("flags") or []) for r in setting.requests),
         "by_context": acceptance.by_context(ok, bin_of),
+        "repetition_by_context": repetition.gate(ok, bin_of),
         "repeats": over_repeats(setting),
     }
 

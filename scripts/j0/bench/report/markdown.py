@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench import stats
+from j0.bench import repetition, stats
 from j0.bench.report.settings import Setting
 
 DEFINITIONS = (
@@ -157,6 +157,39 @@ def context_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> l
     return lines
 
 
+REPETITION_TEXT = (
+    "A loop: the output's second half lies in a suffix that repeats with a period of at most "
+    f"{repetition.LOOP_PERIOD} tokens (two periods at least). Gate: at least "
+    f"{repetition.GATE_SHARE:.0%} of a bin's outputs are no loop (judged on token ids only). "
+    "distinct-n: distinct n-grams / n-grams of an output; repeating suffix: the longest suffix "
+    f"that repeats with a period up to {repetition.SEARCH_PERIOD}. Means over the bin's outputs."
+)
+
+
+def repetition_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [(s, b) for s in settings for b in figs[s.name].get("repetition_by_context") or []]
+    if not rows:
+        return ["No output carries a repetition measure (results written before it existed)."]
+    lines = [
+        REPETITION_TEXT,
+        "",
+        "| setting | context (tokens) | outputs (on token ids) | loops | without a loop | gate "
+        "| distinct-1 | distinct-2 | distinct-3 | repeating suffix |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s, b in rows:
+        end = "..." if b["context_end"] is None else b["context_end"]
+        clean = b["share_without_loop"]
+        gate = {True: "pass", False: "**fail**", None: "not judged"}[b["passed"]]
+        lines.append(
+            f"| {s.name} | {b['context_start']} to {end} | {b['outputs']} ({b['judged']}) | "
+            f"{b['loops']} | {'n/a' if clean is None else format(clean, '.0%')} | {gate} | "
+            f"{_fmt(b['mean_distinct_1'])} | {_fmt(b['mean_distinct_2'])} | "
+            f"{_fmt(b['mean_distinct_3'])} | {_fmt(b['mean_repeating_suffix'], '.1f')} |"
+        )
+    return lines
+
+
 def repeats_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
     repeated = [s for s in settings if figs[s.name]["repeats"]["count"] >= 2]
     if not repeated:
@@ -260,6 +293,8 @@ def markdown(
     lines += histogram_table(settings, figs)
     lines += ["", f"## Acceptance length by context length ({bins_text})", ""]
     lines += context_table(settings, figs)
+    lines += ["", f"## Repetition of the outputs by context length ({bins_text})", ""]
+    lines += repetition_table(settings, figs)
     lines += ["", "## Over repeats (mean ± sample standard deviation, min, max)", ""]
     lines += repeats_table(settings, figs)
     lines += ["", "## Against the baseline", ""]
