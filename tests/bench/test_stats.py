@@ -169,6 +169,16 @@ def test_compare_says_not_resolved_while_the_interval_holds_zero() -> None:
     assert "resolved: on > off" in stats.describe(up)
 
 
+def test_few_units_never_resolve() -> None:
+    # five prompts all +0.5: the interval is [0.5, 0.5], but the exact p is 2/32 = 0.0625
+    a = {f"p{i}": 2.0 for i in range(5)}
+    c = stats.compare(a, dict.fromkeys(a, 1.5))
+    assert c["ci95"] == [0.5, 0.5] and c["permutation"]["p_value"] == 2 / 32
+    assert c["verdict"] == stats.NOT_RESOLVED
+    six = {f"p{i}": 2.0 for i in range(6)}
+    assert stats.compare(six, dict.fromkeys(six, 1.5))["verdict"] == "resolved: A > B"
+
+
 def test_compare_clusters_prompts_of_one_source() -> None:
     a = {f"f{f}-{i}": 1.0 + 0.1 * f for f in range(4) for i in range(3)}
     b = dict.fromkeys(a, 1.0)

@@ -18,7 +18,10 @@ would need.
                       totals / their prompts); the 95 % percentile interval, quantiles by linear
                       interpolation (numpy.percentile's default, as scipy.stats.bootstrap takes
                       them)
-    verdict           "not resolved" while the interval holds 0; else which side is larger
+    verdict           "not resolved" while the interval holds 0 or the sign-flip p is 0.05 or
+                      more (with few units the percentile bootstrap is too narrow, and the
+                      exact test cannot go below 2 / 2^G: fewer than 6 units never resolve);
+                      else which side is larger
     prompts needed    independent prompts (one per source) that would resolve the measured
                       effect at 80 % power, two-sided 5 %: ((z_0.975 + z_0.8) sd / |effect|)^2,
                       sd the measured standard deviation of the per-prompt differences (normal
@@ -186,8 +189,10 @@ def power_at(sd: float | None, n: int, delta: float) -> float | None:
     return statistics.NormalDist().cdf(z)
 
 
-def verdict(ci: Sequence[float] | None, names: tuple[str, str] = ("A", "B")) -> str:
-    if not ci or ci[0] <= 0 <= ci[1]:
+def verdict(
+    ci: Sequence[float] | None, names: tuple[str, str] = ("A", "B"), p: float | None = 0.0
+) -> str:
+    if not ci or ci[0] <= 0 <= ci[1] or p is None or p >= ALPHA:
         return NOT_RESOLVED
     a, b = names
     return f"resolved: {a} > {b}" if ci[0] > 0 else f"resolved: {a} < {b}"
@@ -241,7 +246,7 @@ def compare(
             "unit": "source" if clustered else "prompt",
         },
         "permutation": test,
-        "verdict": verdict(ci, names),
+        "verdict": verdict(ci, names, test["p_value"]),
         "prompts_needed_80": prompts_needed(sd, mean),
         "delta": delta,
         "power_at_delta": None if delta is None else power_at(sd, n, delta),

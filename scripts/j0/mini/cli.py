@@ -38,6 +38,21 @@ every setting ran and every check passed; 1: one did not (named), the repetition
 """
 
 
+NUMBERS_HELP = """\
+The tables of a results README written from the data stored beside it: each block
+`<!-- numbers: KIND PATH... -->` ... `<!-- /numbers -->` (KIND: training, engine, comparisons,
+gate, checks; PATH relative to the README) is made again from PATH's mini.json, result files and
+mini-run.json. Without --write it checks: exit 0 when every block agrees with the data, 1 when one
+does not (the difference printed); --write writes them. Exit 2: a block's data is missing.
+"""
+
+
+def _numbers(args: argparse.Namespace) -> int:
+    from j0.mini.numbers import run
+
+    return run(args.readme, write=args.write)
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -147,6 +162,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
+
+    numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
+    numbers.add_argument("readme", type=Path, metavar="README")
+    numbers.add_argument(
+        "--write", action="store_true", help="write the tables into README (default: check)"
+    )
+    numbers.set_defaults(func=_numbers)
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -75,7 +75,7 @@ def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict
             else:
                 mine["output"][pid] = e.get("output_sha256")
                 text = e.get("output_text")
-                if text:
+                if text and tokenizer is not None:
                     encoded = tokenizer(text, add_special_tokens=False)["input_ids"]
                     measured = repetition.measure(list(encoded))
                     mine["repetition"][pid] = {**measured, "units": "token ids (retokenized)"}
@@ -294,7 +294,7 @@ def markdown(summary: dict[str, Any]) -> str:
         if not block:
             continue
         lines += [f"### {k} draft tokens", ""]
-        lines += comparison_header("comparison | prompts")
+        lines += comparison_header("comparison | subset")
         for key, c in block.items():
             lines.append(comparison_row(f"{key}: {c['label']} | all", c["all"]))
             for ctx, cc in c["by_context"].items():

@@ -28,7 +28,8 @@ STATS_TEXT = (
     f"interval ({stats.RESAMPLES:,} resamples, seeded; where prompts share a source, the sources "
     "are resampled), the two-sided sign-flip test (exact up to "
     f"{stats.EXACT_MAX} units, else a seeded Monte Carlo of {stats.MC_DRAWS:,} draws), the "
-    "verdict (**not resolved** while the interval holds 0), the independent prompts that would "
+    "verdict (**not resolved** while the interval holds 0 or p >= 0.05), the independent "
+    "prompts that would "
     "resolve the measured effect at 80 % power (normal approximation from the measured sd) and "
     f"the power the prompts have now for an effect of {stats.DELTA}; Student's t interval beside."
 )
