@@ -177,6 +177,24 @@ def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list
     return out
 
 
+def check_options(options: MiniRunOptions) -> None:
+    """The flags' ranges, before anything is read or served (exit 64)."""
+    for part in options.parts:
+        if part not in PARTS:
+            raise J0Error(f"--parts {part}: expected some of {', '.join(PARTS)}", USAGE)
+    if not options.parts:
+        raise J0Error(f"--parts: expected some of {', '.join(PARTS)}", USAGE)
+    for flag, value, least in (
+        ("--requests", options.requests, 1),
+        ("--slots", options.slots, 1),
+        ("--max-tokens", options.max_tokens, 1),
+        ("--ngram-max", options.ngram_max, 1),
+        ("--crosscheck-requests", options.crosscheck_requests, 0),
+    ):
+        if value < least:
+            raise J0Error(f"{flag} {value}: expected a whole number, {least} or more", USAGE)
+
+
 def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini import corpus as corpus_mod
     from j0.mini import seeds as seeds_mod
@@ -185,10 +203,8 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini.run_setting import run_setting
     from j0.pins import load_pins
 
+    check_options(options)
     manifest = read_manifest(options.out)
-    for part in options.parts:
-        if part not in PARTS:
-            raise J0Error(f"--parts {part}: expected some of {', '.join(PARTS)}", USAGE)
     work = options.run_dir or options.out / "run"
     if work.exists() and not options.resume:
         raise J0Error(
