@@ -3,14 +3,18 @@
 # each phase one command (each meant to stay under 10 minutes), all parts into one run folder
 # ($MINI_WORK/run, `--resume`), the results copied into $1 after each phase.
 #
-#   scripts/mini-h200.sh RESULTS [all|train|base|mask7|j07|mask15|j015|run7|run15]
+#   scripts/mini-h200.sh RESULTS PHASE
 #
-#   train   j0 mini train (the models; $MINI_TRAIN_ARGS more flags, e.g. the recipe)
-#   base    the baseline without speculative decoding, vLLM's n-gram speculator at 7 and 15
-#   mask7   the mask-trained drafter at 7 draft tokens: J0 off, J0 on with each J0 seed
-#   j07     the J0-trained drafter likewise (mask15, j015: at 15 draft tokens)
-#   run7    mask7 then j07 (two commands); run15 likewise
-#   all     train, base, mask7, j07, mask15, j015
+#   train        j0 mini train (the models; $MINI_TRAIN_ARGS more flags, e.g. the recipe)
+#   base         the baseline without speculative decoding, vLLM's n-gram speculator at 7 and 15
+#   DRAFTER K    (mask7, j07, mask15, j015) a drafter at K draft tokens: J0 off, then J0 on
+#                with each J0 seed; DRAFTER K off|on (mask7off, j015on, ...) one of the two
+#   run7, run15  every drafter part at 7 (15) draft tokens, one after the other
+#   all          train, base, then every drafter part at 7 and at 15
+#
+# At the defaults (48 prompts per context, 5 contexts: 240 requests a setting, about 60 s to start
+# a server) a J0-off part is one server start, a J0-on part two (two seeds): give each its own
+# call where 10 minutes are the limit.
 #
 # Run from the checkout, with vLLM 0.33's Python files (the article's speculator.py installed)
 # already on PYTHONPATH. The models go to $MINI_WORK (default /tmp/mini, which must not exist yet
@@ -20,7 +24,7 @@
 # more flags for `j0 mini run` (e.g. --graphs). Each phase's exit status is `j0 mini run`'s.
 set -euo pipefail
 
-results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|base|mask7|j07|mask15|j015|run7|run15]}
+results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|base|mask7|j07|mask15|j015|run7|run15|...]}
 phase=${2:-all}
 work=${MINI_WORK:-/tmp/mini}
 budget=${MINI_BUDGET:-140}
@@ -59,27 +63,43 @@ run_part() {
   return "$status"
 }
 
+drafter_parts() {  # drafter_parts K: every drafter part at K draft tokens
+  local status=0
+  run_part mask-off "$1" || status=$?
+  run_part mask-on "$1" || status=$?
+  run_part j0-off "$1" || status=$?
+  run_part j0-on "$1" || status=$?
+  return "$status"
+}
+
+if [[ $phase =~ ^(mask|j0)(7|15)(off|on)?$ ]]; then
+  drafter=${BASH_REMATCH[1]} k=${BASH_REMATCH[2]} which=${BASH_REMATCH[3]}
+  if [[ -n $which ]]; then
+    run_part "$drafter-$which" "$k"
+  else
+    status=0
+    run_part "$drafter-off" "$k" || status=$?
+    run_part "$drafter-on" "$k" || status=$?
+    exit "$status"
+  fi
+  exit
+fi
 case $phase in
   train) train ;;
   base) run_part baseline,ngram 7,15 ;;
-  mask7) run_part mask 7 ;;
-  j07) run_part j0 7 ;;
-  mask15) run_part mask 15 ;;
-  j015) run_part j0 15 ;;
-  run7) status=0; run_part mask 7 || status=$?; run_part j0 7 || status=$?; exit "$status" ;;
-  run15) status=0; run_part mask 15 || status=$?; run_part j0 15 || status=$?; exit "$status" ;;
+  run7) drafter_parts 7 ;;
+  run15) drafter_parts 15 ;;
   all)
     train
     status=0
-    for part in "baseline,ngram 7,15" "mask 7" "j0 7" "mask 15" "j0 15"; do
-      read -r parts tokens <<< "$part"
-      run_part "$parts" "$tokens" || status=$?
-    done
+    run_part baseline,ngram 7,15 || status=$?
+    drafter_parts 7 || status=$?
+    drafter_parts 15 || status=$?
     exit "$status"
     ;;
   *)
-    echo "mini-h200.sh: phase $phase: expected all, train, base, mask7, j07, mask15, j015," \
-      "run7 or run15" >&2
+    echo "mini-h200.sh: phase $phase: expected all, train, base, mask7, j07, mask15, j015" \
+      "(each with off or on after it, or neither), run7 or run15" >&2
     exit 64
     ;;
 esac

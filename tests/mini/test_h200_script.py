@@ -80,7 +80,8 @@ def test_train_then_base_and_run7(tmp_path: Path) -> None:
     )
     assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
     log = (results / "run.log").read_text()
-    assert "cross-check not run" in log and "mask at 7 draft tokens" in log
+    assert "cross-check not run" in log
+    assert "mask-off at 7 draft tokens" in log and "j0-on at 7 draft tokens" in log
     summary = json.loads((results / "run" / "mini-run.json").read_text())
     assert summary["max_model_len"] == 512  # 4 x 64 (smoke drafters) + 16 + 8, in 256s
     assert sorted(summary["settings"]) == [

@@ -124,7 +124,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument(
         "--parts",
         default="baseline,ngram,mask,j0",
-        help="which settings: some of baseline,ngram,mask,j0 (default all)",
+        help="which settings: some of baseline,ngram,mask,j0 (default all); mask-off, mask-on, "
+        "j0-off, j0-on: a drafter's J0-off setting or its J0-on ones apart",
     )
     run.add_argument(
         "--ngram-max", type=int, default=4, help="the n-gram speculator's prompt_lookup_max (4)"

@@ -46,6 +46,8 @@ from j0.mini.train import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
 PARTS = ("baseline", "ngram", "mask", "j0")
+# a drafter's settings apart: its J0-off one, or its J0-on ones (every seed)
+PARTS_APART = ("mask-off", "mask-on", "j0-off", "j0-on")
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,10 @@ def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list
                 )
             )
         for drafter in DRAFTERS:
-            if drafter not in options.parts:
-                continue
-            runs = [(False, pinned), *((True, s) for s in seeds_of(options))]
+            off = drafter in options.parts or f"{drafter}-off" in options.parts
+            on = drafter in options.parts or f"{drafter}-on" in options.parts
+            runs = [(False, pinned)] if off else []
+            runs += [(True, s) for s in seeds_of(options)] if on else []
             for j0, seed in runs:
                 folder = work / f"drafter-{drafter}" / setting_folder(k, j0, seed, pinned)
                 out.append(
@@ -180,8 +183,10 @@ def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list
 def check_options(options: MiniRunOptions) -> None:
     """The flags' ranges, before anything is read or served (exit 64)."""
     for part in options.parts:
-        if part not in PARTS:
-            raise J0Error(f"--parts {part}: expected some of {', '.join(PARTS)}", USAGE)
+        if part not in (*PARTS, *PARTS_APART):
+            raise J0Error(
+                f"--parts {part}: expected some of {', '.join((*PARTS, *PARTS_APART))}", USAGE
+            )
     if not options.parts:
         raise J0Error(f"--parts: expected some of {', '.join(PARTS)}", USAGE)
     for flag, value, least in (
