@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# The miniature on one H200 (docs/mini.md): `j0 mini train`, then `j0 mini run --here` for 7 and
-# for 15 draft tokens, each step a command of its own (each under 10 minutes), results into $1.
+# The miniature on one H200 (docs/mini.md): `j0 mini train`, then `j0 mini run --here` in parts,
+# each phase one command (each meant to stay under 10 minutes), all parts into one run folder
+# ($MINI_WORK/run, `--resume`), the results copied into $1 after each phase.
 #
-#   scripts/mini-h200.sh RESULTS [all|train|run7|run15]
+#   scripts/mini-h200.sh RESULTS PHASE
+#
+#   train        j0 mini train (the models; $MINI_TRAIN_ARGS more flags, e.g. the recipe)
+#   base         the baseline without speculative decoding, vLLM's n-gram speculator at 7 and 15
+#   DRAFTER K    (mask7, j07, mask15, j015) a drafter at K draft tokens: J0 off, then J0 on
+#                with each J0 seed; DRAFTER K off|on (mask7off, j015on, ...) one of the two
+#   run7, run15  every drafter part at 7 (15) draft tokens, one after the other
+#   all          train, base, then every drafter part at 7 and at 15
+#
+# At the defaults (48 prompts per context, 5 contexts: 240 requests a setting, about 60 s to start
+# a server) a J0-off part is one server start, a J0-on part two (two seeds): give each its own
+# call where 10 minutes are the limit.
 #
 # Run from the checkout, with vLLM 0.33's Python files (the article's speculator.py installed)
 # already on PYTHONPATH. The models go to $MINI_WORK (default /tmp/mini, which must not exist yet
-# for `train`); $MINI_BUDGET seconds per model (default 140); $MINI_TRAIN_ARGS more flags for
-# `j0 mini train`, e.g. "--draft-data generated" (the drafters on the target's own text).
+# for `train`); $MINI_BUDGET seconds per model (default 140). The run: $MINI_REQUESTS prompts per
+# context (default 48), $MINI_CONTEXTS (default: 0.5, 1, 2, 4, 8 x the drafters' training
+# length), $MINI_SLOTS request slots (default 4), $MINI_MAX_TOKENS (default 256), $MINI_RUN_ARGS
+# more flags for `j0 mini run` (e.g. --graphs). Each phase's exit status is `j0 mini run`'s.
 set -euo pipefail
 
-results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|run7|run15]}
+results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|base|mask7|j07|mask15|j015|run7|run15|...]}
 phase=${2:-all}
 work=${MINI_WORK:-/tmp/mini}
 budget=${MINI_BUDGET:-140}
@@ -32,22 +46,60 @@ train() {
   done
 }
 
-run_k() {
-  local k=$1
-  local status=0
-  python3 -m j0 mini run "$work" --here --tokens "$k" --contexts 256,1024,2048 --requests 4 \
-    --max-tokens 256 --run-dir "$work/run-k$k" 2>&1 | tee "$results/run-k$k.log" || status=$?
-  # everything but the dumps themselves (j0 dumps check's verdicts are in mini-run.json)
-  mkdir -p "$results/run-k$k"
-  (cd "$work/run-k$k" && find . -path '*/dumps' -prune -o -type f -print0 \
-    | xargs -0 cp --parents -t "$results/run-k$k")
+# run_part PARTS TOKENS: those settings, added to the run folder
+run_part() {
+  local parts=$1 tokens=$2 status=0 extra contexts=()
+  read -r -a extra <<< "${MINI_RUN_ARGS:-}"
+  if [[ -n "${MINI_CONTEXTS:-}" ]]; then contexts=(--contexts "$MINI_CONTEXTS"); fi
+  echo "==> mini-h200.sh: $parts at $tokens draft tokens" | tee -a "$results/run.log"
+  python3 -m j0 mini run "$work" --here --resume --run-dir "$work/run" --parts "$parts" \
+    --tokens "$tokens" --requests "${MINI_REQUESTS:-48}" --slots "${MINI_SLOTS:-4}" \
+    --max-tokens "${MINI_MAX_TOKENS:-256}" "${contexts[@]}" "${extra[@]}" \
+    2>&1 | tee -a "$results/run.log" || status=$?
+  # everything but the dumps themselves (dumps-sha256.txt and dumps-check.json stay beside them)
+  mkdir -p "$results/run"
+  (cd "$work/run" && find . -path '*/dumps' -prune -o -type f -print0 \
+    | xargs -0 cp --parents -t "$results/run")
   return "$status"
 }
 
+drafter_parts() {  # drafter_parts K: every drafter part at K draft tokens
+  local status=0
+  run_part mask-off "$1" || status=$?
+  run_part mask-on "$1" || status=$?
+  run_part j0-off "$1" || status=$?
+  run_part j0-on "$1" || status=$?
+  return "$status"
+}
+
+if [[ $phase =~ ^(mask|j0)(7|15)(off|on)?$ ]]; then
+  drafter=${BASH_REMATCH[1]} k=${BASH_REMATCH[2]} which=${BASH_REMATCH[3]}
+  if [[ -n $which ]]; then
+    run_part "$drafter-$which" "$k"
+  else
+    status=0
+    run_part "$drafter-off" "$k" || status=$?
+    run_part "$drafter-on" "$k" || status=$?
+    exit "$status"
+  fi
+  exit
+fi
 case $phase in
   train) train ;;
-  run7) run_k 7 ;;
-  run15) run_k 15 ;;
-  all) train && run_k 7 && run_k 15 ;;
-  *) echo "mini-h200.sh: phase $phase: expected all, train, run7 or run15" >&2; exit 64 ;;
+  base) run_part baseline,ngram 7,15 ;;
+  run7) drafter_parts 7 ;;
+  run15) drafter_parts 15 ;;
+  all)
+    train
+    status=0
+    run_part baseline,ngram 7,15 || status=$?
+    drafter_parts 7 || status=$?
+    drafter_parts 15 || status=$?
+    exit "$status"
+    ;;
+  *)
+    echo "mini-h200.sh: phase $phase: expected all, train, base, mask7, j07, mask15, j015" \
+      "(each with off or on after it, or neither), run7 or run15" >&2
+    exit 64
+    ;;
 esac

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import statistics
 from pathlib import Path
 
@@ -157,3 +158,35 @@ def test_report_as_a_function_for_other_commands(results_dir, tmp_path: Path) ->
         assert sum(b["num_drafts"] for b in again["settings"][name]["by_context"]) == sum(
             b["num_drafts"] for b in figs["by_context"]
         )
+
+
+def test_the_statistics_and_the_repetition_in_the_report(results_dir) -> None:
+    root, _ = results_dir
+    summary = json.loads((root / "report.json").read_text())
+    (pair,) = summary["j0_on_minus_off"]
+    c = pair["acceptance_length"]["stats"]
+    assert c["prompts"] == 4 and not c["clustered_by_source"]
+    assert c["permutation"]["method"] == "exact" and c["bootstrap"]["resamples"] == 10_000
+    assert c["effect"] == pytest.approx(pair["acceptance_length"]["mean"])
+    assert c["verdict"] == "not resolved"  # 4 prompts: the exact p is at least 2 / 16
+    text = (root / "report.md").read_text()
+    assert "| 5 | k5-j0-on | k5-j0-off | 4 |" in text and "sign-flip" in text
+    assert "## Repetition of the outputs" in text
+    bins = summary["settings"]["k5-j0-off"]["repetition_by_context"]
+    assert sum(b["outputs"] for b in bins) == 4
+
+
+def test_prompts_of_one_source_are_one_unit(results_dir, tmp_path: Path) -> None:
+    root, _ = results_dir
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("report*", "*.png", "*.csv"))
+    for path in copy.rglob("result*.json"):
+        doc = json.loads(path.read_text())
+        for r in doc["requests"]:
+            r["prompt_source"] = "file-a" if r["prompt_id"] in ("q0", "q1") else "file-b"
+        path.write_text(json.dumps(doc))
+    assert main(["bench", "report", str(copy)]) == 0
+    (pair,) = json.loads((copy / "report.json").read_text())["j0_on_minus_off"]
+    c = pair["acceptance_length"]["stats"]
+    assert c["clustered_by_source"] and c["units"] == 2 and c["prompts"] == 4
+    assert c["bootstrap"]["unit"] == "source" and c["verdict"] == "not resolved"

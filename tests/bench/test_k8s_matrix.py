@@ -431,8 +431,10 @@ def test_baseline_and_repeats_on_the_stand_in_cluster(
         ratios = [v / base[k] for k, v in tok_s(name).items()]
         mean = statistics.fmean(ratios)
         half = 3.182 * statistics.stdev(ratios) / math.sqrt(4)
-        speedup = block["settings"][name]["speedup"]
+        speedup = dict(block["settings"][name]["speedup"])
+        bootstrap = speedup.pop("stats")
         assert speedup == {"n": 4, "mean": mean, "ci95": [mean - half, mean + half]}
+        assert bootstrap["effect"] == pytest.approx(mean) and bootstrap["prompts"] == 4
     # The outputs against the baseline's, from the records: J0 off is lossless, J0 on parts at 5.
     base_out = {i: r["output_token_ids"] for i, r in enumerate(truth["baseline"])}
     for name, lossless in (("k7-j0-off", True), ("k7-j0-on", False)):

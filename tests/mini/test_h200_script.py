@@ -2,7 +2,8 @@
 (`MINI_TRAIN_ARGS="--smoke --device cpu"`) and, in vLLM's place, a `vllm` package of ours first on
 PYTHONPATH whose `vllm.entrypoints.cli.main serve` execs the vLLM stand-in
 (tests/engine_check/bin/vllm_serve_standin.py: our server on 127.0.0.1, recorded engine dumps).
-The stand-in returns no token ids, so the run phase ends with exit 2 (cross-check not run)."""
+The stand-in returns no token ids, so a run phase with a J0-off drafter setting ends with exit 2
+(cross-check not run)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def fake_vllm(site: Path) -> None:
     )
 
 
-def test_train_then_run7(tmp_path: Path) -> None:
+def test_train_then_base_and_run7(tmp_path: Path) -> None:
     site = tmp_path / "site"
     fake_vllm(site)
     bin_dir = Path(sys.executable).parent  # this Python's python3 first (a venv keeps its own)
@@ -40,6 +41,11 @@ def test_train_then_run7(tmp_path: Path) -> None:
         "MINI_WORK": str(tmp_path / "mini"),
         "MINI_BUDGET": "2",
         "MINI_TRAIN_ARGS": "--smoke --device cpu",
+        "MINI_REQUESTS": "2",
+        "MINI_CONTEXTS": "32,64",
+        "MINI_SLOTS": "2",
+        "MINI_MAX_TOKENS": "16",
+        "MINI_RUN_ARGS": "--j0-seeds 20261031 --crosscheck-requests 1",
     }
     results = tmp_path / "results"
     script = ROOT / "scripts" / "mini-h200.sh"
@@ -55,27 +61,48 @@ def test_train_then_run7(tmp_path: Path) -> None:
     manifest = json.loads((results / "train" / "mini.json").read_text())
     assert manifest["smoke"] is True and manifest["budget_s_per_model"] == 2.0
     assert (results / "train" / "drafter-j0" / "config.json").is_file()
-    run = subprocess.run(
-        ["bash", str(script), str(results), "run7"],
+    base = subprocess.run(
+        ["bash", str(script), str(results), "base"],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
+    assert base.returncode == 0, base.stdout[-2000:] + base.stderr[-2000:]
+    run = subprocess.run(
+        ["bash", str(script), str(results), "run7"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "cross-check not run" in (results / "run-k7.log").read_text()
-    summary = json.loads((results / "run-k7" / "mini-run.json").read_text())
-    assert summary["max_model_len"] == 2560  # 2048 + 256 + 8, in 256s
+    log = (results / "run.log").read_text()
+    assert "cross-check not run" in log
+    assert "mask-off at 7 draft tokens" in log and "j0-on at 7 draft tokens" in log
+    summary = json.loads((results / "run" / "mini-run.json").read_text())
+    assert summary["max_model_len"] == 512  # 4 x 64 (smoke drafters) + 16 + 8, in 256s
     assert sorted(summary["settings"]) == [
+        "baseline",
         "drafter-j0/k7-j0-off",
         "drafter-j0/k7-j0-on",
         "drafter-mask/k7-j0-off",
         "drafter-mask/k7-j0-on",
+        "ngram/k15",
+        "ngram/k7",
     ]
-    assert (results / "run-k7" / "drafter-mask" / "report.md").is_file()
+    assert set(summary["comparisons"]["by_tokens"]["7"]) == {
+        "article",
+        "systems",
+        "control",
+        "ngram",
+    }
+    assert (results / "run" / "drafter-mask" / "report.md").is_file()
+    assert (results / "run" / "drafter-j0" / "k7-j0-on" / "dumps-sha256.txt").is_file()
     assert not list(results.rglob("dumps"))  # the dumps stay in MINI_WORK
-    assert (tmp_path / "mini" / "run-k7" / "drafter-mask" / "k7-j0-on" / "dumps").is_dir()
+    assert (tmp_path / "mini" / "run" / "drafter-mask" / "k7-j0-on" / "dumps").is_dir()
     bad = subprocess.run(
         ["bash", str(script), str(results), "nope"],
         cwd=ROOT,
@@ -83,4 +110,4 @@ def test_train_then_run7(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert bad.returncode == 64 and "expected all, train, run7 or run15" in bad.stderr
+    assert bad.returncode == 64 and "expected all, train, base, mask7" in bad.stderr

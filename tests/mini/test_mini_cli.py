@@ -52,3 +52,20 @@ def test_run_needs_here_and_a_trained_folder(
     with pytest.raises(SystemExit) as done:
         main(["mini", "run", str(tmp_path), "--here", "--tokens", "7,x"])
     assert done.value.code == 64
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--slots", "0"], "--slots 0: expected a whole number, 1 or more"),
+        (["--requests", "0"], "--requests 0: expected a whole number, 1 or more"),
+        (["--parts", "mask,nope"], "--parts nope: expected some of baseline,"),
+        (["--ngram-max", "0"], "--ngram-max 0"),
+    ],
+)
+def test_bad_run_arguments(
+    tmp_path: Path, args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mini", "run", str(tmp_path), "--here", *args]) == 64
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

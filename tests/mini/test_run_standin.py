@@ -12,6 +12,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,19 +23,23 @@ from servers.base import free_port
 STANDIN = Path(__file__).resolve().parents[1] / "engine_check" / "bin" / "vllm_serve_standin.py"
 
 
-def options(out: Path, crosscheck: bool) -> MiniRunOptions:
-    return MiniRunOptions(
-        out=out,
-        tokens=(7,),
-        contexts=(32, 64),
-        requests=2,
-        max_tokens=16,
-        port=free_port(),
-        startup_timeout=60.0,
-        crosscheck=crosscheck,
-        device="cpu",
-        server_command=[sys.executable, str(STANDIN)],
-    )
+def options(out: Path, crosscheck: bool, **more: Any) -> MiniRunOptions:
+    chosen: dict[str, Any] = {
+        "out": out,
+        "tokens": (7,),
+        "contexts": (32, 64),
+        "requests": 2,
+        "max_tokens": 16,
+        "port": free_port(),
+        "startup_timeout": 60.0,
+        "crosscheck": crosscheck,
+        "device": "cpu",
+        "server_command": [sys.executable, str(STANDIN)],
+        "j0_seeds": (20261031,),
+        "slots": 2,
+        "parts": ("mask", "j0"),
+    }
+    return MiniRunOptions(**{**chosen, **more})
 
 
 @pytest.fixture
@@ -44,8 +49,14 @@ def trained(smoke_out: Path, tmp_path: Path) -> Path:
     return copy
 
 
+def server_args(folder: Path) -> dict[str, Any]:
+    log = (folder / "server.log").read_text()
+    return ast.literal_eval(re.search(r"non-default args: (\{.*\})", log)[1])
+
+
 def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
-    result = run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    chosen = options(trained, crosscheck=False, parts=("baseline", "ngram", "mask", "j0"))
+    result = run_matrix(chosen, say=lambda line: None)
     assert result.exit_code == OK, result.verdict
     run = trained / "run"
     names = ["k7-j0-off", "k7-j0-on"]
@@ -55,10 +66,12 @@ def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
             assert doc["complete"] is True
             assert len(doc["requests"]) == 4
             assert doc["metrics_crosscheck"]["status"] == "match"
+            assert all(r["output_text"] and r["repetition"] for r in doc["requests"])
             log = (run / drafter / name / "server.log").read_text()
-            args = ast.literal_eval(re.search(r"non-default args: (\{.*\})", log)[1])
+            args = server_args(run / drafter / name)
             assert args["max_model_len"] == 512  # 4 x 64 (smoke drafters) + 16 + 8, in 256s
             assert args["enable_prefix_caching"] is False
+            assert args["max_num_seqs"] == 2
             assert args["model"] == str(trained / "target")
             assert args["speculative_config"]["model"] == str(trained / drafter)
             assert args["speculative_config"]["num_speculative_tokens"] == 7
@@ -66,18 +79,82 @@ def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
         assert (run / drafter / "report.md").is_file()
         report = json.loads((run / drafter / "report.json").read_text())
         assert [p["k"] for p in report["j0_on_minus_off"]] == [7]
+        assert report["j0_on_minus_off"][0]["acceptance_length"]["stats"]["prompts"] == 4
+    # the baseline without speculative decoding, the n-gram speculator as the brief names it
+    assert server_args(run / "baseline")["speculative_config"] == {}
+    assert server_args(run / "ngram" / "k7")["speculative_config"] == {
+        "method": "ngram",
+        "num_speculative_tokens": 7,
+        "prompt_lookup_max": 4,
+    }
     summary = json.loads((run / "mini-run.json").read_text())
     on = summary["settings"]["drafter-j0/k7-j0-on"]
     assert on["dumps_check"]["verdict"] == "PASS"
     assert on["dumps_check"]["draws_verified"] == on["dumps_check"]["draws"] > 0
+    assert on["dump_pass"]["requests"] >= 1
+    assert (run / "drafter-j0" / "k7-j0-on" / "dumps-check.json").is_file()
+    assert "dumps/step0000.pt" in (run / "drafter-j0" / "k7-j0-on" / "dumps-sha256.txt").read_text()
     assert set(on["per_request_mean_by_context"]) == {"32", "64"}
+    # the comparisons by name, and the speedups, on the same four prompts
+    block = summary["comparisons"]["by_tokens"]["7"]
+    assert set(block) == {"article", "systems", "control", "ngram"}
+    assert block["article"]["all"]["prompts"] == 4
+    assert set(block["article"]["by_context"]) == {"32", "64"}
+    assert block["article"]["all"]["permutation"]["method"] == "exact"
+    assert set(summary["comparisons"]["speedup"]) == {
+        "ngram/k7",
+        "drafter-mask/k7-j0-off",
+        "drafter-mask/k7-j0-on",
+        "drafter-j0/k7-j0-off",
+        "drafter-j0/k7-j0-on",
+    }
+    gate = summary["gate"]
+    assert gate["target_outputs"] == "baseline"
+    assert [b["outputs"] for b in gate["settings"]["baseline"]["bins"]] == [2, 2]
+    text = (run / "mini-run.md").read_text()
+    assert "the article's" in text and "negative control" in text and "pooled" in text
+    # every prompt from a file of its own, the longest filled first, bins interleaved
     prompts = [json.loads(x) for x in (run / "prompts.jsonl").read_text().splitlines()]
-    assert [p["id"] for p in prompts] == ["ctx32-00", "ctx32-01", "ctx64-00", "ctx64-01"]
+    assert [p["id"] for p in prompts] == ["ctx32-00", "ctx64-00", "ctx32-01", "ctx64-01"]
+    assert len({p["source"] for p in prompts}) == 4
+    record = json.loads((run / "prompts.json").read_text())
+    assert record["files_shared"] == 0 and len(record["prompts"]) == 4
     from j0.mini.tokenizer import load
 
     tokenizer = load(trained / "target")
     lengths = [len(tokenizer(p["prompt"], add_special_tokens=False)["input_ids"]) for p in prompts]
-    assert all(abs(n - c) <= 2 for n, c in zip(lengths, (32, 32, 64, 64), strict=True)), lengths
+    assert all(abs(n - c) <= 2 for n, c in zip(lengths, (32, 64, 32, 64), strict=True)), lengths
+
+
+def test_a_second_j0_seed_is_served_and_checked(trained: Path) -> None:
+    """J0 with seed 20261032: the article's file with that seed goes where the server imports
+    it; the stand-in serves the dumps it recorded with the pinned seed, so the dumps check with
+    the setting's seed fails: a server that did not take the seed is caught. --resume then adds
+    nothing and makes the summary again, the earlier failure still named."""
+    chosen = options(trained, crosscheck=False, parts=("j0",), j0_seeds=(20261031, 20261032))
+    result = run_matrix(chosen, say=lambda line: None)
+    run = trained / "run"
+    variant = run / "speculators" / "seed20261032" / "speculator.py"
+    assert "tl.randint(20261032," in variant.read_text()
+    assert "tl.randint(20261031," not in variant.read_text()
+    log = (run / "drafter-j0" / "k7-j0-on-seed20261032" / "server.log").read_text()
+    assert f"the speculator.py imported would be {variant.resolve()}" in log
+    assert result.exit_code == 1
+    assert [p.split(":")[0] for p in result.problems] == ["drafter-j0/k7-j0-on-seed20261032"]
+    assert "j0 dumps check: FAIL" in result.problems[0]
+    summary = json.loads((run / "mini-run.json").read_text())
+    assert summary["settings"]["drafter-j0/k7-j0-on"]["dumps_check"]["verdict"] == "PASS"
+    assert "seeds-j0" in summary["comparisons"]["by_tokens"]["7"]
+    again = run_matrix(
+        options(trained, crosscheck=False, parts=("j0",), j0_seeds=(20261031, 20261032),
+                resume=True),
+        say=lambda line: None,
+    )  # fmt: skip
+    assert again.exit_code == 1 and again.problems == result.problems  # kept, not served again
+    assert (
+        json.loads((run / "mini-run.json").read_text())["settings"].keys()
+        == summary["settings"].keys()
+    )
 
 
 def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path) -> None:

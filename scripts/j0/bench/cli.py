@@ -219,6 +219,12 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         "token, 7696 s with the defaults)",
     )
     _add_repeats_and_system_prompt(p, "run")
+    p.add_argument(
+        "--keep-outputs",
+        action="store_true",
+        help="keep each output's text in FILE.json (`output_text`), so that figures of the "
+        "outputs (the repetition measure) can be recomputed from the file",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=_run)
 
@@ -277,6 +283,7 @@ def _run(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             system_prompt=system_prompt,
             system_prompt_file=system_prompt_file,
+            keep_outputs=args.keep_outputs,
         )
     )
     problem = outcome.failure()

@@ -4,7 +4,9 @@
                               LEN words (about LEN tokens) and a question that needs all of it;
                               request i gets length LEN[i mod n] and a ledger of its own, so no two
                               prompts share a prefix (no prefix-cache hit between them)
-    FILE.jsonl                one {"prompt": "..."} per line ("id" optional)
+    FILE.jsonl                one {"prompt": "..."} per line ("id" optional; "source" optional:
+                              prompts of one source are one unit of `j0 bench report`'s
+                              statistics, j0.bench.stats)
     math500 | aime | gsm8k    through the `datasets` library (HuggingFaceH4/MATH-500,
                               HuggingFaceH4/aime_2024, openai/gsm8k), with the suffix the DFlash
                               authors' benchmark puts after each problem; the prompts are kept in
@@ -41,6 +43,7 @@ DEFAULT_SYNTHETIC_LENGTHS = (1000, 4000, 8000)
 class Prompt:
     id: str
     text: str
+    source: str | None = None  # where it was cut from (a file, a document), where known
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,14 @@ def read_jsonl(path: Path) -> list[Prompt]:
                 f'{path}:{number}: expected an object with a string "prompt", got {line[:80]!r}',
                 INPUT_LACKS,
             )
-        prompts.append(Prompt(str(row.get("id", f"{path.stem}-{len(prompts)}")), row["prompt"]))
+        source = row.get("source")
+        prompts.append(
+            Prompt(
+                str(row.get("id", f"{path.stem}-{len(prompts)}")),
+                row["prompt"],
+                None if source is None else str(source),
+            )
+        )
     if not prompts:
         raise J0Error(f"{path}: no prompts in it", INPUT_LACKS)
     return prompts

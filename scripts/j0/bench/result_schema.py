@@ -60,10 +60,19 @@ ENTRY_TYPES: dict[str, tuple[type, ...]] = {
     **{key: _NUMBER for key in ("prompt_tokens", "cached_tokens", "output_tokens")},
     **{
         key: (str,)
-        for key in ("prompt_id", "prompt_sha256", "error", "finish_reason", "output_sha256")
+        for key in (
+            "prompt_id",
+            "prompt_sha256",
+            "prompt_source",
+            "error",
+            "finish_reason",
+            "output_sha256",
+        )
     },
     "ok": (bool,),
     "speculative_decoding": (dict,),
+    "repetition": (dict,),
+    "output_text": (str,),
     "flags": (list,),
     "warnings": (list,),
 }

@@ -29,7 +29,9 @@ Top-level keys (format_version 1), in the order they are written:
     notes                   what the reader should know about the figures' source
     warmup                  the warm-up requests sent and how many answered
     manifest                the setup (manifest.py)
-    requests                one entry per measured request, in order
+    requests                one entry per measured request, in order; each with `repetition`,
+                            how much its output repeats itself (repetition.py), and with
+                            --keep-outputs the output's text (`output_text`)
 
 Standard library only.
 """
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
+from j0.bench import repetition
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
 from j0.bench.result_schema import ENTRY_TIMES, document_problem
@@ -272,10 +275,11 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def request_entry(
-    index: int, prompt: Prompt, out: Outcome, j0: str, repeat: int = 0
+    index: int, prompt: Prompt, out: Outcome, j0: str, repeat: int = 0, keep_output: bool = False
 ) -> dict[str, Any]:
     """One measured request as the result file holds it (`repeat`: which pass over the prompts
-    sent it, from 0)."""
+    sent it, from 0; `keep_output`: with the output's text). `repetition`: how much the output
+    repeats itself (j0.bench.repetition), on its token ids, else its characters."""
     spec = out.speculative_decoding
     rejected = spec_ranges.spec_problems(spec)
     bad_tokens = {
@@ -291,6 +295,7 @@ def request_entry(
         "index": index,
         "prompt_id": prompt.id,
         "prompt_sha256": hashlib.sha256(prompt.text.encode("utf-8")).hexdigest(),
+        "prompt_source": prompt.source,
         "ok": out.ok,
         "error": out.error,
         "started_at": out.started_at,
@@ -326,7 +331,10 @@ def request_entry(
         "repeat": repeat,
         "output_token_ids": out.token_ids,
         "output_sha256": hashlib.sha256(out.text.encode("utf-8")).hexdigest(),
+        "repetition": repetition.of_output(out.token_ids, out.text) if out.ok else None,
     }
+    if keep_output:
+        entry["output_text"] = out.text
     if rejected:
         # out of every pooled figure; the server's metrics kept as they came, to look at
         entry["metrics_problems"] = rejected

@@ -40,28 +40,45 @@ class ServeSetting:
     port: int
     extra_env: dict[str, str] = field(default_factory=dict)
     max_model_len: int = MAX_MODEL_LEN
+    max_num_seqs: int = MAX_NUM_SEQS  # the request slots
+    # "dflash" (the drafter `draft`), "ngram" (vLLM's prompt lookup, no drafter; the lookup's
+    # settings in `speculative_extra`) or None (no speculative decoding: the baseline)
+    method: str | None = "dflash"
+    speculative_extra: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return f"j0-{'on' if self.j0 else 'off'}"
 
     def speculative_config(self, draft: str) -> str:
-        spec = {
-            "method": "dflash",
-            "model": draft,
-            "num_speculative_tokens": self.tokens,
-            "kv_cache_dtype": "auto",
-        }
+        spec: dict[str, object]
+        if self.method == "ngram":
+            spec = {"method": "ngram", "num_speculative_tokens": self.tokens}
+        else:
+            spec = {
+                "method": "dflash",
+                "model": draft,
+                "num_speculative_tokens": self.tokens,
+                "kv_cache_dtype": "auto",
+            }
+        spec.update(self.speculative_extra)
         return json.dumps(spec, separators=(",", ":"))
 
     def vllm_args(self, target: str, draft: str) -> list[str]:
         """`vllm serve`'s arguments (paths as the server sees them)."""
+        speculative = (
+            []
+            if self.method is None
+            else [
+                "--speculative-config",
+                self.speculative_config(draft),
+            ]
+        )
         args = [
             target,
-            "--speculative-config",
-            self.speculative_config(draft),
+            *speculative,
             "--max-num-seqs",
-            str(MAX_NUM_SEQS),
+            str(self.max_num_seqs),
             "--max-model-len",
             str(self.max_model_len),
             "--gpu-memory-utilization",

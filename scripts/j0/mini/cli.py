@@ -22,15 +22,35 @@ training logs and the drafters' per-slot accuracy on held-out text; OUT/mini.jso
 """
 
 RUN_HELP = """\
-Serve the miniature of OUT (from `j0 mini train`) in vLLM's real engine, the 2 x 2 matrix
-(drafter mask/J0 x J0 off/on) for each --tokens, prefix caching off, and measure each setting with
-`j0 bench run` on held-out prompts cut to each --contexts length (mini tokenizer counts); then
-`j0 bench report` on OUT/run/, `j0 dumps check` on every J0-on dump set, and the teacher-forced
-cross-check: the `dflash` reference at the engine's own anchors of each J0-off setting, step by
-step (near-ties named). --here serves with this Python's vLLM. Writes OUT/run/ (results,
-report.md, plots, server logs, mini-run.json). Exit 0: every setting ran and every check passed;
-1: one did not (named).
+Serve the miniature of OUT (from `j0 mini train`) in vLLM's real engine, prefix caching off: a
+baseline without speculative decoding, vLLM's n-gram speculator, and each drafter (mask/J0) with
+J0 off and on (each --j0-seeds seed), for each --tokens; every setting measured with `j0 bench
+run` on the same prompts (--requests per --contexts length, each from a file no model was
+trained on, none a prefix of another; --slots requests in flight, spread over the request
+slots). Then `j0 bench report` per drafter, `j0 dumps check` on every J0-on dump set (with its
+seed), the teacher-forced cross-check on each J0-off setting, the repetition gate on every
+setting's outputs, and the comparisons by name with intervals and verdicts (j0.bench.stats): the
+article's (J0-trained drafter, J0 on vs off), the systems' (J0-trained with J0 on vs
+mask-trained with J0 off), the negative control (mask drafter, J0 on vs off), J0's seeds, the
+n-gram speculator, the speedups. --here serves with this Python's vLLM. Writes OUT/run/
+(prompts, results with the outputs, report.md, plots, server logs, mini-run.json/.md). Exit 0:
+every setting ran and every check passed; 1: one did not (named), the repetition gate included.
 """
+
+
+NUMBERS_HELP = """\
+The tables of a results README written from the data stored beside it: each block
+`<!-- numbers: KIND PATH... -->` ... `<!-- /numbers -->` (KIND: training, engine, comparisons,
+gate, checks; PATH relative to the README) is made again from PATH's mini.json, result files and
+mini-run.json. Without --write it checks: exit 0 when every block agrees with the data, 1 when one
+does not (the difference printed); --write writes them. Exit 2: a block's data is missing.
+"""
+
+
+def _numbers(args: argparse.Namespace) -> int:
+    from j0.mini.numbers import run
+
+    return run(args.readme, write=args.write)
 
 
 def _ints(text: str) -> list[int]:
@@ -82,14 +102,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
     run.add_argument("out", type=Path, metavar="OUT")
     run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
-    run.add_argument("--tokens", type=_ints, default=[7], help="draft tokens (default 7)")
+    run.add_argument("--tokens", type=_ints, default=[7, 15], help="draft tokens (default 7,15)")
     run.add_argument(
         "--contexts",
         type=_ints,
-        default=[256, 1024, 2048],
-        help="prompt lengths in tokens (default 256,1024,2048)",
+        help="prompt lengths in tokens (default 0.5, 1, 2, 4 and 8 times the drafters' training "
+        "length: 256,512,1024,2048,4096)",
     )
-    run.add_argument("--requests", type=int, default=4, help="prompts per context (default 4)")
+    run.add_argument("--requests", type=int, default=48, help="prompts per context (default 48)")
+    run.add_argument(
+        "--slots",
+        type=int,
+        default=4,
+        help="request slots (max-num-seqs) and requests in flight (default 4)",
+    )
+    run.add_argument(
+        "--j0-seeds",
+        type=_ints,
+        help="J0's seeds (default: the pinned 20261031 and 20261032); each one a J0-on setting",
+    )
+    run.add_argument(
+        "--parts",
+        default="baseline,ngram,mask,j0",
+        help="which settings: some of baseline,ngram,mask,j0 (default all); mask-off, mask-on, "
+        "j0-off, j0-on: a drafter's J0-off setting or its J0-on ones apart",
+    )
+    run.add_argument(
+        "--ngram-max", type=int, default=4, help="the n-gram speculator's prompt_lookup_max (4)"
+    )
+    run.add_argument(
+        "--reuse-files",
+        action="store_true",
+        help="where too few files are long enough, cut more prompts from files already used "
+        "(at offsets that do not overlap; the statistics cluster them by file)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="the run folder may exist: add the settings it lacks, then make the reports again",
+    )
+    run.add_argument(
+        "--crosscheck-requests",
+        type=int,
+        default=12,
+        help="prompts of the teacher-forced cross-check per J0-off setting (default 12)",
+    )
     run.add_argument("--max-tokens", type=int, default=256, help="tokens per request (256)")
     run.add_argument("--port", type=int, default=8765)
     run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S")
@@ -106,6 +163,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
+
+    numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
+    numbers.add_argument("readme", type=Path, metavar="README")
+    numbers.add_argument(
+        "--write", action="store_true", help="write the tables into README (default: check)"
+    )
+    numbers.set_defaults(func=_numbers)
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -141,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
         MiniRunOptions(
             out=args.out,
             tokens=tuple(args.tokens),
-            contexts=tuple(args.contexts),
+            contexts=tuple(args.contexts) if args.contexts else None,
             requests=args.requests,
             max_tokens=args.max_tokens,
             port=args.port,
@@ -151,6 +215,13 @@ def _run(args: argparse.Namespace) -> int:
             device=args.device,
             server_command=shlex.split(args.server_command) if args.server_command else None,
             run_dir=args.run_dir,
+            slots=args.slots,
+            j0_seeds=tuple(args.j0_seeds) if args.j0_seeds else None,
+            parts=tuple(p.strip() for p in args.parts.split(",") if p.strip()),
+            ngram_max=args.ngram_max,
+            reuse_files=args.reuse_files,
+            resume=args.resume,
+            crosscheck_requests=args.crosscheck_requests,
         )
     )
     print((Path(result.summary["out"]) / "mini-run.md").read_text())

@@ -1,12 +1,39 @@
-"""`j0 mini run OUT`: the 2 x 2 matrix (drafter mask/J0 x J0 off/on) per draft-token count in
-vLLM's real engine (this Python's, `--here`), each setting one server start (prefix caching off,
-dumps with J0 on) measured by `j0 bench run` on the held-out prompts; then `j0 bench report` per
-drafter (J0 on minus off), `j0 dumps check` on each J0-on dump set and the teacher-forced
-cross-check on each J0-off setting. Everything goes to OUT/run/; OUT/run/mini-run.json holds the
-summary and every check's line."""
+"""`j0 mini run OUT`: the miniature in vLLM's real engine (this Python's, `--here`), on prompts
+that can decide (j0.mini.prompts: per context bin `--requests` prompts, each from a file no model
+was trained on, none a prefix of another; bins up to 8x the drafters' training length by
+default), every setting one server start (prefix caching off), measured by `j0 bench run`'s
+function with the requests spread over the request slots (`--slots` at a time, max-num-seqs the
+same):
+
+    baseline                  no speculative decoding (the speedups' reference)
+    ngram/kK                  vLLM's n-gram speculator (prompt lookup), K draft tokens
+    drafter-INIT/kK-j0-off    the drafter with vLLM's mask initialisation of the query slots
+    drafter-INIT/kK-j0-on     J0 with the pinned seed; kK-j0-on-seedS: J0 with seed S
+                              (j0.mini.seeds)
+
+then `j0 bench report`'s function on each drafter's folder, `j0 dumps check` (with the setting's
+seed) on each J0-on dump set, the teacher-forced cross-check on each J0-off setting (the first
+--crosscheck-requests prompts), the repetition gate on every setting's outputs
+(j0.bench.repetition), and the comparisons by name (j0.bench.stats), per draft-token count, over
+all prompts and per context bin:
+
+    article    the J0-trained drafter, J0 on (the mean over J0's seeds) against J0 off
+    systems    the J0-trained drafter with J0 on against the mask-trained drafter with J0 off
+    control    the mask-trained drafter, J0 on against off: the negative control (a drafter
+               served with an initialisation it was not trained on)
+    seeds      per drafter, J0 with one seed against another: J0's own randomness
+    ngram      the J0-trained drafter with J0 on against the n-gram speculator
+and every speculative setting's speedup over the baseline.
+
+Everything goes to OUT/run/ (`--run-dir` another folder); `--resume` adds the settings a folder
+lacks (a setting's folder is never written twice) and makes the reports and the summary again
+over all of them, so a long run can be split into commands. OUT/run/mini-run.json holds the
+summary; mini-run.md the tables, each saying whether its figures are pooled or request means.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -17,22 +44,34 @@ from j0.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.train import DRAFTERS
 
+CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
+PARTS = ("baseline", "ngram", "mask", "j0")
+# a drafter's settings apart: its J0-off one, or its J0-on ones (every seed)
+PARTS_APART = ("mask-off", "mask-on", "j0-off", "j0-on")
+
 
 @dataclass(frozen=True)
 class MiniRunOptions:
     out: Path
-    tokens: tuple[int, ...] = (7,)
-    contexts: tuple[int, ...] = (256, 1024, 2048)
-    requests: int = 4
+    tokens: tuple[int, ...] = (7, 15)
+    contexts: tuple[int, ...] | None = None  # None: CONTEXT_MULTIPLES x the drafters' length
+    requests: int = 48  # per context bin
     max_tokens: int = 256
     port: int = 8765
     startup_timeout: float = 600.0
     graphs: bool = False
     crosscheck: bool = True
+    crosscheck_requests: int = 12
     device: str = "auto"  # the cross-check's reference
     dump_steps: int = 200
     server_command: list[str] | None = None  # in the place of `vllm serve` (tests)
     run_dir: Path | None = None  # where the run goes (None: OUT/run)
+    slots: int = 4  # request slots (max-num-seqs) and requests in flight
+    j0_seeds: tuple[int, ...] | None = None  # None: the pinned seed and the next one
+    parts: tuple[str, ...] = PARTS
+    ngram_max: int = 4  # prompt_lookup_max
+    reuse_files: bool = False
+    resume: bool = False
 
 
 @dataclass
@@ -54,10 +93,27 @@ class MiniRunResult:
         return "==> PASS: every setting ran, every check passed"
 
 
-def max_model_len(manifest: dict[str, Any], options: MiniRunOptions) -> int:
+def contexts_of(manifest: dict[str, Any], options: MiniRunOptions) -> tuple[int, ...]:
+    if options.contexts:
+        return tuple(options.contexts)
+    draft_seq = int(manifest["sizes"]["draft_seq"])
+    return tuple(max(1, int(m * draft_seq)) for m in CONTEXT_MULTIPLES)
+
+
+def seeds_of(options: MiniRunOptions) -> tuple[int, ...]:
+    if options.j0_seeds:
+        return tuple(dict.fromkeys(options.j0_seeds))
+    from j0.pins import load_pins
+
+    pinned = load_pins().j0_seed
+    return (pinned, pinned + 1)
+
+
+def max_model_len(manifest: dict[str, Any], options: MiniRunOptions, contexts: Any = None) -> int:
     """>= 4x the drafters' training length and the longest prompt, plus generation; in 256s."""
     draft_seq = int(manifest["sizes"]["draft_seq"])
-    need = max(4 * draft_seq, max(options.contexts)) + options.max_tokens + max(options.tokens) + 1
+    contexts = contexts or contexts_of(manifest, options)
+    need = max(4 * draft_seq, max(contexts)) + options.max_tokens + max(options.tokens) + 1
     return -(-need // 256) * 256
 
 
@@ -74,44 +130,180 @@ def read_manifest(out: Path) -> dict[str, Any]:
     return manifest
 
 
+def setting_folder(k: int, j0: bool, seed: int, pinned: int) -> str:
+    if not j0:
+        return f"k{k}-j0-off"
+    return f"k{k}-j0-on" if seed == pinned else f"k{k}-j0-on-seed{seed}"
+
+
+def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list[Any]:
+    """Every setting of the run, in the order they are served."""
+    from j0.mini.run_setting import BASELINE, NGRAM, SettingPlan
+
+    out = []
+    if "baseline" in options.parts:
+        out.append(
+            SettingPlan(None, 0, False, length, work / BASELINE, kind=BASELINE, slots=options.slots)
+        )
+    for k in options.tokens:
+        if "ngram" in options.parts:
+            out.append(
+                SettingPlan(
+                    None,
+                    k,
+                    False,
+                    length,
+                    work / NGRAM / f"k{k}",
+                    kind=NGRAM,
+                    speculative_extra={"prompt_lookup_max": options.ngram_max},
+                    slots=options.slots,
+                )
+            )
+        for drafter in DRAFTERS:
+            off = drafter in options.parts or f"{drafter}-off" in options.parts
+            on = drafter in options.parts or f"{drafter}-on" in options.parts
+            runs = [(False, pinned)] if off else []
+            runs += [(True, s) for s in seeds_of(options)] if on else []
+            for j0, seed in runs:
+                folder = work / f"drafter-{drafter}" / setting_folder(k, j0, seed, pinned)
+                out.append(
+                    SettingPlan(
+                        drafter,
+                        k,
+                        j0,
+                        length,
+                        folder,
+                        seed=seed if j0 else None,
+                        slots=options.slots,
+                    )
+                )
+    return out
+
+
+def check_options(options: MiniRunOptions) -> None:
+    """The flags' ranges, before anything is read or served (exit 64)."""
+    for part in options.parts:
+        if part not in (*PARTS, *PARTS_APART):
+            raise J0Error(
+                f"--parts {part}: expected some of {', '.join((*PARTS, *PARTS_APART))}", USAGE
+            )
+    if not options.parts:
+        raise J0Error(f"--parts: expected some of {', '.join(PARTS)}", USAGE)
+    for flag, value, least in (
+        ("--requests", options.requests, 1),
+        ("--slots", options.slots, 1),
+        ("--max-tokens", options.max_tokens, 1),
+        ("--ngram-max", options.ngram_max, 1),
+        ("--crosscheck-requests", options.crosscheck_requests, 0),
+    ):
+        if value < least:
+            raise J0Error(f"{flag} {value}: expected a whole number, {least} or more", USAGE)
+
+
 def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
-    from j0.mini.run_setting import SettingPlan, run_setting
-
-    manifest = read_manifest(options.out)
     from j0.mini import corpus as corpus_mod
+    from j0.mini import seeds as seeds_mod
     from j0.mini import tokenizer as tok_mod
-    from j0.mini.prompts import make_prompts, write_jsonl
+    from j0.mini.prompts import make_prompts, write_jsonl, write_record
+    from j0.mini.run_setting import run_setting
+    from j0.pins import load_pins
 
+    check_options(options)
+    manifest = read_manifest(options.out)
     work = options.run_dir or options.out / "run"
-    if work.exists():
-        raise J0Error(f"{work}: exists; move it away first (nothing is overwritten)", USAGE)
-    work.mkdir(parents=True)
+    if work.exists() and not options.resume:
+        raise J0Error(
+            f"{work}: exists; move it away first, or give --resume to add the settings it "
+            "lacks (nothing is overwritten)",
+            USAGE,
+        )
+    contexts = contexts_of(manifest, options)
     corpus = corpus_mod.read(options.out / "corpus.json")
     tokenizer = tok_mod.load(options.out / "target")
-    prompts = make_prompts(corpus.texts(True), tokenizer, options.contexts, options.requests)
+    prompts = make_prompts(corpus, tokenizer, contexts, options.requests, reuse=options.reuse_files)
     dataset = work / "prompts.jsonl"
-    write_jsonl(prompts, dataset)
-    length = max_model_len(manifest, options)
+    if work.exists() and dataset.is_file():
+        previous = hashlib.sha256(dataset.read_bytes()).hexdigest()
+        write_jsonl(prompts, work / ".prompts-now.jsonl")
+        now = work / ".prompts-now.jsonl"
+        same = hashlib.sha256(now.read_bytes()).hexdigest() == previous
+        now.unlink()
+        if not same:
+            raise J0Error(
+                f"{dataset}: other prompts than this run would send (another corpus, "
+                "tokenizer, --contexts or --requests): --resume only adds settings on the same "
+                "prompts",
+                USAGE,
+            )
+    else:
+        work.mkdir(parents=True, exist_ok=True)
+        write_jsonl(prompts, dataset)
+        write_record(prompts, work / "prompts.json")
+    pins = load_pins()
+    length = max_model_len(manifest, options, contexts)
     say(
-        f"==> {len(prompts)} held-out prompts ({', '.join(map(str, options.contexts))} tokens); "
-        f"max-model-len {length}"
+        f"==> {len(prompts)} prompts ({options.requests} per context: "
+        f"{', '.join(map(str, contexts))} tokens), {len({p.source for p in prompts})} files; "
+        f"max-model-len {length}; {options.slots} request slots"
     )
     result = MiniRunResult()
-    settings: dict[str, Any] = {}
     started = time.monotonic()
-    for k in options.tokens:
-        for drafter in DRAFTERS:
-            for j0 in (False, True):
-                name = f"k{k}-j0-{'on' if j0 else 'off'}"
-                folder = work / f"drafter-{drafter}" / name
-                plan = SettingPlan(drafter, k, j0, length, folder)
-                outcome = run_setting(options, plan, dataset, prompts, say)
-                settings[plan.name] = outcome.summary
-                result.problems.extend(outcome.problems)
-                result.missing.extend(outcome.missing)
+    article: str | None = None
+    for plan in plans(options, work, length, pins.j0_seed):
+        if plan.folder.exists():
+            if (plan.folder / "result.json").is_file():
+                say(f"==> {plan.name}: measured before, kept")
+                continue
+            raise J0Error(
+                f"{plan.folder}: exists without a result.json (a setting that did not finish): "
+                "move it away, then --resume",
+                USAGE,
+            )
+        if plan.j0 and plan.seed != pins.j0_seed:
+            if article is None:
+                article = seeds_mod.article_text(pins)
+            env = seeds_mod.prepare(
+                work / "speculators" / f"seed{plan.seed}", plan.seed, pins, article
+            )
+            plan = type(plan)(**{**plan.__dict__, "extra_env": env})
+        outcome = run_setting(options, plan, dataset, prompts, say)
+        record = {**outcome.summary, "problems": outcome.problems, "missing": outcome.missing}
+        write_text_atomic(plan.folder / "setting.json", json.dumps(record, indent=1) + "\n")
+    summarize(options, manifest, work, contexts, length, tokenizer, result, started)
+    return result
+
+
+def summarize(
+    options: MiniRunOptions,
+    manifest: dict[str, Any],
+    work: Path,
+    contexts: tuple[int, ...],
+    length: int,
+    tokenizer: Any,
+    result: MiniRunResult,
+    started: float,
+) -> None:
+    """The reports, the gate and the comparisons over every setting in WORK."""
+    from j0.mini import compare
+
+    settings: dict[str, Any] = {}
+    for path in sorted(work.rglob("setting.json")):
+        name = path.parent.relative_to(work).as_posix()
+        settings[name] = json.loads(path.read_text())
+        # every setting's problems, those of an earlier command of a resumed run too
+        result.problems.extend(settings[name].get("problems") or [])
+        result.missing.extend(settings[name].get("missing") or [])
     reports = {}
     for drafter in DRAFTERS:
-        reports[drafter] = make_report(work / f"drafter-{drafter}", result)
+        if (work / f"drafter-{drafter}").is_dir():
+            reports[drafter] = make_report(work / f"drafter-{drafter}", contexts, result)
+    data = compare.load(work, settings, tokenizer)
+    gate = compare.gate(data, contexts)
+    for name, g in gate["settings"].items():
+        if g["passed"] is False:
+            failed = ", ".join(str(b["context"]) for b in g["bins"] if b["passed"] is False)
+            result.problems.append(f"{name}: the repetition gate failed at context {failed}")
+    comparisons = compare.comparisons(data, settings, contexts, options.tokens)
     result.summary = {
         "out": str(work),
         "max_model_len": length,
@@ -119,55 +311,33 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
             key: manifest.get(key)
             for key in ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
         },
-        "contexts": list(options.contexts),
+        "contexts": list(contexts),
         "tokens": list(options.tokens),
         "requests_per_context": options.requests,
         "max_tokens": options.max_tokens,
+        "slots": options.slots,
+        "j0_seeds": list(seeds_of(options)),
         "seconds": round(time.monotonic() - started, 1),
         "settings": settings,
+        "gate": gate,
+        "comparisons": comparisons,
         "reports": reports,
         "problems": result.problems,
         "missing": result.missing,
     }
     write_text_atomic(work / "mini-run.json", json.dumps(result.summary, indent=1) + "\n")
-    write_text_atomic(work / "mini-run.md", markdown(result.summary))
-    return result
+    write_text_atomic(work / "mini-run.md", compare.markdown(result.summary))
 
 
-def make_report(folder: Path, result: MiniRunResult) -> str:
-    """`j0 bench report FOLDER` through its function; what it wrote, or why it could not."""
-    from j0.bench.report import main as report_main
+def make_report(folder: Path, contexts: tuple[int, ...], result: MiniRunResult) -> str:
+    """`j0 bench report FOLDER` through its function (bins at the contexts); what it wrote, or
+    why it could not."""
+    from j0.bench.report import ReportOptions, report
 
+    edges = sorted(set(contexts))
     try:
-        report_main(folder, bin_size=256)
+        report(ReportOptions(folder=folder, bins=edges))
     except J0Error as exc:
         result.missing.append(f"j0 bench report {folder.name}: {exc}")
         return f"not made: {exc}"
     return str(folder / "report.md")
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    lines = [
-        "# j0 mini run",
-        "",
-        f"max-model-len {summary['max_model_len']}, {summary['requests_per_context']} prompts "
-        f"per context, {summary['max_tokens']} tokens each, greedy, prefix caching off.",
-        "Trained: "
-        + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
-        "",
-        "| setting | pooled acceptance length | per-request mean by context | checks |",
-        "|---|---|---|---|",
-    ]
-    for name, s in summary["settings"].items():
-        contexts = ", ".join(
-            f"{c}: {v}" for c, v in (s.get("per_request_mean_by_context") or {}).items()
-        )
-        checks = "; ".join(s.get("lines", []))
-        lines.append(f"| {name} | {s.get('pooled_acceptance_length')} | {contexts} | {checks} |")
-    lines += [
-        "",
-        *[f"- problem: {p}" for p in summary["problems"]],
-        *[f"- missing: {m}" for m in summary["missing"]],
-        "",
-    ]
-    return "\n".join(lines)

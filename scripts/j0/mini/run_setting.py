@@ -13,18 +13,35 @@ from j0.atomic import write_text_atomic
 from j0.engine import endpoints
 from j0.errors import J0Error
 
+BASELINE = "baseline"  # no speculative decoding
+NGRAM = "ngram"  # vLLM's prompt lookup
+DFLASH = "dflash"
+
 
 @dataclass(frozen=True)
 class SettingPlan:
-    drafter: str
+    """One server start of the run. kind: dflash (a drafter, J0 on or off, J0's seed), ngram
+    (vLLM's n-gram speculator, `prompt_lookup_max` in speculative_extra) or baseline (none)."""
+
+    drafter: str | None
     k: int
     j0: bool
     max_model_len: int
     folder: Path
+    kind: str = DFLASH
+    seed: int | None = None  # J0's seed (None: the pinned one)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    speculative_extra: dict[str, int] = field(default_factory=dict)
+    slots: int = 4
 
     @property
     def name(self) -> str:
-        return f"drafter-{self.drafter}/k{self.k}-j0-{'on' if self.j0 else 'off'}"
+        """The setting's folder relative to the run: drafter-mask/k7-j0-on, ngram/k7, baseline."""
+        if self.kind == BASELINE:
+            return BASELINE
+        if self.kind == NGRAM:
+            return f"{NGRAM}/k{self.k}"
+        return f"drafter-{self.drafter}/{self.folder.name}"
 
 
 @dataclass
@@ -44,6 +61,7 @@ def run_setting(
     outcome = SettingOutcome()
     lines: list[str] = []
     plan.folder.mkdir(parents=True)
+    speculative = plan.kind != BASELINE
     setting = ServeSetting(
         target=options.out / "target",
         draft=options.out / f"drafter-{plan.drafter}",
@@ -54,13 +72,24 @@ def run_setting(
         dump_steps=options.dump_steps if plan.j0 else 0,
         port=options.port,
         max_model_len=plan.max_model_len,
+        max_num_seqs=plan.slots,
+        method=None if not speculative else (NGRAM if plan.kind == NGRAM else DFLASH),
+        speculative_extra=plan.speculative_extra,
+        extra_env=plan.extra_env,
     )
     say(f"==> {plan.name}: starting the server")
     server = LocalServer(setting, plan.folder / "server.log", options.server_command)
     answers: list[dict[str, Any]] = []
+    crosscheck = plan.kind == DFLASH and not plan.j0 and options.crosscheck
     try:
         healthy = wait_healthy(server, options.startup_timeout)
-        say(f"    healthy after {healthy:.0f} s; j0 bench run ({len(prompts)} prompts)")
+        if plan.kind == DFLASH and plan.j0 and options.dump_steps:
+            model = str(first_model(server.url)["id"])
+            outcome.summary["dump_pass"] = dump_pass(server.url, model, prompts, plan, options)
+        say(
+            f"    healthy after {healthy:.0f} s; j0 bench run ({len(prompts)} prompts, "
+            f"{plan.slots} at a time)"
+        )
         bench = run(
             RunOptions(
                 url=server.url,
@@ -72,31 +101,85 @@ def run_setting(
                 thinking=False,
                 ignore_eos=True,
                 label=plan.name,
-                j0=plan.j0,
+                j0=plan.j0 if plan.kind == DFLASH else None,
                 bin_size=256,
+                concurrency=plan.slots,
+                keep_outputs=True,
+                progress=False,
             )
         )
         problem = bench.failure()
         if problem is not None:
             outcome.problems.append(f"{plan.name}: j0 bench run: {problem}")
-        if not plan.j0 and options.crosscheck:
+        if crosscheck:
             model = str(first_model(server.url)["id"])
-            answers = ask_with_ids(server.url, model, prompts, options.max_tokens)
+            chosen = prompts[: options.crosscheck_requests]
+            answers = ask_with_ids(server.url, model, chosen, options.max_tokens)
             write_text_atomic(plan.folder / "crosscheck-answers.json", json.dumps(answers) + "\n")
     except (J0Error, OSError) as exc:  # OSError: the server stopped answering (urllib)
         outcome.problems.append(f"{plan.name}: {exc}")
     finally:
         server.stop()
+    outcome.summary.update(
+        {
+            "kind": plan.kind,
+            "drafter": plan.drafter,
+            "k": plan.k if speculative else None,
+            "j0": plan.j0 if plan.kind == DFLASH else None,
+            "seed": plan.seed,
+            "slots": plan.slots,
+            "speculative_config": (
+                json.loads(setting.speculative_config(str(setting.draft))) if speculative else None
+            ),
+        }
+    )
+    if plan.extra_env.get("J0_MINI_SPECULATOR"):
+        from j0.mini.seeds import sha256_of
+
+        outcome.summary["speculator_sha256"] = sha256_of(plan.extra_env)
     if (plan.folder / "result.json").is_file():
         outcome.summary.update(by_context(plan.folder / "result.json"))
-    if plan.j0:
+    if plan.kind == DFLASH and plan.j0:
         lines.append(dumps_line(plan, outcome))
-    elif options.crosscheck and answers:
+    elif crosscheck and answers:
         lines.append(crosscheck_line(options, plan, answers, outcome))
     outcome.summary["lines"] = lines
     for line in lines:
         say(f"    {line}")
     return outcome
+
+
+def dump_pass(
+    url: str, model: str, prompts: list[Any], plan: SettingPlan, options: Any
+) -> dict[str, Any]:
+    """J0 on, before the measured requests: prompts one at a time until the dumps' budget
+    (VLLM_DFLASH_DUMP_STEPS) is spent. The patch dumps only steps that hold one request, so the
+    measured requests, several at a time, are not dumped, except where one runs alone at the
+    end; were the budget left for those, their dumps would start mid-request (unverifiable).
+    Each verify step is one dumped step; where a response does not say its steps, the fewest it
+    could have taken are counted (max_tokens / (k + 1))."""
+    sent = steps = 0
+    for prompt in prompts:
+        if steps >= options.dump_steps + sent:
+            break
+        answer = endpoints.post_json(
+            f"{url}/v1/completions",
+            {
+                "model": model,
+                "prompt": prompt.ids,
+                "max_tokens": options.max_tokens,
+                "temperature": 0.0,
+                "ignore_eos": True,
+            },
+            timeout=600.0,
+        )
+        spec = ((answer.get("metrics") or {}) if isinstance(answer, dict) else {}).get(
+            "speculative_decoding"
+        ) or {}
+        per_step = spec.get("per_step_accepted") if isinstance(spec, dict) else None
+        steps += len(per_step) if isinstance(per_step, list) else options.max_tokens // (plan.k + 1)
+        sent += 1
+    return {"requests": sent, "verify_steps": steps, "dump_steps": options.dump_steps}
 
 
 def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:
@@ -145,18 +228,51 @@ def by_context(result_path: Path) -> dict[str, Any]:
 
 
 def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
+    """`j0 dumps check` (with the setting's J0 seed) on its dumps; its per-request report is
+    written to dumps-check.json and the dumps' sha256 to dumps-sha256.txt (the dumps themselves
+    stay where they are: too large to keep with the results)."""
     from j0.dumps.check import CheckOptions, run_check
 
-    checked = run_check(CheckOptions(plan.folder / "dumps"))
+    dumps = plan.folder / "dumps"
+    checked = run_check(CheckOptions(dumps, seed=plan.seed))
     if not checked.ok:
         outcome.problems.append(f"{plan.name}: j0 dumps check: {checked.summary}")
+    if checked.report is not None:
+        write_text_atomic(
+            plan.folder / "dumps-check.json", json.dumps(checked.report.to_json(), indent=1) + "\n"
+        )
+    if dumps.is_dir():
+        from j0.atomic import sha256_file
+
+        write_text_atomic(
+            plan.folder / "dumps-sha256.txt",
+            "".join(
+                f"{sha256_file(p)}  dumps/{p.relative_to(dumps).as_posix()}\n"
+                for p in sorted(dumps.rglob("*"))
+                if p.is_file()
+            ),
+        )
     outcome.summary["dumps_check"] = {
         "verdict": checked.verdict,
         "exit_code": checked.exit_code,
+        "seed": plan.seed,
         "draws": checked.draws,
         "draws_verified": checked.draws_verified,
+        "slots": slots_of(checked.report),
     }
-    return f"j0 dumps check: {checked.summary}"
+    return f"j0 dumps check (seed {plan.seed}): {checked.summary}"
+
+
+def slots_of(report: Any) -> list[int]:
+    """The request slots the dumps check found for the dumped requests."""
+    if report is None:
+        return []
+    doc = report.to_json()
+    found = []
+    for r in doc.get("requests") or []:
+        if isinstance(r, dict) and isinstance(r.get("slot"), int):
+            found.append(r["slot"])
+    return found
 
 
 def crosscheck_line(

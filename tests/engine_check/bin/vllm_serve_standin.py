@@ -5,7 +5,10 @@ engine, tests/data/engine-h200-graphs-k15/server-j0-*.log), puts a recorded real
 right J0 mode into $VLLM_DFLASH_DUMP, and serves with our vLLM stand-in (tests/servers/) on --port.
 
 Knobs for tampering tests (environment): STANDIN_POOL (the pool printed with J0 on) and
-STANDIN_DUMPS (the dump folder to copy with J0 on).
+STANDIN_DUMPS (the dump folder to copy with J0 on). Without --speculative-config it serves
+without speculative decoding. J0_MINI_SPECULATOR (`j0 mini run`'s speculator.py of another J0
+seed, which vLLM would import in the place of its own) is named in the log; the dumps copied are
+still the recorded ones (seed 20261031) unless STANDIN_VARIANT_DUMPS names others.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ def main(argv: list[str]) -> int:
     )
     recorded = TESTS / "data" / "engine-h200" / ("j0-on" if j0 else "j0-off")
     source = Path(os.environ.get("STANDIN_DUMPS", str(recorded))) if j0 else recorded
+    variant = os.environ.get("J0_MINI_SPECULATOR")
+    if variant:
+        print(f"j0-standin: the speculator.py imported would be {variant}", flush=True)
+        if j0 and os.environ.get("STANDIN_VARIANT_DUMPS"):
+            source = Path(os.environ["STANDIN_VARIANT_DUMPS"])
     if dump:
         shutil.copytree(source, dump, dirs_exist_ok=True)
     return vllm_server.main(
@@ -63,7 +71,7 @@ def main(argv: list[str]) -> int:
             "--max-model-len",
             length or "2048",
             "--num-spec-tokens",
-            str(spec.get("num_speculative_tokens", 7)),
+            str(spec.get("num_speculative_tokens", 7)) if spec else "0",
             "--no-prefix-caching",
         ]
     )

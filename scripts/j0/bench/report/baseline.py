@@ -6,6 +6,8 @@ speculative outputs with plain decoding.
 
     speedup          mean over prompts of (tok/s of the setting / tok/s of the baseline) for that
                      prompt (each the mean over the prompt's repeats), with a 95 % interval
+                     (Student's t); speedup["stats"]: j0.bench.stats' comparison of the ratios
+                     with 1 (bootstrap interval, sign-flip test of ratio - 1, verdict)
     speedup_of_means the setting's mean tok/s / the baseline's
 
 Outputs are compared by `output_token_ids` where both requests have them, else by the sha256 of
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench import pairing
-from j0.bench.report.figures import SPEED_KEYS, per_prompt
+from j0.bench import pairing, stats
+from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
 from j0.bench.report.settings import Setting, prompt_key
 
 MISSING = (
@@ -120,6 +122,7 @@ def against_baseline(settings: list[Setting], figs: dict[str, dict[str, Any]]) -
     (baseline,) = found
     base_fig = figs[baseline.name]
     base_tok_s = per_prompt(baseline, "output_tok_s")
+    known = sources(settings)
     compared: dict[str, Any] = {}
     for s in settings:
         if s is baseline:
@@ -129,8 +132,19 @@ def against_baseline(settings: list[Setting], figs: dict[str, dict[str, Any]]) -
             key: (f[key] / base_fig[key] if f[key] is not None and base_fig[key] else None)
             for key in SPEED_KEYS
         }
+        tok_s = per_prompt(s, "output_tok_s")
         compared[s.name] = {
-            "speedup": pairing.paired_ratio(per_prompt(s, "output_tok_s"), base_tok_s),
+            "speedup": {
+                **pairing.paired_ratio(tok_s, base_tok_s),
+                "stats": stats.compare(
+                    tok_s,
+                    base_tok_s,
+                    sources=known,
+                    ratio=True,
+                    names=(s.name, baseline.name),
+                    delta=None,
+                ),
+            },
             "speedup_of_means": ratios["output_tok_s"],
             "ttft_ratio": ratios["ttft_ms"],
             "itl_ratio": ratios["itl_ms"],

@@ -10,8 +10,13 @@ repeats, and J0 on minus off paired by prompt.
     output_tok_s                    mean over requests of (output tokens - 1) / decode time
     ttft_ms                         mean over requests
     itl_ms                          mean gap between streamed chunks (one engine step each)
+    repetition_by_context           per context bin of the prompts: the outputs that loop and
+                                    the gate (j0.bench.repetition)
 
-Per prompt (for pairing), a figure is the mean over the prompt's repeats. Standard library only.
+Per prompt (for pairing), a figure is the mean over the prompt's repeats. J0 on minus off: a
+Student's t interval over prompts (`ci95`, as before) and j0.bench.stats' comparison (`stats`:
+the sign-flip test, the bootstrap interval clustered by source where prompts share one, the
+verdict, the prompts needed). Standard library only.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from j0.bench import acceptance, pairing, results
+from j0.bench import acceptance, pairing, repetition, results, stats
 from j0.bench.report.settings import Setting, prompt_key
 from j0.engine import spec_counts
 
@@ -102,6 +107,7 @@ def figures(setting: Setting, bin_of: Callable[[int], acceptance.Bin]) -> dict[s
         **speed(ok),
         "flags": sum(len(r.get("flags") or []) for r in setting.requests),
         "by_context": acceptance.by_context(ok, bin_of),
+        "repetition_by_context": repetition.gate(ok, bin_of),
         "repeats": over_repeats(setting),
     }
 
@@ -120,26 +126,43 @@ def per_prompt(setting: Setting, key: str) -> dict[str, float]:
     return {k: statistics.fmean(v) for k, v in values.items()}
 
 
+def sources(settings: Sequence[Setting]) -> dict[str, str]:
+    """prompt key -> the prompt's source (`prompt_source`), over every setting's requests."""
+    found: dict[str, str] = {}
+    for s in settings:
+        for r in s.requests:
+            if r.get("prompt_source"):
+                found.setdefault(prompt_key(r), str(r["prompt_source"]))
+    return found
+
+
 def pairs(settings: list[Setting]) -> list[dict[str, Any]]:
-    """J0 on minus off for every draft-token count that has both."""
+    """J0 on minus off for every draft-token count that has one J0-off setting: each J0-on
+    setting of that count against it (several J0-on settings: J0 with other seeds)."""
     out = []
+    known = sources(settings)
     for k in sorted({s.k for s in settings if s.k and not s.baseline}):
-        on = [s for s in settings if s.k == k and s.j0 == "on"]
-        off = [s for s in settings if s.k == k and s.j0 == "off"]
-        if len(on) != 1 or len(off) != 1:
+        on = [s for s in settings if s.k == k and s.j0 == "on" and not s.baseline]
+        off = [s for s in settings if s.k == k and s.j0 == "off" and not s.baseline]
+        if not on or len(off) != 1:
             continue
-        out.append(
-            {
-                "k": k,
-                "on": on[0].name,
-                "off": off[0].name,
-                "acceptance_length": pairing.paired_difference(
-                    per_prompt(on[0], "acceptance_length"),
-                    per_prompt(off[0], "acceptance_length"),
-                ),
-                "output_tok_s": pairing.paired_difference(
-                    per_prompt(on[0], "output_tok_s"), per_prompt(off[0], "output_tok_s")
-                ),
-            }
-        )
+        for one in on:
+            out.append(pair(k, one, off[0], known))
     return out
+
+
+def pair(k: int, on: Setting, off: Setting, known: dict[str, str]) -> dict[str, Any]:
+    result: dict[str, Any] = {"k": k, "on": on.name, "off": off.name}
+    for key in ("acceptance_length", "output_tok_s"):
+        a, b = per_prompt(on, key), per_prompt(off, key)
+        result[key] = {
+            **pairing.paired_difference(a, b),
+            "stats": stats.compare(
+                a,
+                b,
+                sources=known,
+                names=(on.name, off.name),
+                delta=stats.DELTA if key == "acceptance_length" else None,
+            ),
+        }
+    return result

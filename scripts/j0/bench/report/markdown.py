@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from j0.bench import repetition, stats
 from j0.bench.report.settings import Setting
 
 DEFINITIONS = (
@@ -20,6 +21,48 @@ DEFINITIONS = (
     "(output tokens - 1) / decode time; TTFT the mean; ITL the mean gap between streamed chunks "
     "(one engine step each)."
 )
+
+
+STATS_TEXT = (
+    "Paired by prompt: the mean of the per-prompt differences, its 95 % bootstrap percentile "
+    f"interval ({stats.RESAMPLES:,} resamples, seeded; where prompts share a source, the sources "
+    "are resampled), the two-sided sign-flip test (exact up to "
+    f"{stats.EXACT_MAX} units, else a seeded Monte Carlo of {stats.MC_DRAWS:,} draws), the "
+    "verdict (**not resolved** while the interval holds 0 or p >= 0.05), the independent "
+    "prompts that would "
+    "resolve the measured effect at 80 % power (normal approximation from the measured sd) and "
+    f"the power the prompts have now for an effect of {stats.DELTA}; Student's t interval beside."
+)
+
+
+def comparison_header(first: str) -> list[str]:
+    cols = first.count("|") + 1
+    return [
+        f"| {first} | prompts (sources) | mean difference | 95 % bootstrap | t interval "
+        f"| sign-flip p | verdict | sd | prompts for 80 % power | power at {stats.DELTA} |",
+        "|" + "---|" * (cols + 9),
+    ]
+
+
+def comparison_row(first: str, c: dict[str, Any], spec: str = ".3f") -> str:
+    """One row of comparison_header's table from a j0.bench.stats comparison."""
+    if not c["prompts"]:
+        return f"| {first} | 0 | n/a (no prompt in both) |" + " |" * 8
+    units = f" ({c['units']})" if c["clustered_by_source"] else ""
+    ci = c["ci95"]
+    boot = "n/a" if ci is None else f"[{format(ci[0], spec)}, {format(ci[1], spec)}]"
+    test = c["permutation"]
+    how = "exact" if test["method"] == "exact" else f"MC {test['draws']:,}"
+    p = "n/a" if test["p_value"] is None else f"{test['p_value']:.4f} ({how})"
+    t = c.get("t_ci95")
+    t_text = "n/a" if not t else f"[{format(t[0], spec)}, {format(t[1], spec)}]"
+    power = c["power_at_delta"]
+    effect = format(c["effect"], ("" if c["kind"] == "ratio" else "+") + spec)
+    return (
+        f"| {first} | {c['prompts']}{units} | {effect} | {boot} | {t_text} | {p} | "
+        f"{c['verdict']} | {_fmt(c['sd'])} | {c['prompts_needed_80'] or 'n/a'} | "
+        f"{'n/a' if power is None else format(power, '.2f')} |"
+    )
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -115,6 +158,39 @@ def context_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> l
     return lines
 
 
+REPETITION_TEXT = (
+    "A loop: the output's second half lies in a suffix that repeats with a period of at most "
+    f"{repetition.LOOP_PERIOD} tokens (two periods at least). Gate: at least "
+    f"{repetition.GATE_SHARE:.0%} of a bin's outputs are no loop (judged on token ids only). "
+    "distinct-n: distinct n-grams / n-grams of an output; repeating suffix: the longest suffix "
+    f"that repeats with a period up to {repetition.SEARCH_PERIOD}. Means over the bin's outputs."
+)
+
+
+def repetition_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [(s, b) for s in settings for b in figs[s.name].get("repetition_by_context") or []]
+    if not rows:
+        return ["No output carries a repetition measure (results written before it existed)."]
+    lines = [
+        REPETITION_TEXT,
+        "",
+        "| setting | context (tokens) | outputs (on token ids) | loops | without a loop | gate "
+        "| distinct-1 | distinct-2 | distinct-3 | repeating suffix |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s, b in rows:
+        end = "..." if b["context_end"] is None else b["context_end"]
+        clean = b["share_without_loop"]
+        gate = {True: "pass", False: "**fail**", None: "not judged"}[b["passed"]]
+        lines.append(
+            f"| {s.name} | {b['context_start']} to {end} | {b['outputs']} ({b['judged']}) | "
+            f"{b['loops']} | {'n/a' if clean is None else format(clean, '.0%')} | {gate} | "
+            f"{_fmt(b['mean_distinct_1'])} | {_fmt(b['mean_distinct_2'])} | "
+            f"{_fmt(b['mean_distinct_3'])} | {_fmt(b['mean_repeating_suffix'], '.1f')} |"
+        )
+    return lines
+
+
 def repeats_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> list[str]:
     repeated = [s for s in settings if figs[s.name]["repeats"]["count"] >= 2]
     if not repeated:
@@ -150,6 +226,15 @@ def _difference(d: dict[str, Any]) -> str:
     return f"{d['prompt_id']} (repeat {d['repeat']}): {where}"
 
 
+def _speedup(speedup: dict[str, Any]) -> str:
+    c = speedup.get("stats")
+    if not c or not c["prompts"]:
+        return _interval(speedup, ".3f", signed=False)
+    ci = c["ci95"]
+    span = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no interval)"
+    return f"{c['effect']:.3f}{span}, n={c['prompts']}, {c['verdict']}"
+
+
 def baseline_section(block: dict[str, Any]) -> list[str]:
     if block["setting"] is None:
         return [f"No baseline: {block['note']}."]
@@ -157,8 +242,9 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
         f"Baseline `{block['setting']}` (no speculative decoding): "
         f"{_fmt(block['baseline_output_tok_s'], '.1f')} tok/s, TTFT "
         f"{_fmt(block['baseline_ttft_ms'], '.1f')} ms, ITL {_fmt(block['baseline_itl_ms'], '.2f')} "
-        "ms. Speedup = mean over prompts of the setting's tok/s / the baseline's for that prompt "
-        "(95 % interval over prompts); outputs compared token by token with the baseline's "
+        "ms. Speedup = mean over prompts of the setting's tok/s / the baseline's for that prompt, "
+        "its 95 % bootstrap interval and verdict (not resolved while the interval holds 1; "
+        "j0.bench.stats, as below); outputs compared token by token with the baseline's "
         "(greedy decoding is lossless only if they agree).",
         "",
         "| setting | speedup (paired) | tok/s ratio | TTFT ratio | ITL ratio | outputs equal to "
@@ -170,7 +256,7 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
         firsts = ", ".join(_difference(d) for d in out["differences"][:5])
         firsts += " ..." if len(out["differences"]) > 5 else ""
         lines.append(
-            f"| {name} | {_interval(c['speedup'], '.3f', signed=False)} | "
+            f"| {name} | {_speedup(c['speedup'])} | "
             f"{_fmt(c['speedup_of_means'])} | {_fmt(c['ttft_ratio'])} | {_fmt(c['itl_ratio'])} | "
             f"{out['identical']}/{out['compared']} ({out['compared_by']}) | {firsts or 'none'} |"
         )
@@ -208,20 +294,27 @@ def markdown(
     lines += histogram_table(settings, figs)
     lines += ["", f"## Acceptance length by context length ({bins_text})", ""]
     lines += context_table(settings, figs)
+    lines += ["", f"## Repetition of the outputs by context length ({bins_text})", ""]
+    lines += repetition_table(settings, figs)
     lines += ["", "## Over repeats (mean ± sample standard deviation, min, max)", ""]
     lines += repeats_table(settings, figs)
     lines += ["", "## Against the baseline", ""]
     lines += baseline_section(baseline)
-    lines += ["", "## J0 on minus off (paired by prompt, 95 % interval over prompts)", ""]
+    lines += ["", "## J0 on minus off (paired by prompt)", ""]
     mismatched = [p for p in paired if p.get("mismatch")]
     if mismatched:
         names = ", ".join(f"{p['on']} vs {p['off']}" for p in mismatched)
         lines += [f"**Warning: measured under different setups (see the top): {names}.**", ""]
     if paired:
-        lines += ["| draft tokens | acceptance length | tok/s |", "|---|---|---|"]
+        lines += [STATS_TEXT, "", *comparison_header("draft tokens | J0 on | J0 off")]
         lines += [
-            f"| {p['k']} | {_interval(p['acceptance_length'], '.3f')} | "
-            f"{_interval(p['output_tok_s'], '.1f')} |"
+            comparison_row(f"{p['k']} | {p['on']} | {p['off']}", p["acceptance_length"]["stats"])
+            for p in paired
+        ]
+        lines += ["", "Output tok/s, on minus off:", ""]
+        lines += [
+            f"- k={p['k']}, {p['on']}: {stats.describe(p['output_tok_s']['stats'], '.1f')} "
+            f"(t interval {_interval(p['output_tok_s'], '.1f')})"
             for p in paired
         ]
     else:

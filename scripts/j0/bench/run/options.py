@@ -54,6 +54,7 @@ class RunOptions:
     system_prompt_file: str | None = None  # where system_prompt was read from (@FILE)
     request_deadline_s: float | None = None
     force: bool = False
+    keep_outputs: bool = False  # each entry keeps its output's text (`output_text`)
 
     def deadline_for(self, max_tokens: int) -> float:
         """The whole-request deadline of a request for `max_tokens` tokens: --request-deadline,

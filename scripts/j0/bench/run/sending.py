@@ -225,7 +225,7 @@ async def measure(
             return  # the request the server died in (or one after it): not a result
         measurement.outcomes[index] = outcome
         measurement.entries[index] = results.request_entry(
-            index, prompt, outcome, j0, measurement.repeat_of(index)
+            index, prompt, outcome, j0, measurement.repeat_of(index), opts.keep_outputs
         )
         bar.update(1)
         pooled, _ = results.pooled(measurement.finished_entries())

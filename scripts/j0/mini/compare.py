@@ -1,0 +1,324 @@
+"""`j0 mini run`'s figures over its settings' result files: the repetition gate, the comparisons
+by name (j0.bench.stats, paired by prompt id), the speedups over the baseline, and mini-run.md.
+
+Per prompt, a setting's figure is its request's own acceptance length (1 + accepted / verify
+steps of that request) and tok/s; a comparison's effect is the mean over prompts of the paired
+differences (a request mean, not pooled). The repetition measure is taken on an output's token
+ids where the server returned them, else on its text encoded again by the mini tokenizer
+("retokenized"). Standard library only (the tokenizer is the caller's).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from j0.bench import repetition, results, stats
+from j0.engine import spec_counts
+
+LABELS = {
+    "article": "the article's: the J0-trained drafter, J0 on (mean over J0's seeds) against J0 off",
+    "systems": "the systems': the J0-trained drafter with J0 on against the mask-trained drafter "
+    "with J0 off",
+    "control": "negative control: the mask-trained drafter, J0 on against J0 off (served with an "
+    "initialisation it was not trained on)",
+    "ngram": "the J0-trained drafter with J0 on against vLLM's n-gram speculator",
+}
+
+
+def context_of(prompt_id: str) -> int | None:
+    head = str(prompt_id).split("-")[0]
+    return int(head[3:]) if head.startswith("ctx") and head[3:].isdigit() else None
+
+
+def request_length(entry: dict[str, Any]) -> float | None:
+    if entry.get("acceptance_length") is not None:
+        return float(entry["acceptance_length"])
+    counts = results.entry_counts(entry)
+    return spec_counts.acceptance_length(counts) if counts else None
+
+
+def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict[str, Any]]:
+    """Per setting: per prompt id its acceptance length, tok/s, context, source, output and
+    repetition measure; the setting's pooled acceptance length too."""
+    data: dict[str, dict[str, Any]] = {}
+    for name in settings:
+        path = work / name / "result.json"
+        if not path.is_file():
+            continue
+        doc = results.read_result(path)
+        ok = [e for e in doc.requests if e.get("ok") and not results.entry_problems(e)]
+        counts, _ = results.pooled(ok)
+        mine: dict[str, Any] = {
+            "pooled": spec_counts.acceptance_length(counts) if counts and counts.drafts else None,
+            "length": {},
+            "tok_s": {},
+            "context": {},
+            "source": {},
+            "output": {},
+            "repetition": {},
+        }
+        for e in ok:
+            pid = str(e["prompt_id"])
+            mine["context"][pid] = context_of(pid)
+            mine["source"][pid] = e.get("prompt_source") or pid
+            if (length := request_length(e)) is not None:
+                mine["length"][pid] = length
+            if e.get("output_tok_s"):
+                mine["tok_s"][pid] = float(e["output_tok_s"])
+            ids = e.get("output_token_ids")
+            if ids:
+                mine["output"][pid] = list(ids)
+                mine["repetition"][pid] = repetition.measure(ids)
+            else:
+                mine["output"][pid] = e.get("output_sha256")
+                text = e.get("output_text")
+                if text and tokenizer is not None:
+                    encoded = tokenizer(text, add_special_tokens=False)["input_ids"]
+                    measured = repetition.measure(list(encoded))
+                    mine["repetition"][pid] = {**measured, "units": "token ids (retokenized)"}
+        data[name] = mine
+    return data
+
+
+def gate(data: dict[str, dict[str, Any]], contexts: Sequence[int]) -> dict[str, Any]:
+    """Per setting and context: outputs, loops (period <= 64 covering the second half) and the
+    gate (at least 90 % without a loop); the target's own outputs are the baseline's."""
+    out: dict[str, Any] = {}
+    for name, d in data.items():
+        bins = []
+        for c in sorted(set(contexts)):
+            reps = [r for pid, r in d["repetition"].items() if d["context"].get(pid) == c]
+            loops = sum(1 for r in reps if r["loop"])
+            clean = (len(reps) - loops) / len(reps) if reps else None
+            bins.append(
+                {
+                    "context": c,
+                    "outputs": len(reps),
+                    "loops": loops,
+                    "share_without_loop": clean,
+                    "passed": None if clean is None else clean >= repetition.GATE_SHARE,
+                    **{
+                        f"mean_{key}": _mean([r[key] for r in reps if r[key] is not None])
+                        for key in ("distinct_1", "distinct_2", "distinct_3", "repeating_suffix")
+                    },
+                }
+            )
+        judged = [b["passed"] for b in bins if b["passed"] is not None]
+        out[name] = {"bins": bins, "passed": all(judged) if judged else None}
+    target = "baseline" if "baseline" in out else next(iter(out), None)
+    return {
+        "rule": f"at each context, at least {repetition.GATE_SHARE:.0%} of the outputs have no "
+        f"loop of period <= {repetition.LOOP_PERIOD} covering their second half",
+        "target_outputs": target,
+        "passed": out[target]["passed"] if target else None,
+        "settings": out,
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _on_mean(data: dict[str, Any], names: list[str], key: str = "length") -> dict[str, float]:
+    """Per prompt, the mean over the J0-on settings (J0's seeds) that measured it."""
+    found: dict[str, list[float]] = {}
+    for name in names:
+        for pid, v in data[name][key].items():
+            found.setdefault(pid, []).append(v)
+    return {pid: statistics.fmean(v) for pid, v in found.items() if len(v) == len(names)}
+
+
+def _in_bin(values: dict[str, float], context: dict[str, int | None], c: int | None):
+    return values if c is None else {p: v for p, v in values.items() if context.get(p) == c}
+
+
+def comparisons(
+    data: dict[str, dict[str, Any]],
+    settings: dict[str, Any],
+    contexts: Sequence[int],
+    tokens: Sequence[int],
+) -> dict[str, Any]:
+    """The named comparisons per draft-token count (all prompts, then each context), J0's seeds
+    against each other, and every setting's speedup over the baseline."""
+    context: dict[str, int | None] = {}
+    sources: dict[str, str] = {}
+    for d in data.values():
+        context.update(d["context"])
+        sources.update(d["source"])
+    out: dict[str, Any] = {"by_tokens": {}, "speedup": {}, "outputs_equal_to_baseline": {}}
+    for k in sorted({int(s["k"]) for s in settings.values() if s.get("k")} | set(tokens)):
+
+        def names(drafter: str, j0: bool, k: int = k) -> list[str]:
+            return sorted(
+                n
+                for n, s in settings.items()
+                if n in data
+                and s.get("kind") == "dflash"
+                and s.get("drafter") == drafter
+                and s.get("k") == k
+                and bool(s.get("j0")) == j0
+            )
+
+        j0_on, j0_off = names("j0", True), names("j0", False)
+        mask_on, mask_off = names("mask", True), names("mask", False)
+        ngram = [
+            n
+            for n, s in settings.items()
+            if n in data and s.get("kind") == "ngram" and s.get("k") == k
+        ]
+        pairs: dict[str, tuple[dict[str, float], dict[str, float], tuple[str, str]]] = {}
+        if j0_on and j0_off:
+            pairs["article"] = (_on_mean(data, j0_on), data[j0_off[0]]["length"], ("on", "off"))
+        if j0_on and mask_off:
+            pairs["systems"] = (
+                _on_mean(data, j0_on),
+                data[mask_off[0]]["length"],
+                ("J0-trained, J0 on", "mask-trained, J0 off"),
+            )
+        if mask_on and mask_off:
+            pairs["control"] = (_on_mean(data, mask_on), data[mask_off[0]]["length"], ("on", "off"))
+        if j0_on and ngram:
+            pairs["ngram"] = (
+                _on_mean(data, j0_on),
+                data[ngram[0]]["length"],
+                ("J0-trained, J0 on", "n-gram"),
+            )
+        for drafter, on in (("j0", j0_on), ("mask", mask_on)):
+            if len(on) >= 2:
+                pairs[f"seeds-{drafter}"] = (
+                    data[on[0]]["length"],
+                    data[on[1]]["length"],
+                    (on[0].rsplit("/", 1)[-1], on[1].rsplit("/", 1)[-1]),
+                )
+        block: dict[str, Any] = {}
+        for key, (a, b, named) in pairs.items():
+            block[key] = {
+                "label": LABELS.get(key, f"J0's own randomness: {named[0]} against {named[1]}"),
+                "all": stats.compare(a, b, sources=sources, names=named),
+                "by_context": {
+                    str(c): stats.compare(
+                        _in_bin(a, context, c),
+                        _in_bin(b, context, c),
+                        sources=sources,
+                        names=named,
+                    )
+                    for c in sorted(set(contexts))
+                },
+            }
+        out["by_tokens"][str(k)] = block
+    if "baseline" in data:
+        base = data["baseline"]
+        for name, d in data.items():
+            if name == "baseline":
+                continue
+            out["speedup"][name] = stats.compare(
+                d["tok_s"],
+                base["tok_s"],
+                sources=sources,
+                ratio=True,
+                names=(name, "baseline"),
+                delta=None,
+            )
+            both = [p for p in d["output"] if p in base["output"]]
+            out["outputs_equal_to_baseline"][name] = {
+                "compared": len(both),
+                "equal": sum(1 for p in both if d["output"][p] == base["output"][p]),
+            }
+    return out
+
+
+def _f(value: float | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _pooled_by_context(s: dict[str, Any]) -> str:
+    return ", ".join(f"{c}: {v}" for c, v in (s.get("per_request_mean_by_context") or {}).items())
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
+
+    lines = [
+        "# j0 mini run",
+        "",
+        f"max-model-len {summary['max_model_len']}; {summary['requests_per_context']} prompts per "
+        f"context ({', '.join(map(str, summary['contexts']))} tokens), {summary['max_tokens']} "
+        f"tokens each, greedy, prefix caching off; {summary['slots']} request slots (requests "
+        f"in flight); J0 seeds {', '.join(map(str, summary['j0_seeds']))}.",
+        "Trained: "
+        + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
+        "",
+        "## Settings",
+        "",
+        "Acceptance length pooled (1 + accepted / verify steps over all the setting's requests) "
+        "and, by context, the mean over requests of each request's own acceptance length "
+        "(request mean).",
+        "",
+        "| setting | acceptance length (pooled) | request mean by context | checks |",
+        "|---|---|---|---|",
+    ]
+    for name, s in summary["settings"].items():
+        checks = "; ".join(s.get("lines", []))
+        lines.append(
+            f"| {name} | {s.get('pooled_acceptance_length')} | {_pooled_by_context(s)} | {checks} |"
+        )
+    gate = summary["gate"]
+    word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]
+    lines += [
+        "",
+        "## The repetition gate",
+        "",
+        f"Rule: {gate['rule']}. On the target's outputs ({gate['target_outputs']}): {word}.",
+        "",
+    ]
+    lines += [
+        "| setting | context | outputs | loops | without a loop | gate | distinct-1/2/3 (mean) "
+        "| repeating suffix (mean) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, g in gate["settings"].items():
+        for b in g["bins"]:
+            verdict = {True: "pass", False: "**fail**", None: "n/a"}[b["passed"]]
+            distinct = "/".join(_f(b[f"mean_distinct_{n}"], ".2f") for n in (1, 2, 3))
+            lines.append(
+                f"| {name} | {b['context']} | {b['outputs']} | {b['loops']} | "
+                f"{_f(b['share_without_loop'], '.0%')} | {verdict} | {distinct} | "
+                f"{_f(b['mean_repeating_suffix'], '.1f')} |"
+            )
+    comps = summary["comparisons"]
+    lines += ["", "## Comparisons (request means, paired by prompt id)", "", STATS_TEXT, ""]
+    for k, block in comps["by_tokens"].items():
+        if not block:
+            continue
+        lines += [f"### {k} draft tokens", ""]
+        lines += comparison_header("comparison | subset")
+        for key, c in block.items():
+            lines.append(comparison_row(f"{key}: {c['label']} | all", c["all"]))
+            for ctx, cc in c["by_context"].items():
+                lines.append(comparison_row(f"{key} | context {ctx}", cc))
+        lines.append("")
+    if comps["speedup"]:
+        lines += [
+            "## Speedup over the baseline (no speculative decoding)",
+            "",
+            "Per prompt the setting's tok/s / the baseline's (request means), its bootstrap "
+            "interval and verdict against 1; outputs equal to the baseline's (token ids, else "
+            "the text's sha256; requests in flight together need not give bit-equal outputs).",
+            "",
+            *comparison_header("setting"),
+        ]
+        for name, c in comps["speedup"].items():
+            eq = comps["outputs_equal_to_baseline"][name]
+            lines.append(
+                comparison_row(f"{name} (outputs equal {eq['equal']}/{eq['compared']})", c)
+            )
+        lines.append("")
+    lines += [
+        *[f"- problem: {p}" for p in summary["problems"]],
+        *[f"- missing: {m}" for m in summary["missing"]],
+        "",
+    ]
+    return "\n".join(lines)

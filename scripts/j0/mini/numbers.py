@@ -1,0 +1,265 @@
+"""`j0 mini numbers README.md`: the tables of a results README written from the data stored
+beside it, so that no figure there is typed by hand. A block is
+
+    <!-- numbers: KIND PATH [PATH ...] -->
+    (the table, written by this command)
+    <!-- /numbers -->
+
+with PATH relative to the README's folder:
+
+    training PATH...   per `j0 mini train` folder (its mini.json): the target's steps and
+                       held-out loss, per drafter its held-out slot-1 accuracy against the text
+                       and agreement with the target, the chain estimates (k = 7 / 15, greedy
+                       rows) and the total time
+    engine RUN         per setting of a `j0 mini run` folder: acceptance length pooled and the
+                       request mean, overall and by prompt context, from its result files
+    comparisons RUN    the named comparisons of j0.mini.compare (request means paired by prompt,
+                       j0.bench.stats: bootstrap interval, sign-flip p, verdict, prompts needed)
+    gate RUN           the repetition gate of every setting's outputs, by prompt context
+    checks RUN         each setting's check lines (cross-check, dumps check)
+
+Prompts without a `prompt_source` in a folder without prompts.json (the first layout of
+`j0 mini run`: prompt i of every length cut from held-out file i) are grouped by that file, their
+index. Without --write the command checks: exit 1 when a block differs from what the data gives
+(the difference printed), 0 when all agree. Standard library only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from j0.atomic import write_text_atomic
+from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error
+
+BLOCK = re.compile(
+    r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
+    re.DOTALL,
+)
+KINDS = ("training", "engine", "comparisons", "gate", "checks")
+
+
+def _f(value: Any, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _json(path: Path) -> Any:
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file (a numbers block names it)", INPUT_LACKS)
+    return json.loads(path.read_text())
+
+
+def training(folders: list[Path]) -> list[str]:
+    lines = [
+        "| run | target steps | target held-out loss | generated rows | drafter | steps "
+        "| last loss "
+        "| slot-1 accuracy vs text | slot-1 agreement with target "
+        "| chain estimate k=7 / k=15 (greedy rows) | total (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for folder in folders:
+        m = _json(folder / "mini.json")
+        first = True
+        for init, d in m["drafters"].items():
+            slots = d["heldout_slots"]
+            chain = slots["chain_estimate"]
+            rows = (m.get("generated") or {}).get("rows", "none")
+            head = (
+                f"| {folder.name} | {m['target']['steps']} | {m['target']['heldout_loss']:.3f} "
+                f"| {rows} "
+                if first
+                else "| | | | "
+            )
+            lines.append(
+                f"{head}| {init} | {d['steps']} | {d['last_loss']:.4f} | "
+                f"{slots['accuracy_vs_data'][0]:.3f} | "
+                f"{slots['agreement_with_target'][0]:.3f} | {chain['greedy_rows_k7']:.2f} / "
+                f"{chain['greedy_rows_k15']:.2f} | {m['times']['total_s'] if first else ''} |"
+            )
+            first = False
+    return lines
+
+
+def settings_of(run: Path) -> dict[str, dict[str, Any]]:
+    """The settings of a run folder by their names (drafter-mask/k7-j0-on[-seedS], ngram/kK,
+    baseline), described from the names where no setting.json says."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(run.rglob("result.json")):
+        name = path.parent.relative_to(run).as_posix()
+        described = path.parent / "setting.json"
+        if described.is_file():
+            found[name] = json.loads(described.read_text())
+            continue
+        match = re.fullmatch(r"drafter-(\w+)/k(\d+)-j0-(on|off)(?:-seed(\d+))?", name)
+        if match:
+            found[name] = {
+                "kind": "dflash",
+                "drafter": match[1],
+                "k": int(match[2]),
+                "j0": match[3] == "on",
+                "seed": int(match[4]) if match[4] else None,
+            }
+        elif re.fullmatch(r"ngram/k(\d+)", name):
+            found[name] = {"kind": "ngram", "k": int(name.split("/k")[1])}
+        elif name == "baseline":
+            found[name] = {"kind": "baseline", "k": None}
+    return found
+
+
+def _data(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    from j0.mini import compare
+
+    settings = settings_of(run)
+    data = compare.load(run, settings, None)
+    if not (run / "prompts.json").is_file():  # the first layout: prompt i from held-out file i
+        for d in data.values():
+            d["source"] = {p: f"held-out file {p.rsplit('-', 1)[-1]}" for p in d["source"]}
+    return settings, data
+
+
+def _contexts(data: dict[str, Any]) -> list[int]:
+    return sorted({c for d in data.values() for c in d["context"].values() if c is not None})
+
+
+def engine(run: Path) -> list[str]:
+    from j0.bench import results
+    from j0.engine import spec_counts
+
+    settings, data = _data(run)
+    contexts = _contexts(data)
+    lines = [
+        "Acceptance length **pooled** (1 + accepted / verify steps over the requests) and the "
+        "**request mean** (the mean over requests of each request's own), overall and by the "
+        "prompts' context length.",
+        "",
+        "| setting | requests | pooled | request mean | "
+        + " | ".join(f"pooled {c} | request mean {c}" for c in contexts)
+        + " |",
+        "|---|---|---|---|" + "---|---|" * len(contexts),
+    ]
+    for name in settings:
+        if name not in data:
+            continue
+        doc = results.read_result(run / name / "result.json")
+        ok = [e for e in doc.requests if e.get("ok")]
+        cells = []
+        for c in [None, *contexts]:
+            mine = [
+                e for e in ok if c is None or data[name]["context"].get(str(e["prompt_id"])) == c
+            ]
+            counts, _ = results.pooled(mine)
+            pooled = spec_counts.acceptance_length(counts) if counts and counts.drafts else None
+            own = data[name]["length"]
+            lengths = [own[str(e["prompt_id"])] for e in mine if str(e["prompt_id"]) in own]
+            mean = sum(lengths) / len(lengths) if lengths else None
+            cells += [_f(pooled), _f(mean)]
+        lines.append(f"| {name} | {len(ok)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def comparisons(run: Path) -> list[str]:
+    from j0.bench.report.markdown import comparison_header, comparison_row
+    from j0.mini import compare
+
+    settings, data = _data(run)
+    contexts = _contexts(data)
+    comps = compare.comparisons(data, settings, contexts, [])
+    lines = [
+        "Request means paired by prompt id; the effect's 95 % bootstrap interval (10,000 "
+        "resamples, seeded, resampling the prompts' source files where prompts share one), the "
+        "sign-flip p (exact to 20 units), the verdict (not resolved while the interval holds 0 "
+        "or p >= 0.05), the prompts that would resolve the measured effect at 80 % power and "
+        "the power now for 0.1.",
+        "",
+        *comparison_header("draft tokens | comparison | subset"),
+    ]
+    for k, block in comps["by_tokens"].items():
+        for key, c in block.items():
+            lines.append(comparison_row(f"{k} | {key} | all", c["all"]))
+            for ctx, cc in c["by_context"].items():
+                lines.append(comparison_row(f"{k} | {key} | context {ctx}", cc))
+    for name, c in comps["speedup"].items():
+        lines.append(comparison_row(f"- | speedup {name} | all", c))
+    return lines
+
+
+def gate(run: Path) -> list[str]:
+    from j0.mini import compare
+
+    _, data = _data(run)
+    g = compare.gate(data, _contexts(data))
+    lines = [
+        f"Rule: {g['rule']}.",
+        "",
+        "| setting | context | outputs | loops | without a loop | gate | distinct-1/2/3 (mean) "
+        "| repeating suffix (mean) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in g["settings"].items():
+        for b in s["bins"]:
+            word = {True: "pass", False: "fail", None: "n/a"}[b["passed"]]
+            distinct = "/".join(_f(b[f"mean_distinct_{n}"], ".2f") for n in (1, 2, 3))
+            lines.append(
+                f"| {name} | {b['context']} | {b['outputs']} | {b['loops']} | "
+                f"{_f(b['share_without_loop'], '.0%')} | {word} | {distinct} | "
+                f"{_f(b['mean_repeating_suffix'], '.1f')} |"
+            )
+    return lines
+
+
+def checks(run: Path) -> list[str]:
+    summary = _json(run / "mini-run.json")
+    lines = []
+    for name, s in summary["settings"].items():
+        lines += [f"- {name}: {line}" for line in s.get("lines", [])]
+    return lines
+
+
+def block(spec: str, folder: Path) -> str:
+    kind, *paths = spec.split()
+    if kind not in KINDS or not paths:
+        raise J0Error(
+            f"numbers block {spec!r}: expected one of {', '.join(KINDS)} and a path", INPUT_LACKS
+        )
+    where = [folder / p for p in paths]
+    for path in where:
+        if not path.is_dir():
+            raise J0Error(f"{path}: no such folder (the numbers block {spec!r})", INPUT_LACKS)
+    made = {
+        "training": lambda: training(where),
+        "engine": lambda: engine(where[0]),
+        "comparisons": lambda: comparisons(where[0]),
+        "gate": lambda: gate(where[0]),
+        "checks": lambda: checks(where[0]),
+    }[kind]()
+    return "\n".join(made) + "\n"
+
+
+def regenerate(text: str, folder: Path) -> str:
+    return BLOCK.sub(
+        lambda m: m["head"] + block(m["spec"], folder) + m["tail"],
+        text,
+    )
+
+
+def run(readme: Path, write: bool = False, say: Any = print) -> int:
+    text = readme.read_text()
+    if not BLOCK.search(text):
+        raise J0Error(f"{readme}: no <!-- numbers: ... --> block in it", INPUT_LACKS)
+    made = regenerate(text, readme.parent)
+    if write:
+        if made != text:
+            write_text_atomic(readme, made)
+        say(f"{readme}: the numbers written from the data")
+        return OK
+    if made == text:
+        say(f"{readme}: every number agrees with the data")
+        return OK
+    diff = difflib.unified_diff(
+        text.splitlines(), made.splitlines(), str(readme), "from the data", lineterm=""
+    )
+    say("\n".join(diff))
+    return CHECK_FAILED

@@ -1,0 +1,67 @@
+"""The results READMEs' tables are the data's: `j0 mini numbers` makes every block again from
+the files beside the README and must find what the README says; a figure of three decimals in
+the prose must be one of the tables'; a README whose data changed fails the check."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from j0.errors import CHECK_FAILED, OK, J0Error
+from j0.mini import numbers
+
+ROOT = Path(__file__).resolve().parents[2]
+READMES = sorted(
+    p for p in (ROOT / "docs" / "results").rglob("*.md") if "<!-- numbers:" in p.read_text()
+)
+
+
+def test_there_are_readmes_with_numbers() -> None:
+    assert ROOT / "docs" / "results" / "mini-h200" / "README.md" in READMES
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_table_is_made_from_the_data(readme: Path) -> None:
+    said: list[str] = []
+    assert numbers.run(readme, say=said.append) == OK, "\n".join(said)
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_prose_figures_are_the_tables(readme: Path) -> None:
+    text = readme.read_text()
+    blocks = "".join(m["body"] for m in numbers.BLOCK.finditer(text))
+    prose = numbers.BLOCK.sub("", text)
+    figures = set(re.findall(r"(?<![\d.])\d+\.\d{3,}(?![\d.])", prose))
+    missing = sorted(f for f in figures if f not in blocks)
+    assert not missing, f"figures in the prose that no table holds: {missing}"
+
+
+def test_changed_data_fails_the_check(tmp_path: Path) -> None:
+    source = ROOT / "docs" / "results" / "mini-h200"
+    copy = tmp_path / "mini-h200"
+    shutil.copytree(source, copy)
+    said: list[str] = []
+    assert numbers.run(copy / "README.md", say=said.append) == OK
+    manifest = copy / "engine-k7" / "mini.json"
+    doc = json.loads(manifest.read_text())
+    doc["target"]["steps"] = 2011
+    manifest.write_text(json.dumps(doc))
+    said.clear()
+    assert numbers.run(copy / "README.md", say=said.append) == CHECK_FAILED
+    assert "-| engine-k7 | 948 |" in said[0] and "+| engine-k7 | 2011 |" in said[0]
+    assert numbers.run(copy / "README.md", write=True, say=said.append) == OK
+    assert "| engine-k7 | 2011 |" in (copy / "README.md").read_text()
+
+
+def test_a_block_without_its_data_is_named(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- numbers: engine nowhere -->\n<!-- /numbers -->\n")
+    with pytest.raises(J0Error, match="nowhere"):
+        numbers.run(readme)
+    readme.write_text("no blocks\n")
+    with pytest.raises(J0Error, match="no <!-- numbers"):
+        numbers.run(readme)
