@@ -113,6 +113,11 @@ class Pins:
         """The pinned wheel's sha256; "" until learned."""
         return self.values.get("VLLM_WHEEL_SHA256", "")
 
+    @property
+    def cuda(self) -> str:
+        """VLLM_CUDA: the CUDA of the pinned images' torch; "" in a pins file without it."""
+        return self.values.get("VLLM_CUDA", "")
+
     def base_image_for(self, engine: str) -> str:
         """The image a route builds FROM: the release for `wheel`, VLLM_IMAGE for `image`."""
         return self.vllm_image_fallback if engine == "wheel" else self.vllm_image

@@ -48,14 +48,15 @@ KNOBS = (
     "J0_STANDIN_CALLS",
 )
 
-# A GPU as nvidia-smi reports an H200 (MiB).
+# A GPU as nvidia-smi reports an H200 (MiB), with the driver of the H200 doctor ran on
+# (docs/doctor.md: `0, NVIDIA H200, 143771, 0, 143156, 580.159.04`), which runs CUDA 13.0.
 H200 = {
     "index": 0,
     "name": "NVIDIA H200",
     "memory.total": 143771,
     "memory.used": 0,
     "memory.free": 143180,
-    "driver_version": "570.124.06",
+    "driver_version": "580.159.04",
 }
 # A Docker host that has everything.
 DOCKER_READY: dict[str, Any] = {

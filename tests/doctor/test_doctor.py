@@ -139,14 +139,18 @@ def test_a_ready_host(
         "engine-route": "ok",
         "base-image": "ok",
         "gpu": "ok",
+        "gpu-driver": "ok",
         "gpu-memory": "ok",
+        "article-gpu": "ok",
         "hf-token": "ok",
         "target-repo": "ok",
         "drafter-repo": "ok",
         "disk": "ok",
     }
     assert "NVIDIA H200, 140.4 GiB" in checks["gpu"]["detail"]  # 143771 MiB
-    assert "driver 570.124.06" in checks["gpu"]["detail"]
+    assert "driver 580.159.04" in checks["gpu"]["detail"]
+    driver = checks["gpu-driver"]["detail"]
+    assert "driver 580.159.04, the image's CUDA 13.0 (VLLM_CUDA in overlay/pins.env;" in driver
     memory = checks["gpu-memory"]["detail"]
     per_token_kib = (TARGET_KV_PER_TOKEN + DRAFT_KV_PER_TOKEN) / 1024
     assert f"{per_token_kib:.0f} KiB/token" in memory  # 256 + 20

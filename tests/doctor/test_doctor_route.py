@@ -30,9 +30,12 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
 def index(
     pins: Pins, base_bytes: bytes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WheelIndexServer]:
+    """The commit's wheel in the cu130/ folder (VLLM_CUDA=13.0's), as vLLM's index has it; under
+    `cu129-only`, a commit whose index has the cu129/ folder alone."""
     wheel = make_wheel(tmp_path_factory.mktemp("wheels"), pins.speculator_relpath, base_bytes)
     with WheelIndexServer() as server:
-        server.add(pins.vllm_commit, wheel)
+        server.add(pins.vllm_commit, wheel, variant="cu130")
+        server.add("cu129-only", wheel, variant="cu129")
         yield server
 
 
@@ -61,7 +64,8 @@ def test_the_default_route_is_the_wheel_and_the_index_has_the_commit(
     wheel = checks["wheel-index"]
     assert wheel["status"] == "ok"
     name = index.files[pins.vllm_commit][0].name
-    assert f"{index.url}/{pins.vllm_commit}/vllm/ lists {name}" in wheel["detail"]
+    assert f"{index.url}/{pins.vllm_commit}/cu130/vllm/ lists {name}" in wheel["detail"]
+    assert "(the folder of the base's torch CUDA, cu130/ for VLLM_CUDA=13.0)" in route["detail"]
     assert checks["base-image"]["status"] == "ok"
     assert "the wheel route's base" in checks["base-image"]["detail"]
     nightly = checks["nightly-tag"]
@@ -69,13 +73,22 @@ def test_the_default_route_is_the_wheel_and_the_index_has_the_commit(
     assert pins.vllm_image in nightly["detail"]
 
 
-def test_an_index_without_the_commit_fails_and_an_unreachable_one_warns(
+def test_an_index_without_the_commit_or_the_cuda_fails_and_an_unreachable_one_warns(
     host: Host, pins: Pins, index: WheelIndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     on_the_wheel_route(host, pins, index.index_url("another-commit"))
     check = doctor(capsys)["wheel-index"]
     assert check["status"] == "fail" and "HTTP 404" in check["detail"]
     assert "VLLM_ENGINE=image" in check["fix"]
+    # The commit there, but not for the base's CUDA: no cu130/ folder, the folders named.
+    host.monkeypatch.setenv("WHEEL_INDEX", index.index_url("cu129-only"))
+    check = doctor(capsys)["wheel-index"]
+    assert check["status"] == "fail", check
+    assert (
+        f"{index.index_url('cu129-only')}: no cu130/ folder, which the base's torch"
+        in (check["detail"])
+    )
+    assert "the index has cu129/" in check["detail"] and "VLLM_ENGINE=image" in check["fix"]
     host.monkeypatch.setenv("WHEEL_INDEX", f"http://127.0.0.1:{free_port()}/{{commit}}/")
     check = doctor(capsys)["wheel-index"]
     assert check["status"] == "warn" and "cannot check from here" in check["detail"]
@@ -119,5 +132,5 @@ def test_a_mirror_with_credentials_is_asked_and_never_shown(
     masked = index.url.replace("http://", "http://***@", 1)
     wheel = checks["wheel-index"]
     assert wheel["status"] == "ok", wheel
-    assert f"{masked}/{pins.vllm_commit}/vllm/ lists" in wheel["detail"]
+    assert f"{masked}/{pins.vllm_commit}/cu130/vllm/ lists" in wheel["detail"]
     assert f"wheel from {masked}/{pins.vllm_commit}/" in checks["engine-route"]["detail"]

@@ -1,14 +1,18 @@
 """The wheel route with Docker: the real docker/Dockerfile built on stand-in W
 (tests/standin/build.py: bookworm with Debian's pip and the real vllm 0.33.0 wheel unpacked, no
-registry used), its vllm replaced by a stand-in wheel of commit c50aca14 (tests/standin/wheels.py,
-made at test time) served by our PEP 503 index on 127.0.0.1 (tests/servers/wheel_index_server.py:
-vLLM's wheels.vllm.ai cannot be reached from CI). The build reaches that index only with host
-networking (`docker build --network host`), as the compose tests reach the local Hub.
+registry used) with a layer of ours on top holding a torch whose torch/version.py says CUDA 13.0
+(tests/standin/sites.py; the release image's torch is a CUDA 13.0 build), its vllm replaced by a
+stand-in wheel of commit c50aca14 (tests/standin/wheels.py, made at test time) served from the
+cu130/ folder of our PEP 503 index on 127.0.0.1, laid out as vLLM's
+(tests/servers/wheel_index_server.py: vLLM's wheels.vllm.ai cannot be reached from CI). The build
+reaches that index only with host networking (`docker build --network host`), as the compose
+tests reach the local Hub.
 
-What is checked: the route installs the wheel with pip and the build step patches it into the
-article's file; the manifest, the labels and `j0 image identity` name the wheel, its sha256 and
-engine commit c50aca144; a wheel of the release's commit 4ba787ec9, one whose Requires-Dist the
-base lacks, an index without the commit (404) and a closed port are each refused with their
+What is checked: the route takes the cu130/ folder's wheel, installs it with pip and the build
+step patches it into the article's file; the manifest, the labels and `j0 image identity` name
+the wheel, its variant, its sha256 and engine commit c50aca144; a wheel of the release's commit
+4ba787ec9, one of whose requirements `pip check` in the image finds unmet, an index without the
+cu130/ folder, an index without the commit (404) and a closed port are each refused with their
 reason; `j0 image build --engine wheel` and the smoke checks pass.
 """
 
@@ -28,6 +32,7 @@ from j0.cli import main
 from j0.pins import Pins
 from servers.base import free_port
 from servers.wheel_index_server import WheelIndexServer
+from standin import sites
 from standin.wheels import RELEASE_VERSION, make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,29 +45,50 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def base_w(pins: Pins) -> str:
+def base_w(
+    pins: Pins, own_images: OwnImages, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """W with torch 2.14.0 for CUDA 13.0 (its torch/version.py and dist-info, nothing else):
+    the wheel route takes the index's variant folder from it."""
     from conftest import require_docker, standin_images
 
     require_docker()
     from standin import build as standin
 
     (image,) = standin_images(lambda: standin.image_w(pins))
-    return image
+    context = tmp_path_factory.mktemp("w-torch")
+    sites.torch(context / "site", "13.0")
+    (context / "Dockerfile").write_text(f"FROM {image}\nCOPY site/ {SITE}/\n")
+    tag = own_images.tag("w-torch-cu130")
+    env = dict(os.environ, DOCKER_BUILDKIT="0")
+    result = subprocess.run(
+        ["docker", "build", "--network", "none", "-t", tag, str(context)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    own_images.record_output(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stdout + result.stderr
+    yield tag
 
 
 @pytest.fixture(scope="module")
 def index(
     pins: Pins, base_bytes: bytes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WheelIndexServer]:
-    """The index: the article's wheel under /<VLLM_COMMIT>/, the refused ones under names."""
+    """The index: the article's wheel in /<VLLM_COMMIT>/cu130/, the refused ones under names
+    (`cu129-only`: the article's wheel, but in the cu129/ folder alone)."""
     folder = tmp_path_factory.mktemp("wheels")
     rel = pins.speculator_relpath
     with WheelIndexServer() as server:
-        server.add(pins.vllm_commit, make_wheel(folder / "article", rel, base_bytes, requires=MET))
+        article = make_wheel(folder / "article", rel, base_bytes, requires=MET)
+        server.add(pins.vllm_commit, article, variant="cu130")
+        server.add("cu129-only", article, variant="cu129")
         release = make_wheel(folder / "release", rel, base_bytes, version=RELEASE_VERSION)
-        server.add("release", release)
-        unmet = make_wheel(folder / "unmet", rel, base_bytes, requires=[*MET, "torch==2.14.0"])
-        server.add("unmet", unmet)
+        server.add("release", release, variant="cu130")
+        unmet = make_wheel(folder / "unmet", rel, base_bytes, requires=[*MET, "torch==2.99.0"])
+        server.add("unmet", unmet, variant="cu130")
         yield server
 
 
@@ -116,14 +142,18 @@ def test_the_wheel_route_installs_the_commits_wheel_and_the_article_file(
     name, sha256 = article_wheel(index, pins)
     assert f"j0 image engine step: installed {name} sha256={sha256}" in output
     assert "with pip --no-deps" in output
+    assert "variant cu130/ for the base's torch 2.14.0+cu130 (torch.version.cuda 13.0)" in output
     assert "engine vLLM 0.33.1.dev3+gc50aca144 commit c50aca144" in output
-    assert "3 Requires-Dist met by the base" in output
+    assert "`pip check`: the wheel's 3 Requires-Dist are met by the image" in output
     assert "warning: the base's vLLM" not in output  # the engine is the pinned commit
     manifest = json.loads(run_in(tag, "cat", "/opt/j0/manifest.json"))
     assert manifest["engine_route"] == "wheel" and manifest["identity"] == "article"
     engine = manifest["engine"]
     assert (engine["wheel_name"], engine["wheel_sha256"]) == (name, sha256)
     assert engine["wheel_index"] == f"{index.url}/{pins.vllm_commit}/"
+    assert engine["wheel_variant_index"] == f"{index.url}/{pins.vllm_commit}/cu130/"
+    assert (manifest["wheel_variant"], manifest["torch_cuda"]) == ("cu130", "13.0")
+    assert engine["pip_check"] == "ok"
     assert engine["engine_commit"] == "c50aca144" and engine["installer"] == "pip"
     assert manifest["vllm_commit"] == "c50aca144" and manifest["vllm_commit_is_pinned"] is True
     assert manifest["base_image"] == base_w
@@ -137,16 +167,23 @@ def test_the_wheel_route_installs_the_commits_wheel_and_the_article_file(
     labels = json.loads(docker_out("image", "inspect", "--format", "{{json .Config.Labels}}", tag))
     assert labels["j0.engine.route"] == "wheel"
     assert labels["j0.engine.wheel-index"] == index.url + "/{commit}/"
-    requested = {path for method, path in index.log if method == "GET"}
-    assert f"/{pins.vllm_commit}/vllm/" in requested
+    assert f"/{pins.vllm_commit}/cu130/vllm/" in index.requested()
+    assert f"/{pins.vllm_commit}/vllm/" not in index.requested()  # never the root's variant
 
 
 @pytest.mark.parametrize(
     ("prefix", "needed"),
     [
         ("release", ["says vLLM 0.33.0 commit 4ba787ec9", "not VLLM_COMMIT c50aca14"]),
-        ("unmet", ["1 of its Requires-Dist not satisfied", "torch==2.14.0 (not installed)"]),
-        ("no-such-commit", ["vllm/: HTTP 404", "The choices:", "VLLM_ENGINE=image"]),
+        (
+            "unmet",
+            [
+                "finds 1 of the wheel's requirements unmet by the image's packages",
+                "has requirement torch==2.99.0, but you have torch 2.14.0.",
+            ],
+        ),
+        ("cu129-only", ["no cu130/ folder", "the index has cu129/", "The choices:"]),
+        ("no-such-commit", ["no-such-commit/: HTTP 404", "The choices:", "VLLM_ENGINE=image"]),
     ],
 )
 def test_the_wheel_route_refuses_naming_the_reason(
@@ -168,7 +205,7 @@ def test_a_closed_port_is_refused_with_the_choices(
     result = wheel_build(built, base_w, built.tag("wheel-closed"), url)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert f"{url}vllm/: cannot connect:" in output and "The choices:" in output
+    assert f"{url}cu130/vllm/: cannot connect:" in output and "The choices:" in output
     assert f"VLLM_ENGINE=image VLLM_IMAGE={pins.vllm_image_fallback}" in output
 
 

@@ -17,8 +17,13 @@ downloaded. Each check says ok, warn or fail, with a one-line fix:
   base-image    VLLM_IMAGE is present locally or pullable; a purged per-commit nightly tag is
                 named as such, with the digest and fallback choices and what each means
   gpu           nvidia-smi lists a GPU (name, memory, driver)
+  gpu-driver    the driver runs the image's CUDA (its /opt/j0/manifest.json, else VLLM_CUDA of the
+                pins: 13.0 needs 580.65.06 or later), else the driver to install, and CUDA's
+                forward-compatibility package where the GPU and driver branch allow it
   gpu-memory    one GPU holds the target's weights, the drafter, the KV cache for
                 --max-num-seqs 4 at MAX_MODEL_LEN (from the target's config.json) and J0's history
+  article-gpu   the GPU has the memory of the article's RTX PRO 6000 Blackwell (96 GB), else how
+                much shorter the context of 4 requests is than on it
   hf-token      a Hugging Face token where compose passes it (HF_TOKEN_FILE), never printed
   target-repo   the target on the Hub: gated or not, and whether the token opens it
   drafter-repo  the same for the drafter

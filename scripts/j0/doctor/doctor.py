@@ -11,7 +11,7 @@ from pathlib import Path
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check, Report
-from j0.doctor import disk, docker_checks, engine_route, gpu, hub, needs
+from j0.doctor import cuda, disk, docker_checks, engine_route, gpu, hub, needs
 from j0.doctor.settings import Settings
 from j0.pins import Pins
 
@@ -19,6 +19,14 @@ GPU_FIX = (
     "run on a host with an NVIDIA GPU and its driver (`nvidia-smi` must list the GPU); the "
     "article ran one RTX PRO 6000 Blackwell (96 GB)"
 )
+# The article's GPU (its seed: "one RTX PRO 6000 Blackwell", 96 GB of GDDR7, 96 GiB). Its memory
+# is what the article's setup had: the weights, J0's history and, with --max-model-len auto, a KV
+# cache of whatever was left; a GPU with less holds a shorter context for the same 4 requests.
+# The bar is 95 GiB: nvidia-smi reports a little less than the nominal 96 GiB (what the driver
+# keeps), and the next smaller cards (H100 NVL 94 GB, the 84 GB RTX PRO 6000D) are below it.
+ARTICLE_GPU = "RTX PRO 6000 Blackwell"
+ARTICLE_GPU_BYTES = 96 * needs.GIB
+ARTICLE_GPU_BAR = 95 * needs.GIB
 
 
 def _unset(value: str) -> bool:
@@ -101,7 +109,13 @@ def compute_needs(
     return result, ""
 
 
-def gpu_checks(query: gpu.GpuQuery, need: needs.Needs | None, why: str, util: float) -> list[Check]:
+def gpu_checks(
+    query: gpu.GpuQuery,
+    need: needs.Needs | None,
+    why: str,
+    util: float,
+    image_cuda: cuda.ImageCuda | None = None,
+) -> list[Check]:
     if not query.gpus:
         required = ""
         if need is not None:
@@ -118,11 +132,41 @@ def gpu_checks(query: gpu.GpuQuery, need: needs.Needs | None, why: str, util: fl
         for g in query.gpus
     )
     checks = [Check("gpu", OK, listed)]
+    if image_cuda is not None:
+        checks.append(cuda.driver_check(query.gpus, image_cuda))
     if need is None:
         checks.append(Check("gpu-memory", WARN, f"cannot tell what the target needs: {why}"))
-        return checks
-    checks.append(fit(query.gpus, need, util))
+    else:
+        checks.append(fit(query.gpus, need, util))
+    checks.append(article_gpu(query.gpus, need, util))
     return checks
+
+
+def article_gpu(gpus: list[gpu.Gpu], need: needs.Needs | None, util: float) -> Check:
+    """The GPU against the article's: ok with its memory or more; a warning with less, saying
+    how much shorter the context of --max-num-seqs 4 requests then is than on the article's."""
+    name = "article-gpu"
+    best = max(gpus, key=lambda g: g.total_bytes)
+    head = f"GPU {best.index} ({best.name}, {needs.gib(best.total_bytes)})"
+    article = f"the article's GPU, one {ARTICLE_GPU} (96 GB)"
+    if best.total_bytes >= ARTICLE_GPU_BAR:
+        return Check(name, OK, f"{head} has the memory of {article}, or more")
+    detail = f"{head} has less memory than {article}"
+    if need is not None:
+        seqs = need.max_num_seqs
+        here = need.longest_context(best.total_bytes * util, seqs)
+        there = need.longest_context(ARTICLE_GPU_BYTES * util, seqs)
+        detail += (
+            f": at GPU_MEMORY_UTILIZATION={util:.2f} its KV cache holds {seqs} requests of about "
+            f"{here} tokens each, against about {there} on the article's GPU (the same "
+            "estimate as gpu-memory)"
+        )
+    return Check(
+        name,
+        WARN,
+        detail + "; results at long context are then not the article's setup",
+        f"for the article's setup, a GPU of 96 GB or more (the {ARTICLE_GPU}, an H200)",
+    )
 
 
 def fit(gpus: list[gpu.Gpu], need: needs.Needs, util: float) -> Check:
@@ -273,7 +317,13 @@ def run(pins: Pins, settings: Settings) -> Report:
         util = float(settings.get("GPU_MEMORY_UTILIZATION", "0.90"))
     except ValueError:
         util = 0.9
-    report.add(gpu_checks(gpu.query(), need, why, util))
+    query = gpu.query()
+    image_cuda = None
+    if query.gpus:  # the CUDA of the image compose runs: its manifest, else the pins
+        served = settings.get("J0_IMAGE", "j0/vllm-openai:compose")
+        present = docker_checks.image_present(state, served)
+        image_cuda = cuda.image_cuda(served, present, pins.cuda)
+    report.add(gpu_checks(query, need, why, util, image_cuda))
 
     cache = settings.hub_cache()
     cached = hub.cached_bytes(cache, target_repo)

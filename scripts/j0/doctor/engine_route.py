@@ -55,8 +55,9 @@ def route_check(route: str, settings: Settings, pins: Pins) -> Check:
     if route == "wheel":
         detail = (
             f"compose takes route wheel: FROM {base}, its vllm replaced by vLLM commit {commit}'s "
-            f"wheel from {shown_index(settings, pins)}: the article's engine (the wheel's "
-            "Requires-Dist are checked against the image at build time)"
+            f"wheel from {shown_index(settings, pins)} (the folder of the base's torch CUDA, "
+            f"{variant_of(pins)}/ for VLLM_CUDA={pins.cuda or '?'}): the article's engine (`pip "
+            "check` in the image says at build time whether the wheel's requirements are met)"
         )
     else:
         release = pins.values.get("VLLM_RELEASE_COMMIT", "")
@@ -69,16 +70,36 @@ def route_check(route: str, settings: Settings, pins: Pins) -> Check:
     return Check(name, OK, detail + f" (VLLM_ENGINE from {settings.source('VLLM_ENGINE')})")
 
 
+def variant_of(pins: Pins) -> str:
+    """The index's variant folder for VLLM_CUDA (cu130 for 13.0); "?" without a CUDA pin."""
+    try:
+        return wheel_index.variant_of_cuda(pins.cuda) if pins.cuda else "?"
+    except wheel_index.WheelIndexError:
+        return "?"
+
+
 def index_check(route: str, settings: Settings, pins: Pins) -> Check:
-    """Does the index list a vllm wheel for the pinned commit (and the pinned file, if any)?"""
+    """Does the index's folder of the pinned CUDA (VLLM_CUDA: the base's torch's) list a vllm
+    wheel for the pinned commit (and the pinned file, if any)?"""
     name = "wheel-index"
     index = index_of(settings, pins)
-    page = urls.redact(wheel_index.project_url(index))
     missing = FAIL if route == "wheel" else WARN
+    variant = variant_of(pins)
+    if variant == "?":
+        return Check(
+            name,
+            WARN,
+            f"VLLM_CUDA={pins.cuda!r} in {pins.pins_path}: no CUDA to choose the index's variant "
+            "folder by (the build takes the base's own torch.version.cuda)",
+            "VLLM_CUDA=13.0 (the release image's torch) in overlay/pins.env",
+        )
+    why = f"the base's torch (VLLM_CUDA={pins.cuda} in overlay/pins.env)"
     try:
-        links = wheel_index.list_wheels(index, timeout=TIMEOUT_S)
+        found, links = wheel_index.variant_wheels(index, variant, why, timeout=TIMEOUT_S)
+    except wheel_index.VariantError as exc:
+        return Check(name, missing, str(exc), "another index (WHEEL_INDEX), or VLLM_ENGINE=image")
     except wheel_index.WheelIndexError as exc:
-        if "HTTP " in str(exc):
+        if exc.status is not None:
             return Check(
                 name,
                 missing,
@@ -91,6 +112,7 @@ def index_check(route: str, settings: Settings, pins: Pins) -> Check:
             f"cannot check from here ({exc}); the build asks again from the Docker engine",
             "check this host's network or proxy for the index, or set WHEEL_INDEX to a mirror",
         )
+    page = urls.redact(wheel_index.project_url(found))
     wheels = [link.name for link in links if link.name.startswith(f"{wheel_index.PROJECT}-")]
     pinned = pins.wheel_name
     if not wheels or (pinned and pinned not in wheels):

@@ -252,6 +252,11 @@ def install(
         # image with VLLM_COMMIT's wheel: index, wheel name, sha256) or `image` (the base's own).
         "engine_route": str((engine_record or {}).get("route", "image")),
         "engine": engine_record or {"route": "image", "note": "no engine step record"},
+        # The base's torch.version.cuda (the engine step read its torch/version.py), and on the
+        # wheel route the index's variant folder taken for it (cu130 for 13.0): `j0 doctor`
+        # judges the host's driver by this CUDA.
+        "torch_cuda": (engine_record or {}).get("torch_cuda"),
+        "wheel_variant": str((engine_record or {}).get("wheel_variant", "")),
         "python": sys.executable,
         "python_version": platform.python_version(),
         "vllm_dir": str(vllm_dir),

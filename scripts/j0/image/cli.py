@@ -16,10 +16,11 @@ BUILD_HELP = """\
 Build docker/Dockerfile (context: the repository root) with docker-py, printing the build's
 progress. Two routes to the article's engine (--engine; default VLLM_ENGINE in overlay/pins.env):
   wheel  FROM the v0.33.0 release image (VLLM_IMAGE_FALLBACK), its vllm replaced (--no-deps) by
-         VLLM_COMMIT's wheel from vLLM's per-commit index (VLLM_WHEEL_INDEX, or --wheel-index);
-         the build refuses a wheel of another commit, a sha256 other than VLLM_WHEEL_SHA256 when
-         pinned, and Requires-Dist the image does not meet; it needs the network (Docker's
-         default, or --network host for an index on this machine's 127.0.0.1)
+         VLLM_COMMIT's wheel from vLLM's per-commit index (VLLM_WHEEL_INDEX, or --wheel-index),
+         from its folder of the base's torch CUDA (cu130/ for 13.0; none there is refused); the
+         build refuses a wheel of another commit, a sha256 other than VLLM_WHEEL_SHA256 when
+         pinned, and requirements of the wheel that `pip check` in the image finds unmet; it
+         needs the network (Docker's default, or --network host for an index on 127.0.0.1)
   image  FROM VLLM_IMAGE (the nightly tag of VLLM_COMMIT, while Docker Hub keeps it), as it is;
          the build runs with --network none (--base <VLLM_IMAGE_FALLBACK> gives the release's
          own engine, commit 4ba787ec9)

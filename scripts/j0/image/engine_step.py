@@ -3,18 +3,26 @@ of the pinned commit from vLLM's per-commit index; on the image route, keep the 
 
 docker/Dockerfile runs this before the build step (j0.image.build_step), as
 `python3 -P -m j0.image.engine_step ...`, on the base image's own python3. Standard library only;
-it never imports vLLM. On the wheel route it refuses, with a message naming each:
+it never imports vLLM or torch. On the wheel route it refuses, with a message naming each:
 
-1. an index that cannot give the wheel (unreachable, no page, no wheel for this platform): one
-   message with the three routes (another index, the nightly image, the release);
-2. a wheel whose sha256 is not VLLM_WHEEL_SHA256 (when pinned), or not the index's own #sha256;
-3. a wheel whose vllm/_version.py is not VLLM_COMMIT (the release's wheel, 4ba787ec9, for one);
-4. a wheel whose Requires-Dist the image's installed distributions do not satisfy (each unmet
-   requirement listed): the wheel goes in with --no-deps, on the base's torch and CUDA stack;
-5. after `pip install --no-deps`, an installed vllm/_version.py that is not VLLM_COMMIT.
+1. a base without a readable torch (`torch/version.py`): the wheel goes in beside the base's
+   torch, so its CUDA must be known;
+2. an index without the variant folder of the base's torch (`torch.version.cuda` 13.0: `cu130/`;
+   vLLM's index root holds its default CUDA variant, which is never taken), naming what was found
+   and the folders the index has; an index that cannot give the wheel (unreachable, no page, no
+   wheel for this platform): one message with the three routes (another index, the nightly
+   image, the release);
+3. a wheel whose sha256 is not VLLM_WHEEL_SHA256 (when pinned), or not the index's own #sha256,
+   or whose file name carries another CUDA variant;
+4. a wheel whose vllm/_version.py is not VLLM_COMMIT (the release's wheel, 4ba787ec9, for one);
+5. after `pip install --no-deps`, an installed vllm/_version.py that is not VLLM_COMMIT, or
+   requirements of the wheel that the image does not meet: `pip check` (pip's own reading of
+   every installed distribution's Requires-Dist, markers and extras included) run in the image,
+   its lines about the wheel's project listed each; its lines about the base's other packages
+   are the base's own affair and are recorded, not refused.
 
-It writes what it did (route, index, wheel name and sha256, engine commit) as JSON to --record,
-which the build step copies into /opt/j0/manifest.json.
+It writes what it did (route, index, CUDA variant, wheel name and sha256, engine commit, the base's
+torch) as JSON to --record, which the build step copies into /opt/j0/manifest.json.
 """
 
 from __future__ import annotations
@@ -23,21 +31,22 @@ import argparse
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from j0.atomic import write_text_atomic
 from j0.engine import urls
 from j0.engine.base_sources import installed_vllm_dir
+from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
 from j0.errors import J0Error
 from j0.image import wheel_index
-from j0.image.requirements import installed_distributions, unmet_requirements
 from j0.pins import ENGINES, Pins, load_pins, wheel_index_for
 
 PROG = "j0 image engine step"
@@ -61,6 +70,9 @@ class EngineRecord:
 
     route: str
     wheel_index: str = ""
+    # The index's variant folder taken (cu130 for a base whose torch.version.cuda is 13.0).
+    wheel_variant: str = ""
+    wheel_variant_index: str = ""
     wheel_name: str = ""
     wheel_url: str = ""
     wheel_sha256: str = ""
@@ -68,7 +80,15 @@ class EngineRecord:
     engine_version: str = ""
     engine_commit: str = ""
     installer: str = ""
-    requires_dist_checked: int = 0
+    requires_dist: int = 0
+    # `pip check` after the install: "ok" (nothing about the wheel's project), and the lines it
+    # printed about the base's other packages (not the wheel's requirements: not refused).
+    pip_check: str = ""
+    pip_check_other: list[str] = field(default_factory=list)
+    # The base's torch, from its torch/version.py (both routes).
+    torch_version: str = ""
+    torch_cuda: str | None = None
+    torch_version_file: str = ""
 
 
 def check_sha256(facts: WheelFacts, pinned: str, from_index: str, index: str) -> None:
@@ -133,31 +153,52 @@ def check_commit(engine: VllmVersion, pins: Pins, what: str) -> None:
     )
 
 
-def check_requirements(facts: WheelFacts, installed: Mapping[str, str]) -> None:
-    """Refuse a wheel whose requirements the image does not meet, listing each."""
-    unmet = unmet_requirements(facts.requires_dist, installed, skip=[wheel_index.PROJECT])
-    if unmet:
-        listed = "\n  ".join(unmet)
+def base_torch() -> TorchVersion:
+    """The base's torch, or the refusal: the wheel goes in with --no-deps beside it."""
+    found = installed_torch()
+    if found is None or not found.version:
+        where = f"{found.path} cannot be read" if found else f"{sys.executable} has no torch"
         raise J0Error(
-            f"{facts.path.name}: {len(unmet)} of its Requires-Dist not satisfied by the base "
-            f"image's Python ({sys.executable}); it would be installed with --no-deps on that "
-            f"stack, so the build stops:\n  {listed}\nBuild on a base whose packages meet them "
-            "(VLLM_IMAGE), or use another route (VLLM_ENGINE=image)",
+            f"{where}: the wheel route installs vLLM's wheel with --no-deps on the base image's "
+            "torch, and takes the index's CUDA variant from that torch's torch.version.cuda. "
+            "Build on vLLM's image (VLLM_IMAGE_FALLBACK, the default base), or use "
+            "VLLM_ENGINE=image",
+            exit_code=1,
+        )
+    if found.cuda is None and found.hip:
+        raise J0Error(
+            f"the base's {found.describe()} is a ROCm build: the wheel route takes vLLM's CUDA "
+            "(or CPU) wheels only; use VLLM_ENGINE=image with a ROCm image of vLLM",
+            exit_code=1,
+        )
+    return found
+
+
+def check_variant(path: Path, variant: str) -> None:
+    """Refuse a wheel whose file name says another CUDA variant than the folder it came from."""
+    named = wheel_index.wheel_variant(path.name)
+    if named and named != variant:
+        raise J0Error(
+            f"{path.name}: its version names the {named} variant, but it came from the {variant}/ "
+            "folder, the base's torch's: the index is not vLLM's layout, or is damaged",
             exit_code=1,
         )
 
 
 def fetch(
-    pins: Pins, index: str, name: str, folder: Path
-) -> tuple[wheel_index.WheelLink, Path, str]:
-    """The chosen wheel, downloaded; an index that cannot give it ends in `choices`."""
+    pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion
+) -> tuple[wheel_index.WheelLink, Path, str, str, str]:
+    """The chosen wheel of the variant folder of the base's torch, downloaded: (link, path,
+    sha256, variant, that folder's index); an index that cannot give it ends in `choices`."""
     try:
-        links = wheel_index.list_wheels(index)
-        link = wheel_index.choose(links, name, wheel_index.project_url(index))
+        variant = wheel_index.variant_of_cuda(torch.cuda)
+        why = f"the base image's {torch.describe()}"
+        variant_index, links = wheel_index.variant_wheels(index, variant, why)
+        link = wheel_index.choose(links, name, wheel_index.project_url(variant_index))
         path, digest = wheel_index.download(link, folder)
     except wheel_index.WheelIndexError as exc:
         raise J0Error(wheel_index.choices(pins, index, str(exc)), exc.exit_code) from None
-    return link, path, digest
+    return link, path, digest, variant, variant_index
 
 
 def pip_command() -> tuple[str, list[str]]:
@@ -177,12 +218,82 @@ def pip_command() -> tuple[str, list[str]]:
     )
 
 
+def _pip_env() -> dict[str, str]:
+    env = dict(os.environ, PIP_BREAK_SYSTEM_PACKAGES="1", PIP_ROOT_USER_ACTION="ignore")
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
+    return env
+
+
+# `pip check`'s lines (pip/_internal/commands/check.py): "<name> <version> requires <req>, which
+# is not installed.", "<name> <version> has requirement <req>, but you have <name> <version>.",
+# "<name> <version> is not supported on this platform"; and uv's: "The package `<name>` requires
+# `<req>`, but ...".
+_PIP_LINE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*) \S+ (?:requires|has requirement|is not supported)"
+)
+_UV_LINE = re.compile(r"^The package `(?P<name>[^`]+)` ")
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503's normalised project name (pip check prints names so)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def split_pip_check(output: str, project: str) -> tuple[list[str], list[str]]:
+    """`pip check`'s problem lines: (those about `project`, its own requirements; the others,
+    about the base's other packages). Lines that are no problem ("No broken requirements
+    found.", uv's counts) are neither."""
+    own, other = [], []
+    for line in (raw.strip() for raw in output.splitlines()):
+        match = _PIP_LINE.match(line) or _UV_LINE.match(line)
+        if match is None:
+            continue
+        (own if canonical_name(match["name"]) == canonical_name(project) else other).append(line)
+    return own, other
+
+
+def pip_check(installer: str) -> tuple[list[str], list[str]]:
+    """Run `pip check` (or `uv pip check`) on this Python; split its lines as above. A checker
+    that fails in another way than by finding problems (exit 0 or 1) is refused."""
+    if installer == "pip":
+        command = [sys.executable, "-m", "pip", "check"]
+    else:
+        command = [shutil.which("uv") or "uv", "pip", "check", "--python", sys.executable]
+    done = subprocess.run(command, env=_pip_env(), capture_output=True, text=True, check=False)
+    output = done.stdout + done.stderr
+    own, other = split_pip_check(output, wheel_index.PROJECT)
+    if done.returncode not in (0, 1) or (done.returncode == 1 and not own and not other):
+        raise J0Error(
+            f"`{' '.join(command)}` exited {done.returncode} without a verdict:\n{output.strip()}",
+            exit_code=1,
+        )
+    return own, other
+
+
+def checker_name(installer: str) -> str:
+    return "pip check" if installer == "pip" else "uv pip check"
+
+
+def check_requirements(path: Path, installer: str) -> list[str]:
+    """Refuse a wheel whose requirements the image does not meet, as `pip check` lists them in
+    the image after the --no-deps install; return pip check's other lines (the base's own)."""
+    unmet, other = pip_check(installer)
+    if unmet:
+        listed = "\n  ".join(unmet)
+        raise J0Error(
+            f"{path.name}: `{checker_name(installer)}` in the base image ({sys.executable}), "
+            f"after the --no-deps install, finds {len(unmet)} of the wheel's requirements unmet "
+            f"by the image's packages, so the build stops:\n  {listed}\nBuild on a base whose "
+            "packages meet them (VLLM_IMAGE), or use another route (VLLM_ENGINE=image)",
+            exit_code=1,
+        )
+    return other
+
+
 def install_wheel(path: Path) -> str:
     """`pip install --no-deps` the wheel over the base's vllm; return the installer's name."""
     installer, command = pip_command()
-    env = dict(os.environ, PIP_BREAK_SYSTEM_PACKAGES="1", PIP_ROOT_USER_ACTION="ignore")
-    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
-    done = subprocess.run([*command, str(path)], env=env, capture_output=True, text=True)
+    done = subprocess.run([*command, str(path)], env=_pip_env(), capture_output=True, text=True)
     if done.returncode != 0:
         raise J0Error(
             f"`{' '.join(command)} {path.name}` exited {done.returncode}:\n"
@@ -194,18 +305,22 @@ def install_wheel(path: Path) -> str:
 
 
 def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) -> EngineRecord:
-    link, path, digest = fetch(pins, index, name, folder)
+    torch = base_torch()
+    link, path, digest, variant, variant_index = fetch(pins, index, name, folder, torch)
     facts = read_wheel(path, digest)
-    check_sha256(facts, sha256, link.sha256, urls.redact(index))
+    check_sha256(facts, sha256, link.sha256, urls.redact(variant_index))
+    check_variant(path, variant)
     check_commit(facts.engine, pins, f"the wheel {path.name}")
-    check_requirements(facts, installed_distributions())
     installer = install_wheel(path)
     path.unlink(missing_ok=True)
     installed = read_version(installed_vllm_dir())
     check_commit(installed, pins, f"after `{installer} install {path.name}`")
+    other = check_requirements(path, installer)
     return EngineRecord(
         route="wheel",
         wheel_index=urls.redact(index),
+        wheel_variant=variant,
+        wheel_variant_index=urls.redact(variant_index),
         wheel_name=path.name,
         wheel_url=urls.redact(link.url),
         wheel_sha256=digest,
@@ -213,7 +328,12 @@ def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) ->
         engine_version=installed.version,
         engine_commit=installed.commit,
         installer=installer,
-        requires_dist_checked=len(facts.requires_dist),
+        requires_dist=len(facts.requires_dist),
+        pip_check="ok",
+        pip_check_other=other,
+        torch_version=torch.version,
+        torch_cuda=torch.cuda,
+        torch_version_file=torch.path,
     )
 
 
@@ -242,7 +362,15 @@ def run(args: argparse.Namespace, pins: Pins) -> EngineRecord:
         raise J0Error(f"VLLM_ENGINE={route!r}: expected one of {', '.join(ENGINES)}", 64)
     if route == "image":
         engine = read_version(installed_vllm_dir())
-        return EngineRecord("image", engine_version=engine.version, engine_commit=engine.commit)
+        torch = installed_torch()
+        return EngineRecord(
+            "image",
+            engine_version=engine.version,
+            engine_commit=engine.commit,
+            torch_version=torch.version if torch else "",
+            torch_cuda=torch.cuda if torch else None,
+            torch_version_file=torch.path if torch else "",
+        )
     index = wheel_index_for(args.wheel_index, pins.vllm_commit) if args.wheel_index else ""
     return wheel_route(
         pins,
@@ -275,12 +403,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     write_text_atomic(args.record, json.dumps(asdict(record), indent=2) + "\n")
     if record.route == "wheel":
+        checker = checker_name(record.installer)
         print(f"{PROG}: installed {record.wheel_name} sha256={record.wheel_sha256}")
-        print(f"{PROG}: from {record.wheel_url} with {record.installer} --no-deps")
+        print(
+            f"{PROG}: variant {record.wheel_variant}/ for the base's torch {record.torch_version} "
+            f"(torch.version.cuda {record.torch_cuda}); from {record.wheel_url} with "
+            f"{record.installer} --no-deps"
+        )
         print(
             f"{PROG}: engine vLLM {record.engine_version} commit {record.engine_commit} "
-            f"(VLLM_COMMIT); {record.requires_dist_checked} Requires-Dist met by the base"
+            f"(VLLM_COMMIT); `{checker}`: the wheel's {record.requires_dist} Requires-Dist are "
+            "met by the image"
         )
+        if record.pip_check_other:
+            print(
+                f"{PROG}: note: `{checker}` also names {len(record.pip_check_other)} problem(s) "
+                "of the base's other packages (not the wheel's requirements; recorded in the "
+                "manifest):\n  " + "\n  ".join(record.pip_check_other)
+            )
         if not record.wheel_sha256_pinned:
             print(
                 f"{PROG}: note: VLLM_WHEEL_SHA256 is not pinned yet; to pin this wheel, set "
@@ -289,6 +429,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     else:
         print(f"{PROG}: route image: the base image's own vLLM, commit {record.engine_commit}")
+    if record.torch_version and pins.cuda and record.torch_cuda != pins.cuda:
+        print(
+            f"{PROG}: warning: the base's torch {record.torch_version} is CUDA "
+            f"{record.torch_cuda}, not VLLM_CUDA={pins.cuda} of overlay/pins.env, which `j0 "
+            "doctor` judges the host's driver by until it can read this image's manifest",
+            file=sys.stderr,
+        )
     return 0
 
 

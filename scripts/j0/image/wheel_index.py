@@ -1,6 +1,15 @@
-"""vLLM's per-commit wheel index as a PEP 503 "simple" index: list its vllm wheels, pick the one
-for this Python and platform, download it and hash it; and the one message, with the choices,
-for an index that cannot give the wheel.
+"""vLLM's per-commit wheel index as a PEP 503 "simple" index: choose its CUDA variant folder,
+list its vllm wheels, pick the one for this Python and platform, download it and hash it; and the
+one message, with the choices, for an index that cannot give the wheel.
+
+The index's layout is vLLM's (.buildkite/scripts/generate-nightly-index.py, and its installation
+docs): `<commit>/` is a project list that links `vllm/` (vLLM's default CUDA variant,
+VLLM_MAIN_CUDA_VERSION) and one folder per variant, `cu129/`, `cu130/`, `cpu/`, ... (the default
+one too, as an alias), each an index of its own whose `vllm/` page links the wheel files, which
+lie under `<commit>/` itself. The wheel route takes the variant folder of the base image's torch
+(`torch.version.cuda` 13.0: `cu130/`), never the root, whose variant is whatever vLLM's default
+was that day: a vllm wheel built for another CUDA than the torch it is installed beside fails
+to load its kernels.
 
 Standard library only (urllib, html.parser): the wheel route's build step runs this on the base
 image's python3, and its errors must name the index and the ways out rather than show a raw
@@ -48,7 +57,16 @@ class WheelLink:
 
 
 class WheelIndexError(J0Error):
-    """The index cannot give the wheel: unreachable, no page, no wheel for this platform."""
+    """The index cannot give the wheel: unreachable, no page, no wheel for this platform.
+    `status`: the HTTP status of a page that answered with an error, else None."""
+
+    def __init__(self, message: str, exit_code: int = 1, status: int | None = None) -> None:
+        super().__init__(message, exit_code)
+        self.status = status
+
+
+class VariantError(WheelIndexError):
+    """The index answers, but has no folder of the CUDA variant wanted."""
 
 
 class _Links(HTMLParser):
@@ -61,6 +79,91 @@ class _Links(HTMLParser):
             href = dict(attrs).get("href")
             if href:
                 self.hrefs.append(href)
+
+
+# A variant folder's name as vLLM's index generator writes them (cu129, cu130, cpu, rocm721, ...).
+_VARIANT = re.compile(r"^(?:cu\d{3,}|cpu|rocm\d+|xpu)$")
+
+
+def variant_of_cuda(cuda: str | None) -> str:
+    """The variant folder for a torch built for `cuda` (torch.version.cuda): `13.0` -> `cu130`,
+    `12.9` -> `cu129`; None (torch's CPU build) -> `cpu`."""
+    if cuda is None:
+        return "cpu"
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", cuda.strip())
+    if match is None:
+        raise WheelIndexError(f"torch.version.cuda is {cuda!r}, not a CUDA version", exit_code=1)
+    return f"cu{match[1]}{match[2]}"
+
+
+def wheel_variant(name: str) -> str:
+    """The variant a wheel's file name carries in its local version (`+cu129`, `+g<sha>.cu130`),
+    or "" (the default variant's files carry none)."""
+    match = _WHEEL.match(name)
+    local = match["version"].partition("+")[2] if match else ""
+    found = [part for part in re.split(r"[._]", local) if _VARIANT.match(part)]
+    return found[-1] if found else ""
+
+
+def _folder_name(url: str) -> str:
+    return urllib.parse.urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def variant_url(index: str, variant: str) -> str:
+    """`<index>/<variant>/`; an index URL that names a variant folder itself is taken as it is
+    (the caller checks that it is the variant wanted)."""
+    if _VARIANT.match(_folder_name(index)):
+        return index.rstrip("/") + "/"
+    return index.rstrip("/") + f"/{variant}/"
+
+
+def _page_links(url: str, timeout: float) -> list[str]:
+    """The absolute hrefs of one index page; WheelIndexError (69) when it cannot be read."""
+    try:
+        body = _get(url, timeout)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        status = exc.code if isinstance(exc, urllib.error.HTTPError) else None
+        raise WheelIndexError(f"{urls.redact(url)}: {_reason(exc)}", 69, status) from None
+    parser = _Links()
+    parser.feed(body.decode("utf-8", "replace"))
+    return [urllib.parse.urljoin(url, href) for href in parser.hrefs]
+
+
+def list_variants(index: str, timeout: float = TIMEOUT_S) -> list[str]:
+    """The variant folders the index's root page links to (sorted), as vLLM's index lists them
+    beside its projects."""
+    found = {_folder_name(link) for link in _page_links(index, timeout) if link.endswith("/")}
+    return sorted(name for name in found if _VARIANT.match(name))
+
+
+def variant_wheels(
+    index: str, variant: str, why: str, timeout: float = TIMEOUT_S
+) -> tuple[str, list[WheelLink]]:
+    """The index of the variant folder wanted (`cu130`, for `why`: the base's torch) and the
+    wheels its vllm page links to. Refused (69), naming what was found and the folders the index
+    has, when it has no such folder; an index URL that names another variant folder is refused
+    too."""
+    named = _folder_name(index)
+    if _VARIANT.match(named) and named != variant:
+        raise VariantError(
+            f"{urls.redact(index)} is the index's {named}/ folder, but {why} needs {variant}/: a "
+            "vllm wheel built for another CUDA than the image's torch fails to load its kernels",
+            exit_code=69,
+        )
+    wanted = variant_url(index, variant)
+    try:
+        return wanted, list_wheels(wanted, timeout=timeout)
+    except WheelIndexError as exc:
+        if exc.status not in (403, 404) or _VARIANT.match(named):
+            raise
+    existing = list_variants(index, timeout)  # the root's own error: a 404 is no such commit
+    listed = ", ".join(f"{name}/" for name in existing) or "no variant folder at all"
+    raise VariantError(
+        f"{urls.redact(index)}: no {variant}/ folder, which {why} needs; the index has {listed} "
+        "(its root holds vLLM's default CUDA variant, which j0 does not take: the wheel's CUDA "
+        "must be the image's torch's)",
+        exit_code=69,
+    )
 
 
 def project_url(index: str, project: str = PROJECT) -> str:
@@ -90,15 +193,9 @@ def list_wheels(index: str, project: str = PROJECT, timeout: float = TIMEOUT_S) 
         raise WheelIndexError(
             f"wheel index {urls.redact(index)!r}: expected an http:// or https:// URL", 64
         )
-    try:
-        body = _get(page, timeout)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise WheelIndexError(f"{urls.redact(page)}: {_reason(exc)}", 69) from None
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
     links = []
-    for href in parser.hrefs:
-        url, _, fragment = urllib.parse.urljoin(page, href).partition("#")
+    for href in _page_links(page, timeout):
+        url, _, fragment = href.partition("#")
         name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
         if not name.endswith(".whl"):
             continue
@@ -187,9 +284,10 @@ def choices(pins: Pins, index: str, reason: str) -> str:
         f"{reason}.\n"
         "The choices:\n"
         f"  1. another index that holds it: WHEEL_INDEX=<url> (compose), `j0 image build "
-        f"--wheel-index URL`, `--build-arg WHEEL_INDEX=URL`; the page is <url>/{PROJECT}/ "
-        f"(vLLM keeps a wheel of every main-branch commit since v0.5.3 under "
-        f"https://wheels.vllm.ai/<commit>/).\n"
+        f"--wheel-index URL`, `--build-arg WHEEL_INDEX=URL`; the page is "
+        f"<url>/<variant>/{PROJECT}/, the variant folder of the base's torch CUDA (cu130/ for "
+        f"13.0) (vLLM keeps a wheel of every main-branch commit since v0.5.3 under "
+        f"https://wheels.vllm.ai/<commit>/, in one folder per CUDA variant).\n"
         f"  2. VLLM_ENGINE=image: vLLM's nightly image {pins.vllm_image}, the article's engine "
         "as a whole, while Docker Hub still keeps the tag (vLLM keeps the 14 newest nightly "
         "tags; a digest you pulled works as VLLM_IMAGE=<tag>@sha256:<digest>).\n"
