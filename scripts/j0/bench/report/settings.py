@@ -60,7 +60,8 @@ def request_key(entry: dict[str, Any]) -> tuple[str, int]:
 
 def find_settings(folder: Path) -> list[Setting]:
     if not folder.is_dir():
-        raise J0Error(f"{folder}: no such folder", INPUT_LACKS)
+        what = "a file, expected the results folder" if folder.exists() else "no such folder"
+        raise J0Error(f"{folder}: {what}", INPUT_LACKS)
     settings = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         files = [sub / "result.json"] if (sub / "result.json").is_file() else []
