@@ -65,6 +65,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
                                        "--dataset", "{dir}"]),
     ("bench run", "--dataset-files", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json",
                                              "--dataset", "gsm8k", "--dataset-files", "{dir}"]),
+    ("bench run", "--log", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json", "--log", "{dir}"]),
     ("bench run", "--status-json", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json",
                                            "--status-json", "{dir}"]),
     ("bench run", "--system-prompt", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json",

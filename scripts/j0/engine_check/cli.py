@@ -35,7 +35,8 @@ transformers and tokenizers (vLLM's own), and uses dflash where installed
 (`pip install -e '.[engine-check]'`). Random weights accept nothing: this shows the plumbing, not
 acceptance.
 Exit 0: every check passed; 1: one failed (the verdict line names it); 69: no GPU here, no Docker
-engine, the image absent, or a package missing (one line says which; nothing was checked).
+engine, the image absent, or a package missing (with --here: vLLM or what its server imports,
+such as uvicorn; one line says which; nothing was checked).
 """
 
 

@@ -28,8 +28,18 @@ Serve the miniature of OUT (from `j0 mini train`) in vLLM's real engine, the 2 x
 `j0 bench report` on OUT/run/, `j0 dumps check` on every J0-on dump set, and the teacher-forced
 cross-check: the `dflash` reference at the engine's own anchors of each J0-off setting, step by
 step (near-ties named). --here serves with this Python's vLLM. Writes OUT/run/ (results,
-report.md, plots, server logs, mini-run.json). Exit 0: every setting ran and every check passed;
-1: one did not (named).
+report.md, plots, server logs, mini-run.json).
+First, before anything is made or started, it checks what `j0 engine-check` checks: an NVIDIA
+GPU, vLLM and what its server imports (uvicorn, fastapi, ...), and that the speculator.py this
+Python's vLLM imports is the article's file (--variant prefix-safe: its prefix-safe variant), by
+sha256; on another file the J0-on settings would be J0 off. Each setting is labelled J0 on or off
+by what its server's log shows ran (identity line, DFLASH_CTX_NOISE line), not by what was asked.
+An OUT/run/ an earlier run left unfinished or failed is moved aside (OUT/run.failed-N), not
+overwritten; one that passed is refused.
+Exit 0: every setting ran and every check passed; 1: one did not (named, a setting that did not
+run J0 as asked among them); 2: a check could not run; 64: bad arguments, OUT not made by `j0
+mini train`, OUT/run/ holding a run that passed; 69: no GPU, a package missing, or the
+speculator.py not the one asked (one line; nothing was made or started).
 """
 
 
@@ -82,6 +92,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
     run.add_argument("out", type=Path, metavar="OUT")
     run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
+    run.add_argument(
+        "--variant",
+        default="article",
+        choices=("article", "prefix-safe"),
+        help="the speculator.py J0 must run from: article (default: the article's file) or "
+        "prefix-safe (its prefix-safe variant)",
+    )
     run.add_argument("--tokens", type=_ints, default=[7], help="draft tokens (default 7)")
     run.add_argument(
         "--contexts",
@@ -151,6 +168,7 @@ def _run(args: argparse.Namespace) -> int:
             device=args.device,
             server_command=shlex.split(args.server_command) if args.server_command else None,
             run_dir=args.run_dir,
+            variant=args.variant,
         )
     )
     print((Path(result.summary["out"]) / "mini-run.md").read_text())

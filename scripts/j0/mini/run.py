@@ -33,6 +33,7 @@ class MiniRunOptions:
     dump_steps: int = 200
     server_command: list[str] | None = None  # in the place of `vllm serve` (tests)
     run_dir: Path | None = None  # where the run goes (None: OUT/run)
+    variant: str = "article"  # the speculator.py J0 must run from: article or prefix-safe
 
 
 @dataclass
@@ -75,17 +76,23 @@ def read_manifest(out: Path) -> dict[str, Any]:
 
 
 def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
+    from j0.mini.preflight import STARTED, check_run_dir, move_aside, preflight
     from j0.mini.run_setting import SettingPlan, run_setting
 
     manifest = read_manifest(options.out)
+    work = options.run_dir or options.out / "run"
+    earlier = check_run_dir(work)
+    # Before anything is made: a GPU, vLLM's server, the speculator.py (69 otherwise).
+    speculator = preflight(options.variant, stand_in=options.server_command is not None)
     from j0.mini import corpus as corpus_mod
     from j0.mini import tokenizer as tok_mod
     from j0.mini.prompts import make_prompts, write_jsonl
 
-    work = options.run_dir or options.out / "run"
-    if work.exists():
-        raise J0Error(f"{work}: exists; move it away first (nothing is overwritten)", USAGE)
+    if earlier is not None:
+        move_aside(work, earlier, say)
     work.mkdir(parents=True)
+    started = {"variant": options.variant, "speculator": speculator, "time": time.time()}
+    write_text_atomic(work / STARTED, json.dumps(started, indent=1) + "\n")
     corpus = corpus_mod.read(options.out / "corpus.json")
     tokenizer = tok_mod.load(options.out / "target")
     prompts = make_prompts(corpus.texts(True), tokenizer, options.contexts, options.requests)
@@ -98,13 +105,13 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     )
     result = MiniRunResult()
     settings: dict[str, Any] = {}
-    started = time.monotonic()
+    began = time.monotonic()
     for k in options.tokens:
         for drafter in DRAFTERS:
             for j0 in (False, True):
                 name = f"k{k}-j0-{'on' if j0 else 'off'}"
                 folder = work / f"drafter-{drafter}" / name
-                plan = SettingPlan(drafter, k, j0, length, folder)
+                plan = SettingPlan(drafter, k, j0, length, folder, options.variant)
                 outcome = run_setting(options, plan, dataset, prompts, say)
                 settings[plan.name] = outcome.summary
                 result.problems.extend(outcome.problems)
@@ -123,7 +130,9 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         "tokens": list(options.tokens),
         "requests_per_context": options.requests,
         "max_tokens": options.max_tokens,
-        "seconds": round(time.monotonic() - started, 1),
+        "variant": options.variant,
+        "speculator": speculator,
+        "seconds": round(time.monotonic() - began, 1),
         "settings": settings,
         "reports": reports,
         "problems": result.problems,
@@ -155,15 +164,18 @@ def markdown(summary: dict[str, Any]) -> str:
         "Trained: "
         + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
         "",
-        "| setting | pooled acceptance length | per-request mean by context | checks |",
-        "|---|---|---|---|",
+        "| setting | J0 as run | pooled acceptance length | per-request mean by context | checks |",
+        "|---|---|---|---|---|",
     ]
     for name, s in summary["settings"].items():
         contexts = ", ".join(
             f"{c}: {v}" for c, v in (s.get("per_request_mean_by_context") or {}).items()
         )
         checks = "; ".join(s.get("lines", []))
-        lines.append(f"| {name} | {s.get('pooled_acceptance_length')} | {contexts} | {checks} |")
+        ran = f"{s.get('j0', '?')} ({s.get('j0_from', 'no server log')})"
+        lines.append(
+            f"| {name} | {ran} | {s.get('pooled_acceptance_length')} | {contexts} | {checks} |"
+        )
     lines += [
         "",
         *[f"- problem: {p}" for p in summary["problems"]],

@@ -1,6 +1,9 @@
 """One setting of `j0 mini run`: start the server (drafter, draft tokens, J0 on/off), wait for
 /health, `j0 bench run` on the prompts, then with J0 on `j0 dumps check` on its dumps, with J0 off
-the prompts again as token ids for the teacher-forced cross-check (run after the server stops)."""
+the prompts again as token ids for the teacher-forced cross-check (run after the server stops).
+The setting's J0 label is what its server's log shows ran (j0.engine.j0_ran: the identity line,
+the patch's DFLASH_CTX_NOISE line), never what was asked: where they differ, or J0 ran from
+another file than the --variant asked, the setting is a problem (exit 1), said in one line."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ class SettingPlan:
     j0: bool
     max_model_len: int
     folder: Path
+    variant: str = "article"  # the speculator.py J0 must run from
 
     @property
     def name(self) -> str:
@@ -73,6 +77,7 @@ def run_setting(
                 ignore_eos=True,
                 label=plan.name,
                 j0=plan.j0,
+                log=plan.folder / "server.log",  # the result's J0 label: from the file that ran
                 bin_size=256,
             )
         )
@@ -87,6 +92,7 @@ def run_setting(
         outcome.problems.append(f"{plan.name}: {exc}")
     finally:
         server.stop()
+    ran_as_asked(plan, outcome)
     if (plan.folder / "result.json").is_file():
         outcome.summary.update(by_context(plan.folder / "result.json"))
     if plan.j0:
@@ -97,6 +103,26 @@ def run_setting(
     for line in lines:
         say(f"    {line}")
     return outcome
+
+
+def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
+    """Label the setting from its server's log; a problem where it did not run as asked."""
+    from j0.engine import server_log
+    from j0.engine.j0_ran import ON, asked_differs, j0_ran
+    from j0.mini.preflight import WANTED, WORDS
+
+    log = plan.folder / "server.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    ran = j0_ran(server_log.parse(text, f"{plan.name}/server.log"))
+    outcome.summary.update(ran.to_json())
+    differs = asked_differs(plan.j0, ran)
+    want = WANTED[plan.variant]
+    if differs is None and ran.j0 == ON and ran.identity != want:
+        differs = (
+            f"J0 ran from identity={ran.identity}, not {WORDS[want]} (--variant {plan.variant})"
+        )
+    if differs is not None and (plan.folder / "result.json").is_file():  # a measurement
+        outcome.problems.append(f"{plan.name}: {differs}")
 
 
 def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:

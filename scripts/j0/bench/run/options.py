@@ -44,6 +44,7 @@ class RunOptions:
     ignore_eos: bool = False
     bin_size: int = 512
     status_json: Path | None = None
+    log: Path | None = None  # the server's log: J0 on/off from the file that ran (manifest)
     j0: bool | None = None
     overlay_identity: str | None = None
     timeout_s: float = 3600.0
@@ -68,6 +69,7 @@ class RunOptions:
         for flag, path in (
             ("--dataset-files", self.dataset_files),
             ("--status-json", self.status_json),
+            ("--log", self.log),
             ("--system-prompt @", self.system_prompt_file),
         ):
             if path is not None:
@@ -128,6 +130,8 @@ def check_options(opts: RunOptions) -> None:
         )
     if opts.dataset_files is not None:
         require_input_file(opts.dataset_files, "--dataset-files")
+    if opts.log is not None:
+        require_input_file(opts.log, "--log")
     refuse_own_inputs([("--out", opts.out)], opts.inputs())
     if opts.out.exists() and not opts.force:
         raise J0Error(
