@@ -1,4 +1,4 @@
-.PHONY: test overlay mutation-check engine-check
+.PHONY: test overlay mutation-check engine-check clean-test-caches
 # The test command (creates .venv, pinned deps, lint, pytest).
 test:
 	scripts/test
@@ -6,6 +6,10 @@ test:
 # The article's speculator.py, from the pinned vllm wheel.
 overlay:
 	.venv/bin/j0 overlay build --from-wheel
+
+# The Docker tests' stand-in images (j0-standin/*) and stand-in cache, kept between runs.
+clean-test-caches:
+	scripts/clean-test-caches
 
 # Each guard in scripts/mutation-guards.toml disabled in a copy: a fast test must fail.
 mutation-check:

@@ -59,6 +59,18 @@ def check_output_path(path: Path) -> None:
             break
 
 
+def check_output_folder(path: Path, what: str) -> None:
+    """Refuse (exit 64) an output folder that is a file, or whose folder is a file; `what` names
+    the option (e.g. "--out")."""
+    if path.exists() and not path.is_dir():
+        raise J0Error(f"{what} {path}: a file; expected a folder to write into", USAGE)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise J0Error(f"{what} {path}: {parent} is a file, not a folder", USAGE)
+            break
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 

@@ -84,6 +84,26 @@ def read_input_bytes(path: Path, what: str, text: bool = False) -> bytes:
     return data
 
 
+def require_input_file(path: Path, what: str) -> Path:
+    """`path` when it is a file; else the J0Error (exit 2, INPUT_LACKS) naming `what` and the
+    path: no such file, or a folder where a file goes."""
+    if Path(path).is_file():
+        return path
+    if Path(path).is_dir():
+        raise J0Error(f"{what} {path}: a folder, expected a file", INPUT_LACKS)
+    raise J0Error(f"{what} {path}: no such file", INPUT_LACKS)
+
+
+def require_input_folder(path: Path, what: str) -> Path:
+    """`path` when it is a folder; else the J0Error (exit 2, INPUT_LACKS) naming `what` and the
+    path: no such folder, or a file where a folder goes."""
+    if Path(path).is_dir():
+        return path
+    if Path(path).exists():
+        raise J0Error(f"{what} {path}: a file, expected a folder", INPUT_LACKS)
+    raise J0Error(f"{what} {path}: no such folder", INPUT_LACKS)
+
+
 # --- Optional dependencies ---------------------------------------------------------------
 # The extras of pyproject.toml's [project.optional-dependencies], by the module each one brings.
 EXTRA_OF = {

@@ -23,8 +23,9 @@ from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
 )
 from vllm.entrypoints.serve.engine.protocol import ModelList  # noqa: E402
 
-# From /work/shared/data/engine-h200/responses-j0-on.json: the real engine's final usage chunk
-# (7 draft tokens, random weights: nothing accepted), per-step arrays cut to three entries.
+# The real engine's final usage chunk of a J0-on response, from the run whose dumps are
+# tests/data/engine-h200/j0-on/ (tests/data/README.md; 7 draft tokens, random weights: nothing
+# accepted), per-step arrays cut to three entries.
 REAL_FINAL = (
     '{"id":"cmpl-b7a339b63b70834a","object":"text_completion","created":1796040069,'
     '"model":"/models/target","choices":[],"usage":{"prompt_tokens":74,"total_tokens":138,'

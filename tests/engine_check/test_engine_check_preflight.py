@@ -65,3 +65,28 @@ def test_here_makes_no_models_without_a_gpu_even_with_torch(tmp_path: Path) -> N
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 69, done.stderr
     assert not keep.exists()  # nothing made
+
+
+def test_here_without_uvicorn_makes_nothing(tmp_path: Path) -> None:
+    """A GPU seen (an nvidia-smi on PATH) but vLLM's server lacking uvicorn: refused before the
+    tiny models are made, rather than servers that die at start (exit 1)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    hide = ROOT / "tests" / "selfcheck" / "hide_modules"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHONPATH": f"{hide}:{ROOT / 'scripts'}",
+        "J0_TEST_HIDE_MODULES": "uvicorn",
+    }
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    keep = tmp_path / "kept"
+    cmd = [sys.executable, "-m", "j0", "engine-check", "--here", "--keep", str(keep)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 69, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("j0: error: j0 engine-check --here: it serves this Python's vLLM")
+    assert "lacks uvicorn" in line
+    assert not keep.exists()

@@ -1,7 +1,9 @@
 """scripts/mini-h200.sh, the lead's H200 commands, run here for real with smoke sizes
 (`MINI_TRAIN_ARGS="--smoke --device cpu"`) and, in vLLM's place, a `vllm` package of ours first on
 PYTHONPATH whose `vllm.entrypoints.cli.main serve` execs the vLLM stand-in
-(tests/engine_check/bin/vllm_serve_standin.py: our server on 127.0.0.1, recorded engine dumps).
+(tests/engine_check/bin/vllm_serve_standin.py: our server on 127.0.0.1, recorded engine dumps),
+holding the article's speculator.py; `j0 mini run`'s check before it starts anything is met by an
+`nvidia-smi` on PATH and a `uvicorn` package of ours beside it (nothing imports them).
 The stand-in returns no token ids, so a run phase with a J0-off drafter setting ends with exit 2
 (cross-check not run)."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 STANDIN = ROOT / "tests" / "engine_check" / "bin" / "vllm_serve_standin.py"
 
 
-def fake_vllm(site: Path) -> None:
+def fake_vllm(site: Path, article_file: Path) -> None:
     cli = site / "vllm" / "entrypoints" / "cli"
     cli.mkdir(parents=True)
-    for folder in (site / "vllm", site / "vllm" / "entrypoints", cli):
+    for folder in (site / "vllm", site / "vllm" / "entrypoints", cli, site / "uvicorn"):
+        folder.mkdir(parents=True, exist_ok=True)
         (folder / "__init__.py").write_text("")
+    speculator = site / "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py"
+    speculator.parent.mkdir(parents=True)
+    shutil.copy(article_file, speculator)
     (cli / "main.py").write_text(
         "import os, sys\n"
         "assert sys.argv[1] == 'serve', sys.argv\n"
@@ -29,14 +36,18 @@ def fake_vllm(site: Path) -> None:
     )
 
 
-def test_train_then_base_and_run7(tmp_path: Path) -> None:
+def test_train_then_base_and_run7(tmp_path: Path, article_file: Path) -> None:
     site = tmp_path / "site"
-    fake_vllm(site)
+    fake_vllm(site, article_file)
     bin_dir = Path(sys.executable).parent  # this Python's python3 first (a venv keeps its own)
     assert (bin_dir / "python3").exists()
+    gpu = tmp_path / "gpu-bin"
+    gpu.mkdir()
+    (gpu / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
+    (gpu / "nvidia-smi").chmod(0o755)
     env = {
         **os.environ,
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PATH": f"{bin_dir}:{gpu}:{os.environ['PATH']}",
         "PYTHONPATH": str(site),
         "MINI_WORK": str(tmp_path / "mini"),
         "MINI_BUDGET": "2",

@@ -1,7 +1,9 @@
 """`j0 mini run --here` from start to verdict without a GPU: the real orchestration (a server
 process per setting, /health, `j0 bench run`, `j0 bench report`, `j0 dumps check`, the cross-check's
 requests) with tests/engine_check/bin/vllm_serve_standin.py in the place of `vllm serve`: our vLLM
-stand-in on 127.0.0.1 (tests/servers/vllm_server.py) with real recorded engine dumps for J0 on.
+stand-in on 127.0.0.1 (tests/servers/vllm_server.py) with real recorded engine dumps for J0 on,
+and a `vllm` folder holding the article's speculator.py first on PYTHONPATH (the identity line
+each server's log starts with, and the run's own check before it starts any).
 The stand-in returns no token ids, so the cross-check is reported as not run (exit 2)."""
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def server_args(folder: Path) -> dict[str, Any]:
     return ast.literal_eval(re.search(r"non-default args: (\{.*\})", log)[1])
 
 
-def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
+def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> None:
     chosen = options(trained, crosscheck=False, parts=("baseline", "ngram", "mask", "j0"))
     result = run_matrix(chosen, say=lambda line: None)
     assert result.exit_code == OK, result.verdict
@@ -76,6 +78,10 @@ def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
             assert args["speculative_config"]["model"] == str(trained / drafter)
             assert args["speculative_config"]["num_speculative_tokens"] == 7
             assert ("DFLASH_CTX_NOISE=1" in log) == name.endswith("on")
+            assert "identity=article" in log
+            assert doc["manifest"]["j0"] == name.removeprefix("k7-j0-")
+            assert doc["manifest"]["j0_source"] == "--log"
+            assert doc["manifest"]["j0_differs"] is None
         assert (run / drafter / "report.md").is_file()
         report = json.loads((run / drafter / "report.json").read_text())
         assert [p["k"] for p in report["j0_on_minus_off"]] == [7]
@@ -89,6 +95,18 @@ def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
     }
     summary = json.loads((run / "mini-run.json").read_text())
     on = summary["settings"]["drafter-j0/k7-j0-on"]
+    assert (on["j0"], on["speculator_identity"]) == ("on", "article")
+    assert summary["settings"]["drafter-j0/k7-j0-off"]["j0"] == "off"
+    assert summary["speculator"]["identity"] == "article"
+    # no DFlash drafter, no J0: labelled n/a, not flagged (the run passed), beside what ran
+    for name in ("baseline", "ngram/k7"):
+        other = summary["settings"][name]
+        assert (other["j0"], other["j0_asked"], other["speculator_identity"]) == (
+            None,
+            None,
+            "article",
+        )
+        assert f"| {name} | n/a |" in (run / "mini-run.md").read_text()
     assert on["dumps_check"]["verdict"] == "PASS"
     assert on["dumps_check"]["draws_verified"] == on["dumps_check"]["draws"] > 0
     assert on["dump_pass"]["requests"] >= 1
@@ -126,7 +144,7 @@ def test_the_matrix_runs_and_is_reported(trained: Path) -> None:
     assert all(abs(n - c) <= 2 for n, c in zip(lengths, (32, 64, 32, 64), strict=True)), lengths
 
 
-def test_a_second_j0_seed_is_served_and_checked(trained: Path) -> None:
+def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Path) -> None:
     """J0 with seed 20261032: the article's file with that seed goes where the server imports
     it; the stand-in serves the dumps it recorded with the pinned seed, so the dumps check with
     the setting's seed fails: a server that did not take the seed is caught. --resume then adds
@@ -157,7 +175,7 @@ def test_a_second_j0_seed_is_served_and_checked(trained: Path) -> None:
     )
 
 
-def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path) -> None:
+def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path, article_vllm: Path) -> None:
     result = run_matrix(options(trained, crosscheck=True), say=lambda line: None)
     assert result.exit_code == INPUT_LACKS
     assert "return_token_ids" in result.verdict and "cross-check not run" in result.verdict
@@ -167,13 +185,54 @@ def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path) -> None:
     assert len(answers) == 4 and all("choices" in a for a in answers)
 
 
-def test_a_second_run_does_not_overwrite_the_first(trained: Path) -> None:
+def test_a_folder_not_of_a_run_is_not_overwritten(trained: Path) -> None:
     (trained / "run").mkdir()
     (trained / "run" / "mine").write_text("keep")
     with pytest.raises(J0Error) as caught:
         run_matrix(options(trained, crosscheck=False), say=lambda line: None)
     assert caught.value.exit_code == USAGE
     assert (trained / "run" / "mine").read_text() == "keep"
+
+
+@pytest.mark.slow  # two matrices of four servers
+def test_j0_on_asked_on_a_server_that_ran_the_base_file_is_labelled_off_and_fails(
+    trained: Path, article_vllm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before the run passes (the article's file), but each server's log then says
+    identity=base (the stand-in's STANDIN_IDENTITY: a server that imported another file): the
+    label comes from the file that ran. J0-on settings are J0 off, named as problems (exit 1);
+    their results and the report say J0 off too. A re-run is not blocked: the failed run's
+    folder is moved aside, whole."""
+    monkeypatch.setenv("STANDIN_IDENTITY", "base")
+    result = run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    assert result.exit_code == 1
+    asked_on = [p for p in result.problems if "k7-j0-on" in p]
+    assert len(asked_on) == 2 and len(result.problems) == 2, result.problems
+    assert all("J0 on was asked, but the server's log says J0 off" in p for p in asked_on)
+    assert all("identity=base" in p for p in asked_on)
+    run = trained / "run"
+    summary = json.loads((run / "mini-run.json").read_text())
+    on = summary["settings"]["drafter-j0/k7-j0-on"]
+    assert (on["j0"], on["speculator_identity"]) == ("off", "base")
+    manifest = json.loads((run / "drafter-j0" / "k7-j0-on" / "result.json").read_text())
+    manifest = manifest["manifest"]
+    assert (manifest["j0"], manifest["j0_asked"], manifest["j0_source"]) == ("off", "on", "--log")
+    assert manifest["overlay_identity"] == "base" and "identity=base" in manifest["j0_differs"]
+    report = (run / "drafter-j0" / "report.md").read_text()
+    assert "J0 on was asked, but the file that ran says J0 off" in report
+    assert "| drafter-j0/k7-j0-on | off (identity=base" in (run / "mini-run.md").read_text()
+
+    monkeypatch.delenv("STANDIN_IDENTITY")
+    said: list[str] = []
+    again = run_matrix(options(trained, crosscheck=False), say=said.append)
+    assert again.exit_code == OK, again.verdict
+    assert any("moved aside to" in line and "run.failed-1" in line for line in said), said
+    assert (trained / "run.failed-1" / "mini-run.json").read_text() == json.dumps(
+        summary, indent=1
+    ) + "\n"
+    with pytest.raises(J0Error) as caught:  # a run that passed is never moved or overwritten
+        run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    assert caught.value.exit_code == USAGE and "holds a run that passed" in str(caught.value)
 
 
 def test_a_folder_without_training_is_refused(tmp_path: Path) -> None:

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
 import pytest
+
+from j0.article.identity import identify
+from j0.article.variants import default_output
+from j0.pins import Pins, load_pins
+from j0.selfcheck.cli import build_overlay, overlay_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,3 +98,58 @@ def test_json_result_and_no_vllm_noise(article_file: Path, tmp_path: Path) -> No
     assert data["code"] == 0 and data["device"] == "cpu" and data["cases_run"] == 1
     assert data["file"] == str(article_file) and data["steps_run"] > 0
     assert "Failed to import from vllm._C" not in result.stdout + result.stderr
+
+
+def fresh_clone(into: Path) -> Path:
+    """What a clone holds of the tool (scripts/, overlay/: tracked files only, so no overlay has
+    been built), at `into`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "scripts", "overlay", "pyproject.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    return into
+
+
+@pytest.mark.parametrize("variant", ["article", "prefix-safe"])
+def test_a_missing_default_overlay_is_built_as_overlay_build_does(
+    tmp_path: Path, pins: Pins, variant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where `j0 overlay build [--variant V]` writes without -o, and nothing is there yet."""
+    clone = load_pins(fresh_clone(tmp_path / "clone"))
+    path = default_output(clone, variant)
+    assert not path.exists()
+    assert overlay_variant(path, clone) == variant
+    build_overlay(path, clone)
+    want = pins.patched_sha256 if variant == "article" else pins.values["PREFIX_SAFE_SHA256"]
+    assert identify(path.read_bytes(), clone).sha256 == want
+    out = capsys.readouterr().out
+    assert "is not built yet; building it as `j0 overlay build" in out and f"wrote {path}" in out
+    assert overlay_variant(tmp_path / "speculator.py", clone) is None  # any other path: as given
+
+
+@pytest.mark.slow
+def test_the_readme_line_works_on_a_fresh_clone(tmp_path: Path) -> None:
+    """README.md's `j0 selfcheck --speculator overlay/vllm/.../speculator.py`, run in a clone
+    where `j0 overlay build` never ran: it builds the file, then checks it."""
+    clone = fresh_clone(tmp_path / "clone")
+    readme = (ROOT / "README.md").read_text().splitlines()
+    line = next(x for x in readme if x.startswith("j0 selfcheck --speculator overlay/"))
+    args = line.split()[1:]
+    done = subprocess.run(
+        [sys.executable, "-m", "j0", *args, "--device", "cpu", "--cases", "1"],
+        cwd=clone,
+        env={**os.environ, "PYTHONPATH": str(clone / "scripts")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is not built yet" in done.stdout and "PASS" in done.stdout
+    assert (clone / args[2]).is_file()

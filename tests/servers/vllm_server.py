@@ -5,7 +5,8 @@ tests/engine_check/bin and tests/bench/matrix_bin), and it listens on 127.0.0.1 
 
 It speaks vLLM 0.33.0's wire format (field names, field order, which fields are null and which
 are left out) for what `j0 bench` and `j0 status` read, as read from the wheel's code and from a
-recorded real engine run (/work/shared/data/engine-h200/):
+recorded real engine run (its dumps tests/data/engine-h200/, its log and /metrics
+tests/status/data/):
 
     GET  /health                  200, empty body (vllm/entrypoints/serve/instrumentator/health.py)
     GET  /version                 {"version": "0.33.0"} (.../instrumentator/basic.py)

@@ -39,6 +39,12 @@ A request that fails (an HTTP error, an answer with a field of the wrong type, a
 cap, a redirect to another origin, past --request-deadline) is kept as failed, with the reason,
 and the run goes on.
 
+J0 on/off in the manifest comes from the file that ran: --log FILE (the server's log, whose
+identity line names the running speculator.py by sha256 and whose patch line says
+DFLASH_CTX_NOISE), else --status-json; "on" only for a J0 file that logged DFLASH_CTX_NOISE=1.
+--j0 is what was asked: the label only where neither shows the file (kept as j0_asked; where the
+file says otherwise, the manifest and a note say so).
+
 Exit 0: done; 1: the server failed or died, or requests failed (the finished requests are kept
 in FILE.json); 2: a dataset or status file lacks what is needed; 64: usage; 130 (SIGINT,
 Ctrl-C) and 143 (SIGTERM): stopped, FILE.json written with the finished requests first.
@@ -109,7 +115,8 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         type=Path,
         metavar="FILE.json",
         help="result file; an existing one is refused unless --force, and one of the run's "
-        "own inputs (--dataset, --dataset-files, --status-json, --system-prompt @FILE) always",
+        "own inputs (--dataset, --dataset-files, --status-json, --log, --system-prompt @FILE) "
+        "always",
     )
     p.add_argument(
         "--force",
@@ -196,11 +203,23 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         metavar="FILE",
         help="`j0 status --json` output: J0 on/off, overlay identity, spec config",
     )
-    p.add_argument("--j0", choices=("on", "off"), help="J0's state, where no --status-json says")
+    p.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="the server's log: J0 on/off and the speculator.py's identity from the file that "
+        "ran (its identity line and the patch's DFLASH_CTX_NOISE line), over --status-json",
+    )
+    p.add_argument(
+        "--j0",
+        choices=("on", "off"),
+        help="J0's state as asked, where no --log or --status-json shows the file that ran "
+        "(kept as j0_asked; where they show otherwise, theirs is recorded and said)",
+    )
     p.add_argument(
         "--overlay-identity",
         metavar="TEXT",
-        help="the running speculator.py's identity, where no --status-json says",
+        help="the running speculator.py's identity, where no --log or --status-json says",
     )
     p.add_argument(
         "--timeout",
@@ -274,6 +293,7 @@ def _run(args: argparse.Namespace) -> int:
             ignore_eos=args.ignore_eos,
             bin_size=args.bin_size,
             status_json=args.status_json,
+            log=args.log,
             j0=None if args.j0 is None else args.j0 == "on",
             overlay_identity=args.overlay_identity,
             timeout_s=args.timeout,

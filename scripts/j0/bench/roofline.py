@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, J0Error, read_input_text
 
 # Peak memory bandwidth in TB/s (10^12 bytes/s), from NVIDIA's data sheets.
 GPU_BANDWIDTH_TBS = {
@@ -50,9 +50,7 @@ def bandwidth_tbs(gpu: str) -> float:
 def weight_bytes_of_index(path: Path) -> int:
     """`metadata.total_size` of a model.safetensors.index.json."""
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise J0Error(f"--weights-index {path}: no such file", INPUT_LACKS) from None
+        index = json.loads(read_input_text(path, "--weights-index"))
     except json.JSONDecodeError as exc:
         raise J0Error(f"--weights-index {path}: not JSON ({exc})", INPUT_LACKS) from None
     size = (index.get("metadata") or {}).get("total_size") if isinstance(index, dict) else None

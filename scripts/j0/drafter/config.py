@@ -32,7 +32,7 @@ from typing import Any
 
 from j0.atomic import sha256_bytes, write_bytes_atomic
 from j0.engine import causality as drafter_causality
-from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error, require_input_folder
 
 CONFIG_NAME = "config.json"
 ORIG_SUFFIX = ".orig"
@@ -337,6 +337,9 @@ def read_config(config: Path) -> tuple[bytes, dict[str, Any]]:
         raise J0Error(f"{config}: no such file", INPUT_LACKS) from None
     except IsADirectoryError:
         raise J0Error(f"{config}: a directory, expected a JSON file", INPUT_LACKS) from None
+    except OSError as exc:  # e.g. its folder is a file
+        what = exc.strerror or type(exc).__name__
+        raise J0Error(f"{config}: cannot be read ({what})", INPUT_LACKS) from None
     try:
         parsed = parse_json_text(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -421,8 +424,7 @@ def patch_config(
     warn: Callable[[str], None] = _warn,
 ) -> PatchResult:
     """Patch DIRECTORY/config.json with the merge patch (default: drafter-config/'s)."""
-    if not directory.is_dir():
-        raise J0Error(f"{directory}: no such directory (the drafter's folder)", INPUT_LACKS)
+    require_input_folder(directory, "the drafter's folder")
     config = directory / CONFIG_NAME
     data, parsed = read_config(config)
     check_config(config, parsed, warn)
@@ -490,6 +492,7 @@ def _refuse_hand_edit(config: Path, data: bytes, orig: Path, patch: dict[str, An
 
 def check_causality(directory: Path) -> drafter_causality.LayerCausality:
     """Read DIRECTORY/config.json and resolve its draft layers' causality as vLLM 0.33.0 does."""
+    require_input_folder(directory, "the drafter's folder")
     config = directory / CONFIG_NAME
     _, parsed = read_config(config)
     try:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
+from j0.atomic import check_output_folder
 from j0.drafter import config as drafter_config
 from j0.drafter import console
 from j0.drafter.config_guard import guard_config
@@ -248,6 +249,7 @@ def fetch(
     repo_id = repo_id or pins.drafter_repo
     revision = revision or pins.drafter_revision
     if directory is not None:
+        check_output_folder(directory, "--dir")
         check_dir_name(directory)
     token = hub_token()
     if offline_mode():

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from j0.commands import add_command
-from j0.errors import CHECK_FAILED, USAGE, J0Error
+from j0.errors import CHECK_FAILED, J0Error
 
 GROUP_HELP = """\
 The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
@@ -207,11 +207,17 @@ def _need_torch() -> None:
 
 
 def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
-    """--json, --plots and --out never go into a dump folder the command reads."""
-    from j0.atomic import refuse_inside
+    """--json, --plots and --out never go into a dump folder the command reads; --json names a
+    file to write, --plots and --out a folder (each refused, exit 64, before any work)."""
+    from j0.atomic import check_output_folder, check_output_path, refuse_inside
 
     outputs = [(f"--{name}", getattr(args, name, None)) for name in ("json", "plots", "out")]
     refuse_inside(outputs, [(name.upper(), getattr(args, name)) for name in folders])
+    for name, path in outputs:
+        if path is not None and name == "--json":
+            check_output_path(path)
+        elif path is not None:
+            check_output_folder(path, name)
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -254,9 +260,6 @@ def run_compare(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "a", "b")
     _need_torch()
     from j0.dumps import compare, printing
-
-    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
-        raise J0Error(f"--plots {args.plots}: a file; expected a folder to write into", USAGE)
 
     result = compare.compare_dirs(
         args.a, args.b, compare.DEFAULT_RTOL if args.rtol is None else args.rtol

@@ -26,7 +26,8 @@ class BaseFile:
 
 def from_file(path: Path) -> BaseFile:
     if not path.is_file():
-        raise J0Error(f"{path}: no such file (expected vLLM's speculator.py)", exit_code=2)
+        what = "a folder" if path.is_dir() else "no such file"
+        raise J0Error(f"{path}: {what} (expected vLLM's speculator.py)", exit_code=2)
     return BaseFile(path.read_bytes(), str(path))
 
 

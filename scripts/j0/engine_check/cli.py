@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from j0.commands import add_command
-from j0.errors import USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 HELP = """\
 Prove J0 inside vLLM's real engine on this machine's GPU in a few minutes, before loading 27B
@@ -35,7 +35,8 @@ transformers and tokenizers (vLLM's own), and uses dflash where installed
 (`pip install -e '.[engine-check]'`). Random weights accept nothing: this shows the plumbing, not
 acceptance.
 Exit 0: every check passed; 1: one failed (the verdict line names it); 69: no GPU here, no Docker
-engine, the image absent, or a package missing (one line says which; nothing was checked).
+engine, the image absent, or a package missing (with --here: vLLM or what its server imports,
+such as uvicorn; one line says which; nothing was checked).
 """
 
 
@@ -127,6 +128,27 @@ def compose_image() -> tuple[str, str]:
     return image, f"J0_IMAGE from {settings.source('J0_IMAGE')}"
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """--models (a folder with target/ and draft/), --keep (a folder to write) and --json (a file
+    to write), each refused in one line before anything is checked or started."""
+    from j0.atomic import check_output_folder, check_output_path
+    from j0.errors import require_input_folder
+
+    if args.models is not None:
+        require_input_folder(args.models, "--models")
+        lacking = [p for p in ("target", "draft") if not (args.models / p).is_dir()]
+        if lacking:
+            raise J0Error(
+                f"--models {args.models}: no {' and no '.join(f'{p}/' for p in lacking)} inside "
+                "(expected DIR/target and DIR/draft, as engine-check makes them)",
+                INPUT_LACKS,
+            )
+    if args.keep is not None:
+        check_output_folder(args.keep, "--keep")
+    if args.json is not None:
+        check_output_path(args.json)
+
+
 def run(args: argparse.Namespace) -> int:
     from j0.engine_check.run import Options, engine_check
 
@@ -144,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not source or not target.startswith("/"):
             raise J0Error(f"--container-mount {item!r}: expected SRC:/ABSOLUTE/DST", USAGE)
         mounts[str(Path(source).resolve())] = target
+    check_paths(args)
     image, image_source = args.image, "--image"
     if not args.here and image is None:
         image, image_source = compose_image()

@@ -1,7 +1,10 @@
 """What `j0 engine-check` needs before anything heavy starts, each missing piece one line and
-exit 69: a GPU (unless `--no-gpu`), and with `--image` the Docker engine and the image itself.
+exit 69: a GPU (unless `--no-gpu`); with `--here` what vLLM's server imports (unless a
+`--server-command` stands in for it); with `--image` the Docker engine and the image itself.
 The image is never pulled: compose builds `J0_IMAGE` from this checkout (`docker compose build`)
-and `j0 image build` makes the pinned tag; a registry has neither.
+and `j0 image build` makes the pinned tag; a registry has neither. `j0 mini run --here` checks
+the same (require_gpu, require_server_packages) and which speculator.py this Python's vLLM
+will import (here_identity).
 
 With `--image` the tiny models are made inside the image (`python -m j0.engine_check.tiny_models`
 in a throw-away container of it), so the host needs Docker and nothing of torch or transformers.
@@ -9,8 +12,11 @@ in a throw-away container of it), so the host needs Docker and nothing of torch 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +33,55 @@ def gpu_present() -> bool:
     return Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi") is not None
 
 
-def require_gpu() -> None:
+def require_gpu(purpose: str = "j0 engine-check", nothing: str = "nothing was checked") -> None:
     if not gpu_present():
         raise J0Error(
-            "j0 engine-check: no NVIDIA GPU here (no /dev/nvidiactl, no nvidia-smi): it serves "
-            "vLLM's real engine and needs one; nothing was checked (without a GPU, `j0 selfcheck` "
+            f"{purpose}: no NVIDIA GPU here (no /dev/nvidiactl, no nvidia-smi): it serves "
+            f"vLLM's real engine and needs one; {nothing} (without a GPU, `j0 selfcheck` "
             "checks J0's kernels in Triton's interpreter)",
             UNAVAILABLE,
         )
+
+
+# What `python -m vllm.entrypoints.cli.main serve` imports before it listens, beyond the
+# standard library: vLLM itself and its server's packages (found, not imported).
+SERVER_NEEDS = ("vllm", "torch", "transformers", "fastapi", "uvicorn")
+
+
+def require_server_packages(purpose: str, nothing: str = "nothing was checked") -> None:
+    """This Python has vLLM and what its OpenAI server imports, or one line and exit 69."""
+    from j0.errors import available
+
+    missing = [name for name in SERVER_NEEDS if not available(name)]
+    if missing:
+        raise J0Error(
+            f"{purpose}: it serves this Python's vLLM (`python -m vllm.entrypoints.cli.main "
+            f"serve`), and {sys.executable} lacks {', '.join(missing)}: install vLLM with its "
+            "dependencies there (pip install vllm), or run it inside the image; " + nothing,
+            UNAVAILABLE,
+        )
+
+
+def here_identity(purpose: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`j0 image identity --json` in a process of this Python with `env` (the server's, default
+    this one's): the speculator.py a server started the same way would import, as its identity
+    line will name it. One line and exit 69 where there is no vLLM to ask."""
+    command = [sys.executable, "-m", "j0", "image", "identity", "--json"]
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    try:
+        found: dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {}
+    except json.JSONDecodeError:
+        found = {}
+    if "identity" not in found:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise J0Error(
+            f"{purpose}: cannot tell which speculator.py this Python's vLLM would import "
+            f"({why.removeprefix('j0: error: ')}); nothing was run",
+            UNAVAILABLE,
+        )
+    return found
 
 
 def how_to_make(image: str, source: str) -> str:

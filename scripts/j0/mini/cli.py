@@ -33,8 +33,19 @@ setting's outputs, and the comparisons by name with intervals and verdicts (j0.b
 article's (J0-trained drafter, J0 on vs off), the systems' (J0-trained with J0 on vs
 mask-trained with J0 off), the negative control (mask drafter, J0 on vs off), J0's seeds, the
 n-gram speculator, the speedups. --here serves with this Python's vLLM. Writes OUT/run/
-(prompts, results with the outputs, report.md, plots, server logs, mini-run.json/.md). Exit 0:
-every setting ran and every check passed; 1: one did not (named), the repetition gate included.
+(prompts, results with the outputs, report.md, plots, server logs, mini-run.json/.md).
+First, before anything is made or started, it checks what `j0 engine-check` checks: an NVIDIA
+GPU, vLLM and what its server imports (uvicorn, fastapi, ...), and that the speculator.py this
+Python's vLLM imports is the article's file (--variant prefix-safe: its prefix-safe variant), by
+sha256; on another file the J0-on settings would be J0 off. Each drafter setting is labelled J0
+on or off by what its server's log shows ran (identity line, DFLASH_CTX_NOISE line), not by what
+was asked (the baseline and the n-gram speculator have no J0). An OUT/run/ an earlier run left
+unfinished or failed is moved aside (OUT/run.failed-N), not overwritten; one that passed is
+refused (--resume adds the settings it lacks instead).
+Exit 0: every setting ran and every check passed; 1: one did not (named, the repetition gate and
+a setting that did not run J0 as asked among them); 2: a check could not run; 64: bad arguments,
+OUT not made by `j0 mini train`, OUT/run/ holding a run that passed; 69: no GPU, a package
+missing, or the speculator.py not the one asked (one line; nothing was made or started).
 """
 
 
@@ -102,6 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
     run.add_argument("out", type=Path, metavar="OUT")
     run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
+    run.add_argument(
+        "--variant",
+        default="article",
+        choices=("article", "prefix-safe"),
+        help="the speculator.py J0 must run from: article (default: the article's file) or "
+        "prefix-safe (its prefix-safe variant)",
+    )
     run.add_argument("--tokens", type=_ints, default=[7, 15], help="draft tokens (default 7,15)")
     run.add_argument(
         "--contexts",
@@ -222,6 +240,7 @@ def _run(args: argparse.Namespace) -> int:
             reuse_files=args.reuse_files,
             resume=args.resume,
             crosscheck_requests=args.crosscheck_requests,
+            variant=args.variant,
         )
     )
     print((Path(result.summary["out"]) / "mini-run.md").read_text())

@@ -159,7 +159,7 @@ def comparisons(
                 and s.get("kind") == "dflash"
                 and s.get("drafter") == drafter
                 and s.get("k") == k
-                and bool(s.get("j0")) == j0
+                and _ran(s, j0)
             )
 
         j0_on, j0_off = names("j0", True), names("j0", False)
@@ -234,8 +234,23 @@ def _f(value: float | None, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def _ran(s: dict[str, Any], j0: bool) -> bool:
+    """A DFlash setting that ran J0 on (off) as asked: the label from its server's log ("on",
+    "off"; j0.engine.j0_ran) and what was asked agree; older records hold a bool."""
+    want = "on" if j0 else "off"
+    label = s.get("j0")
+    ran = label == want if isinstance(label, str) else bool(label) == j0
+    return ran and s.get("j0_asked", want) == want
+
+
 def _pooled_by_context(s: dict[str, Any]) -> str:
     return ", ".join(f"{c}: {v}" for c, v in (s.get("per_request_mean_by_context") or {}).items())
+
+
+def _j0_as_run(s: dict[str, Any]) -> str:
+    if s.get("kind", "dflash") != "dflash":
+        return "n/a"
+    return f"{s.get('j0', '?')} ({s.get('j0_from', 'no server log')})"
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -257,13 +272,17 @@ def markdown(summary: dict[str, Any]) -> str:
         "and, by context, the mean over requests of each request's own acceptance length "
         "(request mean).",
         "",
-        "| setting | acceptance length (pooled) | request mean by context | checks |",
-        "|---|---|---|---|",
+        "J0 as run: what the setting's server log shows ran (the identity line, the patch's "
+        "DFLASH_CTX_NOISE line), not what was asked; n/a where there is no DFlash drafter.",
+        "",
+        "| setting | J0 as run | acceptance length (pooled) | request mean by context | checks |",
+        "|---|---|---|---|---|",
     ]
     for name, s in summary["settings"].items():
         checks = "; ".join(s.get("lines", []))
         lines.append(
-            f"| {name} | {s.get('pooled_acceptance_length')} | {_pooled_by_context(s)} | {checks} |"
+            f"| {name} | {_j0_as_run(s)} | {s.get('pooled_acceptance_length')} | "
+            f"{_pooled_by_context(s)} | {checks} |"
         )
     gate = summary["gate"]
     word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]

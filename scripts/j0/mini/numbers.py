@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 
 BLOCK = re.compile(
     r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
@@ -246,7 +246,7 @@ def regenerate(text: str, folder: Path) -> str:
 
 
 def run(readme: Path, write: bool = False, say: Any = print) -> int:
-    text = readme.read_text()
+    text = require_input_file(readme, "README").read_text()  # a folder or nothing: 2, not 70
     if not BLOCK.search(text):
         raise J0Error(f"{readme}: no <!-- numbers: ... --> block in it", INPUT_LACKS)
     made = regenerate(text, readme.parent)

@@ -72,6 +72,7 @@ class MiniRunOptions:
     ngram_max: int = 4  # prompt_lookup_max
     reuse_files: bool = False
     resume: bool = False
+    variant: str = "article"  # the speculator.py J0 must run from: article or prefix-safe
 
 
 @dataclass
@@ -175,6 +176,7 @@ def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list
                         folder,
                         seed=seed if j0 else None,
                         slots=options.slots,
+                        variant=options.variant,
                     )
                 )
     return out
@@ -204,6 +206,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini import corpus as corpus_mod
     from j0.mini import seeds as seeds_mod
     from j0.mini import tokenizer as tok_mod
+    from j0.mini.preflight import STARTED, check_run_dir, move_aside, preflight
     from j0.mini.prompts import make_prompts, write_jsonl, write_record
     from j0.mini.run_setting import run_setting
     from j0.pins import load_pins
@@ -211,13 +214,17 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     check_options(options)
     manifest = read_manifest(options.out)
     work = options.run_dir or options.out / "run"
-    if work.exists() and not options.resume:
-        raise J0Error(
-            f"{work}: exists; move it away first, or give --resume to add the settings it "
-            "lacks (nothing is overwritten)",
-            USAGE,
-        )
     contexts = contexts_of(manifest, options)
+    # --resume adds to the run folder as it is; else an earlier unfinished or failed run's folder
+    # is moved aside (after the checks below), one that passed or is not a run's refused (64)
+    earlier = None if options.resume else check_run_dir(work)
+    # Before anything is made: a GPU, vLLM's server, the speculator.py (69 otherwise).
+    speculator = preflight(options.variant, stand_in=options.server_command is not None)
+    if earlier is not None:
+        move_aside(work, earlier, say)
+    work.mkdir(parents=True, exist_ok=True)
+    begun = {"variant": options.variant, "speculator": speculator, "time": time.time()}
+    write_text_atomic(work / STARTED, json.dumps(begun, indent=1) + "\n")
     corpus = corpus_mod.read(options.out / "corpus.json")
     tokenizer = tok_mod.load(options.out / "target")
     prompts = make_prompts(corpus, tokenizer, contexts, options.requests, reuse=options.reuse_files)
@@ -269,7 +276,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         outcome = run_setting(options, plan, dataset, prompts, say)
         record = {**outcome.summary, "problems": outcome.problems, "missing": outcome.missing}
         write_text_atomic(plan.folder / "setting.json", json.dumps(record, indent=1) + "\n")
-    summarize(options, manifest, work, contexts, length, tokenizer, result, started)
+    summarize(options, manifest, work, contexts, length, tokenizer, result, started, speculator)
     return result
 
 
@@ -282,6 +289,7 @@ def summarize(
     tokenizer: Any,
     result: MiniRunResult,
     started: float,
+    speculator: dict[str, Any],
 ) -> None:
     """The reports, the gate and the comparisons over every setting in WORK."""
     from j0.mini import compare
@@ -318,6 +326,8 @@ def summarize(
         "slots": options.slots,
         "j0_seeds": list(seeds_of(options)),
         "seconds": round(time.monotonic() - started, 1),
+        "variant": options.variant,
+        "speculator": speculator,
         "settings": settings,
         "gate": gate,
         "comparisons": comparisons,

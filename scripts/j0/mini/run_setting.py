@@ -1,6 +1,9 @@
 """One setting of `j0 mini run`: start the server (drafter, draft tokens, J0 on/off), wait for
 /health, `j0 bench run` on the prompts, then with J0 on `j0 dumps check` on its dumps, with J0 off
-the prompts again as token ids for the teacher-forced cross-check (run after the server stops)."""
+the prompts again as token ids for the teacher-forced cross-check (run after the server stops).
+The setting's J0 label is what its server's log shows ran (j0.engine.j0_ran: the identity line,
+the patch's DFLASH_CTX_NOISE line), never what was asked: where they differ, or J0 ran from
+another file than the --variant asked, the setting is a problem (exit 1), said in one line."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ class SettingPlan:
     extra_env: dict[str, str] = field(default_factory=dict)
     speculative_extra: dict[str, int] = field(default_factory=dict)
     slots: int = 4
+    variant: str = "article"  # the speculator.py J0 must run from
 
     @property
     def name(self) -> str:
@@ -102,6 +106,7 @@ def run_setting(
                 ignore_eos=True,
                 label=plan.name,
                 j0=plan.j0 if plan.kind == DFLASH else None,
+                log=plan.folder / "server.log",  # the result's J0 label: from the file that ran
                 bin_size=256,
                 concurrency=plan.slots,
                 keep_outputs=True,
@@ -137,6 +142,7 @@ def run_setting(
         from j0.mini.seeds import sha256_of
 
         outcome.summary["speculator_sha256"] = sha256_of(plan.extra_env)
+    ran_as_asked(plan, outcome)
     if (plan.folder / "result.json").is_file():
         outcome.summary.update(by_context(plan.folder / "result.json"))
     if plan.kind == DFLASH and plan.j0:
@@ -180,6 +186,37 @@ def dump_pass(
         steps += len(per_step) if isinstance(per_step, list) else options.max_tokens // (plan.k + 1)
         sent += 1
     return {"requests": sent, "verify_steps": steps, "dump_steps": options.dump_steps}
+
+
+def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
+    """Label the setting from its server's log; a problem where it did not run as asked."""
+    from j0.engine import server_log
+    from j0.engine.j0_ran import OFF, ON, asked_differs, j0_ran
+    from j0.mini.preflight import WANTED, WORDS
+
+    log = plan.folder / "server.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    ran = j0_ran(server_log.parse(text, f"{plan.name}/server.log"))
+    if plan.kind != DFLASH:  # no DFlash drafter, no J0: nothing asked, nothing to flag
+        outcome.summary.update(
+            {
+                "j0": None,
+                "j0_asked": None,
+                "speculator_identity": ran.identity,
+                "j0_from": f"not applicable: {plan.kind} has no DFlash drafter",
+            }
+        )
+        return
+    outcome.summary.update(ran.to_json())
+    outcome.summary["j0_asked"] = ON if plan.j0 else OFF
+    differs = asked_differs(plan.j0, ran)
+    want = WANTED[plan.variant]
+    if differs is None and ran.j0 == ON and ran.identity != want:
+        differs = (
+            f"J0 ran from identity={ran.identity}, not {WORDS[want]} (--variant {plan.variant})"
+        )
+    if differs is not None and (plan.folder / "result.json").is_file():  # a measurement
+        outcome.problems.append(f"{plan.name}: {differs}")
 
 
 def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:

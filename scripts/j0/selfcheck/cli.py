@@ -13,7 +13,7 @@ from pathlib import Path
 
 from j0.commands import add_command
 from j0.errors import UNAVAILABLE, J0Error
-from j0.pins import load_pins
+from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
 
 DEFAULT_CASES = 24  # 25-40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         type=Path,
         metavar="FILE",
         help="the speculator.py to check (default: the installed vLLM's, found without importing "
-        "it; the article's file is made by `j0 overlay build`)",
+        "it); where `j0 overlay build` writes a variant (overlay/vllm/..., overlay/prefix-safe/"
+        "vllm/...) and nothing is there yet, it is built first as that command builds it",
     )
     parser.add_argument(
         "--device",
@@ -129,6 +130,34 @@ def check_installed(python: str = sys.executable) -> None:
         )
 
 
+def overlay_variant(path: Path, pins: Pins) -> str | None:
+    """The variant whose file `j0 overlay build` writes at `path` without -o (the article's at
+    overlay/vllm/.../speculator.py, the prefix-safe one at overlay/prefix-safe/...), or None."""
+    from j0.article.variants import VARIANTS, default_output
+
+    where = path.resolve()
+    return next((v for v in VARIANTS if default_output(pins, v).resolve() == where), None)
+
+
+def build_overlay(path: Path, pins: Pins) -> None:
+    """Make the file `j0 overlay build [--variant V]` makes at `path` (a fresh clone has none):
+    the pinned vllm wheel's base (downloaded once, cached), its sha256, the patch's and the
+    result's all checked against the pins, as that command does."""
+    from j0.engine.base_sources import from_wheel
+    from j0.overlay.build import build_variant, write_overlay
+
+    variant = overlay_variant(path, pins) or "article"
+    command = "j0 overlay build" + ("" if variant == "article" else f" --variant {variant}")
+    print(
+        f"j0 selfcheck: {path} is not built yet; building it as `{command}` does (from the "
+        f"pinned vllm=={pins.vllm_release} wheel, every sha256 checked)",
+        flush=True,
+    )
+    base = from_wheel(pins)
+    made = build_variant(base.data, base.origin, pins, variant)
+    print(f"j0 selfcheck: {write_overlay(made, path)}", flush=True)
+
+
 def _gpu_present() -> bool:
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return False
@@ -182,14 +211,26 @@ def run(args: argparse.Namespace) -> int:
             "own sessions (all of them, from --seed)",
             exit_code=64,
         )
+    if args.json is not None:
+        from j0.atomic import check_output_path
+
+        check_output_path(args.json)  # before the check, not after it
     if args.speculator is not None:
         path = args.speculator
+        if not path.exists() and overlay_variant(path, pins) is not None:
+            check_installed()  # before a download for a check that could not run here
+            build_overlay(path, pins)
     else:
         from j0.engine.base_sources import installed_speculator
 
         path = installed_speculator(pins)
     if not path.is_file():
-        raise J0Error(f"{path}: no such file (expected a DFlash speculator.py)", exit_code=2)
+        what = "a folder" if path.is_dir() else "no such file"
+        raise J0Error(
+            f"{path}: {what} (expected a DFlash speculator.py; `j0 overlay build` writes the "
+            f"article's to {pins.default_overlay_path})",
+            exit_code=2,
+        )
     code, why = selfcheck.static_check(path)
     if code != selfcheck.OK:
         print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)

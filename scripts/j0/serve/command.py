@@ -392,6 +392,12 @@ def run(
 ) -> int:
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
+    if overlay_mount.is_dir():  # J0_OVERLAY named a folder: no file to swap in
+        raise J0Error(
+            f"--overlay-mount {overlay_mount}: a folder, expected the speculator.py to swap in "
+            "(does J0_OVERLAY name a folder?); the server was not started",
+            INPUT_LACKS,
+        )
     if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
         from j0.engine.base_sources import installed_speculator
         from j0.pins import load_pins

@@ -4,11 +4,14 @@ prints the two log lines the article's patch prints (their exact text recorded f
 engine, tests/data/engine-h200-graphs-k15/server-j0-*.log), puts a recorded real dump set of the
 right J0 mode into $VLLM_DFLASH_DUMP, and serves with our vLLM stand-in (tests/servers/) on --port.
 
-Knobs for tampering tests (environment): STANDIN_POOL (the pool printed with J0 on) and
-STANDIN_DUMPS (the dump folder to copy with J0 on). Without --speculative-config it serves
-without speculative decoding. J0_MINI_SPECULATOR (`j0 mini run`'s speculator.py of another J0
-seed, which vLLM would import in the place of its own) is named in the log; the dumps copied are
-still the recorded ones (seed 20261031) unless STANDIN_VARIANT_DUMPS names others.
+Knobs for tampering tests (environment): STANDIN_POOL (the pool printed with J0 on),
+STANDIN_DUMPS (the dump folder to copy with J0 on) and STANDIN_IDENTITY (article, base, ...: an
+identity line for that file, as `j0 image identity --prefix j0-entrypoint` writes one, printed
+after the one the caller logged: a server that imported another file than the one checked).
+Without --speculative-config it serves without speculative decoding. J0_MINI_SPECULATOR (`j0 mini
+run`'s speculator.py of another J0 seed, which vLLM would import in the place of its own) is named
+in the log; the dumps copied are still the recorded ones (seed 20261031) unless
+STANDIN_VARIANT_DUMPS names others.
 """
 
 from __future__ import annotations
@@ -44,6 +47,15 @@ def main(argv: list[str]) -> int:
         "max_num_seqs": int(seqs or 4),
         "speculative_config": spec,
     }
+    identity = os.environ.get("STANDIN_IDENTITY")
+    if identity:
+        from j0.article.identity import Identity
+        from j0.pins import load_pins
+
+        pins = load_pins()
+        sha = {"article": pins.patched_sha256, "base": pins.base_sha256}.get(identity, "0" * 64)
+        line = Identity(identity, sha).line()
+        print(f"j0-entrypoint: /standin/site/{pins.speculator_relpath}: {line}", flush=True)
     print(f"(APIServer pid=1) INFO 11-30 13:32:08 [startup.py:96] non-default args: {nondefault!r}")
     prefix = "(EngineCore pid=1) INFO 11-30 13:33:32 [speculator.py:144]"
     print(f"{prefix} DFLASH_CTX_NOISE={int(j0)} pool={pool} dump={dump}/{steps}", flush=True)

@@ -22,7 +22,15 @@ import os
 import sys
 from pathlib import Path
 
-from j0.bench.matrix.layout import MATRIX_JSON, MatrixRecord, SettingRun, j0_revision, now
+from j0.bench.matrix.layout import (
+    MATRIX_JSON,
+    SERVER_LOG,
+    MatrixRecord,
+    SettingRun,
+    j0_revision,
+    judge_ran,
+    now,
+)
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.server import ServerKnobs
 from j0.bench.matrix.settings import matrix_settings
@@ -147,6 +155,11 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
         except J0Error as exc:
             run.status, run.error = "failed", str(exc)
             say(f"{run.setting.name}: {exc}")
+        log = record.out / run.setting.name / SERVER_LOG
+        if log.is_file():
+            judge_ran(run, [log.read_text(errors="replace")])
+            if run.ran is not None:
+                say(f"{run.setting.name}: J0 {run.ran.j0}, its server's log says ({run.ran.why})")
         record.write()
     return _finish(record)
 

@@ -1,7 +1,8 @@
 """The results folder of `j0 bench matrix`, the same from both backends (`j0 bench report`
 reads it):
 
-    OUT/matrix.json                        the settings and how each ran
+    OUT/matrix.json                        the settings and how each ran (J0 on/off as the
+                                           server's log shows it: j0_ran, judge_ran)
     OUT/<setting>/result.json              compose: one `j0 bench run` result per setting
     OUT/<setting>/result-shard-NN.json     k8s: one per shard of the prompts (report merges them)
     OUT/<setting>/server.log               the server's log (k8s: the shards' logs, one after
@@ -21,6 +22,8 @@ from typing import Any
 
 from j0.atomic import write_text_atomic
 from j0.bench.matrix.settings import Setting
+from j0.engine import server_log
+from j0.engine.j0_ran import UNKNOWN, J0Ran, asked_differs, j0_ran
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision
 
@@ -70,10 +73,15 @@ class SettingRun:
     finished: str | None = None
     seconds: float | None = None
     shards: list[dict[str, Any]] = field(default_factory=list)
+    ran: J0Ran | None = None  # J0 on/off as the server's log shows it (judge_ran)
 
     def to_json(self) -> dict[str, Any]:
+        seen = self.ran.to_json() if self.ran is not None else {}
         return {
             **self.setting.to_json(),
+            "j0_ran": seen.get("j0"),
+            "speculator_identity": seen.get("speculator_identity"),
+            "j0_from": seen.get("j0_from"),
             "status": self.status,
             "error": self.error,
             "results": self.results,
@@ -85,6 +93,21 @@ class SettingRun:
             "seconds": self.seconds,
             "shards": self.shards,
         }
+
+
+def judge_ran(run: SettingRun, logs: list[str]) -> None:
+    """Label the setting's J0 state from the server's log of each of its runs (compose: one;
+    k8s: one per shard), never from what was asked (j0.engine.j0_ran); a setting whose server did
+    not run J0 as asked fails, saying what ran. The baseline has no J0 to judge."""
+    if run.setting.baseline or not logs:
+        return
+    seen = [j0_ran(server_log.parse(text, f"{run.setting.name}/{SERVER_LOG}")) for text in logs]
+    differs = [d for d in (asked_differs(run.setting.j0, r) for r in seen) if d]
+    states = {r.j0 for r in seen}
+    run.ran = seen[0] if len(states) == 1 else J0Ran(UNKNOWN, None, "its shards' logs differ")
+    if differs:
+        run.status = "failed"
+        run.error = "; ".join(x for x in (run.error, f"{run.setting.name}: {differs[0]}") if x)
 
 
 @dataclass

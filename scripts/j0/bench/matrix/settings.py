@@ -117,6 +117,7 @@ class SettingBench:
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     force: bool = False  # replace an existing result (a retried Kubernetes index's own)
+    log: Path | None = None  # the server's log so far: J0 on/off from the file that ran
 
     def options(self) -> RunOptions:
         return RunOptions(
@@ -132,6 +133,7 @@ class SettingBench:
             system_prompt=self.system_prompt,
             system_prompt_file=self.system_prompt_file,
             force=self.force,
+            log=self.log,
         )
 
     def command_line(self) -> list[str]:
@@ -151,6 +153,8 @@ class SettingBench:
             args += ["--repeats", str(self.repeats)]
         if self.force:
             args.append("--force")
+        if self.log is not None:
+            args += ["--log", str(self.log)]
         if self.system_prompt is not None:
             args += ["--system-prompt", f"@{self.system_prompt_file}" if self.system_prompt_file
                      else self.system_prompt]  # fmt: skip

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import refuse_own_inputs, write_text_atomic
+from j0.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
 from j0.bench import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
 from j0.bench.report.compatibility import check as check_compatibility
@@ -20,6 +20,7 @@ from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import PLOT_STEMS, plots
 from j0.bench.report.settings import find_settings
+from j0.errors import require_input_file
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ def outputs_of(out: Path) -> list[tuple[str, Path]]:
 
 
 def report(opts: ReportOptions) -> ReportOutcome:
+    if opts.out is not None:
+        check_output_folder(opts.out, "--out")
+    if opts.weights_index is not None:
+        require_input_file(opts.weights_index, "--weights-index")
     settings = find_settings(opts.folder)
     out = opts.out or opts.folder
     inputs = [("the result file", path) for s in settings for path in s.files]

@@ -5,7 +5,9 @@ A request whose figures cannot be true (results.entry_problems: a negative count
 drafted, NaN, ...) is set aside in `excluded` with its reasons, out of every figure.
 A setting's draft tokens, J0 state, prefix caching and whether it is the baseline come from
 DIR/matrix.json where there is one, else from the result's manifest and responses, else from a
-name like `k15-j0-on` (or `baseline`).
+name like `k15-j0-on` (or `baseline`); but J0's state comes first from the file that ran, where
+the setting's server log showed it (matrix.json's `j0_ran`, a manifest's `j0` from --log or
+--status-json): what was asked never labels a setting the log contradicts (said in its notes).
 
 Standard library only.
 """
@@ -22,6 +24,9 @@ from j0.bench import results
 from j0.bench.results import BenchResult
 from j0.errors import INPUT_LACKS, J0Error
 
+J0_STATES = ("on", "off", "unknown")
+# Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
+SEEN_SOURCES = ("--log", "--status-json")
 _NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
 BASELINE_NAME = "baseline"
 
@@ -60,7 +65,8 @@ def request_key(entry: dict[str, Any]) -> tuple[str, int]:
 
 def find_settings(folder: Path) -> list[Setting]:
     if not folder.is_dir():
-        raise J0Error(f"{folder}: no such folder", INPUT_LACKS)
+        what = "a file, expected the results folder" if folder.exists() else "no such folder"
+        raise J0Error(f"{folder}: {what}", INPUT_LACKS)
     settings = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         files = [sub / "result.json"] if (sub / "result.json").is_file() else []
@@ -131,6 +137,18 @@ def _excluded(path: Path, position: int, entry: Any, problems: list[str]) -> dic
     }
 
 
+def _seen_j0(setting: Setting, matrix: dict[str, Any] | None) -> str | None:
+    """J0's state as the file that ran shows it (j0.engine.j0_ran): matrix.json's `j0_ran` (read
+    from the setting's server log), else a manifest whose `j0` came from --log or --status-json;
+    None where nothing shows it."""
+    if matrix and matrix.get("j0_ran") in J0_STATES:
+        return str(matrix["j0_ran"])
+    manifest = setting.docs[0].manifest
+    if manifest.get("j0_source") in SEEN_SOURCES and manifest.get("j0") in J0_STATES:
+        return str(manifest["j0"])
+    return None
+
+
 def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
     if matrix:
         setting.k = matrix.get("num_speculative_tokens")
@@ -145,7 +163,15 @@ def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
         setting.k, setting.j0 = 0, "n/a"
         return
     manifest = setting.docs[0].manifest
-    if setting.j0 == "unknown" and manifest.get("j0") in ("on", "off"):
+    asked = setting.j0 if setting.j0 != "unknown" else manifest.get("j0_asked")
+    seen = _seen_j0(setting, matrix)
+    if seen is not None:  # the label comes from the file that ran, not from what was asked
+        if asked in ("on", "off") and asked != seen:
+            setting.notes.append(
+                f"J0 {asked} was asked, but the file that ran says J0 {seen}: labelled J0 {seen}"
+            )
+        setting.j0 = seen
+    elif setting.j0 == "unknown" and manifest.get("j0") in ("on", "off"):
         setting.j0 = manifest["j0"]
     if setting.k is None:
         ks = {
@@ -157,5 +183,5 @@ def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
     if match:
         if setting.k is None:
             setting.k = int(match["k"])
-        if setting.j0 == "unknown":
+        if setting.j0 == "unknown" and seen is None:
             setting.j0 = match["j0"].lower()

@@ -117,6 +117,7 @@ async def discover(
             else None
         ),
     }
+    log = manifest.read_log(opts.log) if opts.log is not None else None
     built = manifest.build(
         url=server.base,
         server_version=version,
@@ -129,5 +130,8 @@ async def discover(
         overlay_identity=opts.overlay_identity,
         dataset=dataset_info,
         options=options,
+        log=log,
     )
+    if built["j0_differs"]:
+        notes.append(f"{built['j0_differs']}; recorded as J0 {built['j0']}")
     return Discovery(model=model, chosen=chosen, manifest=built)

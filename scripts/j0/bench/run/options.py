@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.atomic import refuse_own_inputs
+from j0.atomic import check_output_path, refuse_own_inputs
 from j0.engine.endpoints import check_server_url
-from j0.errors import USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, J0Error, require_input_file
 
 DEFAULT_REQUESTS = 10
 # The whole-request deadline, unless --request-deadline gives one: --timeout (the longest wait
@@ -44,6 +44,7 @@ class RunOptions:
     ignore_eos: bool = False
     bin_size: int = 512
     status_json: Path | None = None
+    log: Path | None = None  # the server's log: J0 on/off from the file that ran (manifest)
     j0: bool | None = None
     overlay_identity: str | None = None
     timeout_s: float = 3600.0
@@ -69,6 +70,7 @@ class RunOptions:
         for flag, path in (
             ("--dataset-files", self.dataset_files),
             ("--status-json", self.status_json),
+            ("--log", self.log),
             ("--system-prompt @", self.system_prompt_file),
         ):
             if path is not None:
@@ -120,6 +122,17 @@ def check_options(opts: RunOptions) -> None:
         raise J0Error("--system-prompt '': expected a text, or @FILE", USAGE)
     if opts.out.is_dir():
         raise J0Error(f"--out {opts.out}: is a folder; expected a file name", USAGE)
+    check_output_path(opts.out)  # under a file: refused before the server is asked anything
+    if Path(opts.dataset).is_dir():
+        raise J0Error(
+            f"--dataset {opts.dataset}: a folder; expected a .jsonl file, synthetic[:LEN,...] or "
+            "a named set",
+            INPUT_LACKS,
+        )
+    if opts.dataset_files is not None:
+        require_input_file(opts.dataset_files, "--dataset-files")
+    if opts.log is not None:
+        require_input_file(opts.log, "--log")
     refuse_own_inputs([("--out", opts.out)], opts.inputs())
     if opts.out.exists() and not opts.force:
         raise J0Error(

@@ -144,6 +144,8 @@ class ComposeBackend:
             took = wait_healthy(compose, url, self.health_timeout, server_log)
             self.say(f"{setting.name}: {url} healthy after {took:.0f} s; j0 bench run")
             out = setting_dir / result_name(None)
+            # The log so far (identity line, patch lines): the result's J0 label comes from it.
+            write_text_atomic(setting_dir / SERVER_LOG, server_log())
             bench = SettingBench(
                 url=url,
                 out=out,
@@ -155,6 +157,7 @@ class ComposeBackend:
                 repeats=self.repeats,
                 system_prompt=self.system_prompt,
                 system_prompt_file=self.system_prompt_file,
+                log=None if setting.baseline else setting_dir / SERVER_LOG,
             )
             code = run_as_command(bench.options())
             if out.is_file():

@@ -21,7 +21,7 @@ from j0.bench.matrix.k8s import client
 from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
 from j0.bench.matrix.k8s.pod import BEGIN, END, decode_blocks
 from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests, to_yaml
-from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now
+from j0.bench.matrix.layout import SERVER_LOG, SettingRun, judge_ran, now
 from j0.bench.matrix.server import ServerKnobs
 from j0.errors import CHECK_FAILED, J0Error
 from j0.pins import Pins
@@ -193,7 +193,8 @@ class K8sBackend:
             entry["result"] = task["out"]
             run.results.append(task["out"])
         for name, run in by_setting.items():
-            write_text_atomic(self.out / name / SERVER_LOG, "".join(server_logs[name]))
+            shard_logs = server_logs[name]
+            write_text_atomic(self.out / name / SERVER_LOG, "".join(shard_logs))
             run.server_log = f"{name}/{SERVER_LOG}"
             bad = [s for s in run.shards if s["status"] != "ok"]
             run.status = "failed" if bad else "ok"
@@ -201,4 +202,5 @@ class K8sBackend:
                 run.error = "; ".join(
                     f"shard {s['shard']:02d}: {s.get('error') or s['status']}" for s in bad
                 )
+            judge_ran(run, shard_logs)  # each shard's server: J0 as its log shows it
             run.finished = now()

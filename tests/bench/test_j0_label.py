@@ -1,0 +1,129 @@
+"""A setting is labelled "J0 on" from the file that ran, never from what was asked
+(j0.engine.j0_ran): the server log's identity line must name a J0 file and the patch must have
+logged DFLASH_CTX_NOISE=1. Shown where j0 labels settings: `j0 bench run --log` (against our vLLM
+stand-in, tests/servers/vllm_server.py, its log saying identity=base while `--j0 on` was asked),
+what `j0 bench report` reads of such results, and `j0 bench matrix`'s record of each setting
+(judge_ran, for compose's one server and k8s's shards)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from j0.bench.matrix.layout import SettingRun, judge_ran
+from j0.bench.matrix.settings import Setting
+from j0.bench.report.settings import find_settings
+from j0.cli import main
+from j0.engine import server_log
+from j0.engine.j0_ran import asked_differs, j0_ran
+from servers.vllm_server import VllmStandIn
+from status.status_logs import BASE_SHA, article_log
+
+BASE_LOG = article_log(sha=BASE_SHA, kind="base (the unpatched vLLM base)")
+
+
+@pytest.mark.parametrize(
+    ("log", "label"),
+    [
+        (article_log(), "on"),
+        (article_log(noise=0, pool="(1, 1)"), "off"),
+        (article_log(kind="prefix-safe (the article's J0 file with the prefix-safe patch)"), "on"),
+        (BASE_LOG, "off"),  # the patch line alone does not make J0: the base file has none
+        (article_log(sha="1" * 64, kind="other (other)"), "unknown"),
+        ("\n".join(x for x in article_log().splitlines() if "j0-entrypoint" not in x), "unknown"),
+        ("\n".join(x for x in article_log().splitlines() if "DFLASH_CTX" not in x), "unknown"),
+    ],
+    ids=["article-on", "article-off", "prefix-safe-on", "base", "other", "no-identity", "no-patch"],
+)
+def test_the_label_is_the_file_that_ran(log: str, label: str) -> None:
+    ran = j0_ran(server_log.parse(log, "server.log"))
+    assert ran.j0 == label
+    assert (asked_differs(True, ran) is None) == (label == "on")
+    # J0 not applicable (no speculative decoding, vLLM's n-gram speculator): never a mismatch
+    assert asked_differs(None, ran) is None
+
+
+def bench(url: str, out: Path, *extra: str) -> int:
+    argv = ["bench", "run", "--url", url, "--out", str(out), "--requests", "2"]
+    return main([*argv, "--max-tokens", "16", "--no-progress", *extra])
+
+
+def test_bench_run_labels_from_the_log_not_from_j0_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(BASE_LOG)
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=15, seed=1) as server:
+        assert bench(server.url, out, "--j0", "on", "--log", str(log)) == 0
+    manifest = json.loads(out.read_text())["manifest"]
+    assert (manifest["j0"], manifest["j0_asked"], manifest["j0_source"]) == ("off", "on", "--log")
+    assert manifest["overlay_identity"] == "base" and manifest["server_log"] == str(log)
+    assert manifest["j0_differs"].startswith("J0 on was asked, but the server's log says J0 off")
+    said = capsys.readouterr()
+    assert "identity=base" in said.out + said.err and "recorded as J0 off" in said.out + said.err
+
+
+def test_bench_run_with_the_article_file_is_j0_on(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(article_log())
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=15, seed=1) as server:
+        assert bench(server.url, out, "--j0", "on", "--log", str(log)) == 0
+    manifest = json.loads(out.read_text())["manifest"]
+    assert (manifest["j0"], manifest["j0_source"], manifest["j0_differs"]) == ("on", "--log", None)
+    assert manifest["j0_from"] == "identity=article, DFLASH_CTX_NOISE=1"
+
+
+def test_a_status_file_without_an_identity_does_not_make_j0_on(tmp_path: Path) -> None:
+    """`j0 status` reports J0 on from the patch line; without the identity line nothing says
+    which file drew: unknown, over the --j0 asked."""
+    status = tmp_path / "status.json"
+    status.write_text(json.dumps({"url": "x", "j0": "on"}))
+    out = tmp_path / "r.json"
+    with VllmStandIn(seed=1) as server:
+        assert bench(server.url, out, "--j0", "on", "--status-json", str(status)) == 0
+    manifest = json.loads(out.read_text())["manifest"]
+    assert (manifest["j0"], manifest["j0_source"]) == ("unknown", "--status-json")
+
+
+def test_the_report_labels_a_setting_as_it_ran(tmp_path: Path) -> None:
+    """k5-j0-on was asked J0 on (its name, --j0 on), its log says the base file ran."""
+    logs = {"k5-j0-off": article_log(noise=0, pool="(1, 1)"), "k5-j0-on": BASE_LOG}
+    with VllmStandIn(num_spec_tokens=5, seed=1) as server:
+        for name, text in logs.items():
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "server.log").write_text(text)
+            asked = name.removeprefix("k5-j0-")
+            log = str(tmp_path / name / "server.log")
+            out = tmp_path / name / "result.json"
+            assert bench(server.url, out, "--j0", asked, "--log", log) == 0
+    settings = {s.name: s for s in find_settings(tmp_path)}  # what `j0 bench report` reads
+    assert (settings["k5-j0-off"].j0, settings["k5-j0-on"].j0) == ("off", "off")
+    assert "J0 on was asked, but the file that ran says J0 off" in settings["k5-j0-on"].notes[0]
+    # matrix.json's asked J0 on does not win over the log either
+    record = {"settings": [{"name": "k5-j0-on", "num_speculative_tokens": 5, "j0": True}]}
+    (tmp_path / "matrix.json").write_text(json.dumps(record))
+    assert {s.name: s.j0 for s in find_settings(tmp_path)}["k5-j0-on"] == "off"
+
+
+def test_the_matrix_fails_a_setting_that_did_not_run_j0_as_asked() -> None:
+    on = SettingRun(Setting(7, True), status="ok")
+    judge_ran(on, [BASE_LOG])
+    assert on.status == "failed" and "k7-j0-on: J0 on was asked" in str(on.error)
+    record = on.to_json()
+    assert (record["j0"], record["j0_ran"], record["speculator_identity"]) == (True, "off", "base")
+
+    fine = SettingRun(Setting(7, True), status="ok")
+    judge_ran(fine, [article_log(), article_log()])  # k8s: one log per shard
+    assert fine.status == "ok" and fine.to_json()["j0_ran"] == "on"
+
+    shards = SettingRun(Setting(7, True), status="ok")
+    judge_ran(shards, [article_log(), BASE_LOG])  # one shard's server ran the base file
+    assert shards.status == "failed" and shards.to_json()["j0_ran"] == "unknown"
+
+    baseline = SettingRun(Setting(0, False), status="ok")
+    judge_ran(baseline, [BASE_LOG])  # no speculative decoding: nothing to judge
+    assert baseline.status == "ok" and baseline.ran is None
