@@ -296,7 +296,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"### {k} draft tokens", ""]
         lines += comparison_header("comparison | subset")
         for key, c in block.items():
-            lines.append(comparison_row(f"{key}: {c['label']} | all", c["all"]))
+            lines.append(comparison_row(f"{c['label']} | all", c["all"]))
             for ctx, cc in c["by_context"].items():
                 lines.append(comparison_row(f"{key} | context {ctx}", cc))
         lines.append("")
