@@ -262,9 +262,9 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     for name, s in summary["settings"].items():
         checks = "; ".join(s.get("lines", []))
-        lines.append(
-            f"| {name} | {s.get('pooled_acceptance_length')} | {_pooled_by_context(s)} | {checks} |"
-        )
+        pooled = s.get("pooled_acceptance_length")
+        pooled_text = "n/a" if pooled is None else pooled
+        lines.append(f"| {name} | {pooled_text} | {_pooled_by_context(s)} | {checks} |")
     gate = summary["gate"]
     word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]
     lines += [
