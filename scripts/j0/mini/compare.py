@@ -280,9 +280,10 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     for name, s in summary["settings"].items():
         checks = "; ".join(s.get("lines", []))
+        pooled = s.get("pooled_acceptance_length")
+        pooled_text = "n/a" if pooled is None else pooled
         lines.append(
-            f"| {name} | {_j0_as_run(s)} | {s.get('pooled_acceptance_length')} | "
-            f"{_pooled_by_context(s)} | {checks} |"
+            f"| {name} | {_j0_as_run(s)} | {pooled_text} | {_pooled_by_context(s)} | {checks} |"
         )
     gate = summary["gate"]
     word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]
@@ -315,7 +316,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"### {k} draft tokens", ""]
         lines += comparison_header("comparison | subset")
         for key, c in block.items():
-            lines.append(comparison_row(f"{key}: {c['label']} | all", c["all"]))
+            lines.append(comparison_row(f"{c['label']} | all", c["all"]))
             for ctx, cc in c["by_context"].items():
                 lines.append(comparison_row(f"{key} | context {ctx}", cc))
         lines.append("")

@@ -38,7 +38,7 @@ STATS_TEXT = (
 def comparison_header(first: str) -> list[str]:
     cols = first.count("|") + 1
     return [
-        f"| {first} | prompts (sources) | mean difference | 95 % bootstrap | t interval "
+        f"| {first} | prompts (sources) | effect (mean) | 95 % bootstrap | t interval "
         f"| sign-flip p | verdict | sd | prompts for 80 % power | power at {stats.DELTA} |",
         "|" + "---|" * (cols + 9),
     ]
