@@ -6,9 +6,12 @@ that scripts/measure-test-times wrote, docs/results/test-times/times.json)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from j0 import errors
 
@@ -44,6 +47,10 @@ def test_the_guard_count_the_docs_state_is_the_list() -> None:
         assert stated == {len(guards)}, stated
 
 
+@pytest.mark.skipif(
+    os.environ.get("J0_MEASURING_TEST_TIMES") == "1",
+    reason="scripts/measure-test-times is measuring the times the docs will quote",
+)
 def test_the_measured_test_times_quoted_are_the_record() -> None:
     record = json.loads(TIMES.read_text(encoding="utf-8"))
     for key in ("fresh_clone_ci_s", "warm_ci_s", "fast_subset_s"):
