@@ -111,14 +111,20 @@ def test_engine_check_makes_the_models_inside_the_image(image_on_b: str, tmp_pat
 
 
 @pytest.mark.docker
-def test_an_absent_image_is_named_never_pulled(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_absent_image_is_named_never_pulled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """An image that is not here: exit 69, one line saying what builds it; no pull is tried (the
     name is one no registry holds, and the answer comes before any container starts)."""
     from conftest import require_docker
 
     require_docker()
     absent = "j0-test/never-built:absent"
-    code = main(["engine-check", "--image", absent, "--no-gpu", "--models", "/nonexistent"])
+    # --models holds a target and a draft (a folder without them is refused first, exit 2, by
+    # the path-argument checks): what is left to refuse is the image.
+    for part in ("target", "draft"):
+        (tmp_path / part).mkdir()
+    code = main(["engine-check", "--image", absent, "--no-gpu", "--models", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 69, err
     assert absent in err and "never pulls" in err and "j0 image build --tag" in err
