@@ -10,6 +10,7 @@ smoke checks in containers with no network.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -288,13 +289,20 @@ def built(own_images: OwnImages) -> OwnImages:
 
 
 def docker_build(
-    built: OwnImages, base: str, tag: str, *extra: str, buildkit: bool = False
+    built: OwnImages, base: str, tag: str, *extra: str, buildkit: bool = False, fresh: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """The hidden check's command: the docker CLI, --network none, VLLM_IMAGE set (which, with
     VLLM_ENGINE not given, takes the image route: the base's own vLLM). The step images it
-    leaves (a refused build keeps those before the failing step) are recorded."""
+    leaves (a refused build keeps those before the failing step) are recorded.
+
+    fresh: a build whose output a test reads. Docker's layer cache replays a step another test
+    already built with the same arguments without printing its output again, so the build step
+    runs anew: a BUILD_DATE of its own (what `j0 image build` passes) changes the steps' keys."""
     env = dict(os.environ, DOCKER_BUILDKIT="1" if buildkit else "0")
     cmd = ["docker", "build", "--network", "none", "--build-arg", f"VLLM_IMAGE={base}"]
+    if fresh:
+        created = datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
+        cmd += ["--build-arg", f"BUILD_DATE={created}"]
     if not buildkit:
         cmd.append("--force-rm")  # the legacy builder keeps a failed step's container otherwise
     cmd += [*extra, "-f", "docker/Dockerfile", "-t", tag, "."]
@@ -326,7 +334,7 @@ BUILD_OUTPUT: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def image_on_a(standins: dict[str, str], built: OwnImages) -> str:
     tag = built.tag("on-a")
-    result = docker_build(built, standins["a"], tag)
+    result = docker_build(built, standins["a"], tag, fresh=True)
     assert result.returncode == 0, result.stdout + result.stderr
     BUILD_OUTPUT[tag] = result.stdout + result.stderr
     return tag
@@ -446,7 +454,9 @@ def test_drift_allowed_builds_and_smoke_names_the_failed_checks(
     standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tag = built.tag("on-c-drift-allowed")
-    result = docker_build(built, standins["c"], tag, "--build-arg", "ALLOW_BASE_DRIFT=1")
+    result = docker_build(
+        built, standins["c"], tag, "--build-arg", "ALLOW_BASE_DRIFT=1", fresh=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "identity=other" in result.stdout + result.stderr
     assert main(["image", "smoke", tag]) == 1

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import signal
 import socket
+import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
+from types import FrameType
 from typing import Any, Self
 from urllib.parse import parse_qs
 
 LOCALHOST = "127.0.0.1"
 # The largest request body a stand-in reads (its clients send small JSON bodies).
 MAX_BODY_BYTES = 64 << 20
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def free_port() -> int:
@@ -73,7 +80,12 @@ class StandInServer(ThreadingHTTPServer):
         self.stop()
 
     def serve_until_interrupted(self) -> None:
-        """Serve in this thread until Ctrl-C (or SIGINT), then close the socket."""
+        """Serve in this thread until Ctrl-C, SIGINT or SIGTERM, then close the socket. SIGTERM
+        is taken as vLLM's server (uvicorn) takes it: a clean stop. Without the handler a stand-in
+        that is a container's PID 1 ignores `docker stop`'s SIGTERM (the kernel drops signals that
+        PID 1 has no handler for), and every stop waits out Docker's timeout before SIGKILL."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _interrupt)
         try:
             self.serve_forever()
         except KeyboardInterrupt:
