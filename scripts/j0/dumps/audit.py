@@ -59,7 +59,7 @@ class AuditSummary:
         return self.row_mismatches + self.draw_mismatches
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "mismatches": self.mismatches}
 
 
 def _bad(path: Path, line_no: int, why: str) -> J0Error:
