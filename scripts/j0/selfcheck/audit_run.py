@@ -119,15 +119,15 @@ def _run_session(
 def run_audit(
     module: Any, device: str, seed: int, cases: int, prefix_cache: bool, folder: Path
 ) -> AuditRun:
-    """The default battery (or, with `prefix_cache`, the prefix-cache sessions) through the
-    kernels and the audit, records into `folder`."""
+    """The default battery's first `cases` cases (or, with `prefix_cache`, the first `cases`
+    prefix-cache sessions) through the kernels and the audit, records into `folder`."""
     from j0.selfcheck import batches
 
     run = AuditRun(folder)
     if prefix_cache:
         from j0.selfcheck.prefix_sessions import battery
 
-        for index, pcase in enumerate(battery(seed)):
+        for index, pcase in enumerate(battery(seed)[:cases]):
             case = pcase.case
             case = dataclasses.replace(case, index=index)
             run.steps += _run_session(

@@ -57,7 +57,8 @@ controls. Exit codes as above.
 temporary folder unless FILE holds it already): the kernels run J0 on over the battery (or, with
 --prefix-cache, the prefix-cache sessions) and, at every step, the file's own audit checks each
 request's history row and draws against a per-slot copy of its committed tokens, as vLLM's
-RequestState.all_token_ids holds them, and writes its records (--audit-out DIR keeps them);
+RequestState.all_token_ids holds them, and writes its records (--audit-out DIR keeps them;
+--cases N runs the first N cases, or sessions with --prefix-cache);
 `j0 dumps audit` then judges them: exit 0 PASS, 1 FAIL (the first mismatches named). The
 article's file passes the default battery and fails the prefix-cache sessions; the variant
 passes both.
