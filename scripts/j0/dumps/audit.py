@@ -102,16 +102,29 @@ def _add_step(
                 )
 
 
-def read_folder(folder: Path) -> AuditSummary:
-    """Sum every record under `folder` (its audit-*.jsonl files)."""
+def line_counts(folder: Path) -> dict[str, int]:
+    """How many lines each record file under `folder` holds now (a scenario's records are the
+    lines written between two counts: the audit writes a step's line before propose returns)."""
+    return {
+        path.name: len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted(folder.glob(RECORD_GLOB))
+    }
+
+
+def read_folder(folder: Path, ranges: dict[str, tuple[int, int]] | None = None) -> AuditSummary:
+    """Sum every record under `folder` (its audit-*.jsonl files); with `ranges`, only the lines
+    after `first` up to `last` (line numbers from 1) of the files named there."""
     if not folder.is_dir():
         raise J0Error(f"{folder}: no such folder (expected the VLLM_DFLASH_AUDIT folder)", 2)
     summary = AuditSummary(folder=str(folder))
     seen: set[str] = set()
     for path in sorted(folder.glob(RECORD_GLOB)):
+        if ranges is not None and path.name not in ranges:
+            continue
+        first, last = ranges[path.name] if ranges is not None else (0, 1 << 62)
         summary.files += 1
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
+            if not line.strip() or not first < line_no <= last:
                 continue
             try:
                 record = json.loads(line)
