@@ -193,33 +193,36 @@ for run in "${runs[@]}"; do
 done
 elapsed "${#runs[@]} servers starting"
 
-n=0
-for run in "${runs[@]}"; do
-  read -r name _ <<< "$run"
+# Each server's scenarios start as soon as that server answers /health (the graphs run compiles
+# longer than the eager ones start).
+send() {  # send N NAME FILE AUDITED CACHING J0 MODE
+  local n=$1 name=$2 file=$3 audited=$4 caching=$5 j0=$6 mode=$7 url audit=() rc=0
+  url="http://127.0.0.1:$((port0 + n))"
   for _ in $(seq "${START_WAIT:-300}"); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$((port0 + n))/health" && break
+    curl -fsS -o /dev/null "$url/health" && break
     if ! kill -0 "${pids[$n]}" 2>/dev/null; then
       echo "engine-scenarios-h200.sh: $name exited while starting:" >&2
       tail -30 "$results/$name/server.log" >&2
-      break
+      return 1
     fi
     sleep 1
   done
-  elapsed "$name up (or gone)"
-  n=$((n + 1))
-done
+  elapsed "$name up"
+  [[ $audited == yes ]] && audit=(--audit "$results/$name/audit")
+  [[ $j0 == off ]] && file=any
+  PYTHONPATH="$site:$scripts_dir" timeout "${SEND_WAIT:-240}" python3 -m j0.engine_check.scenarios \
+    --url "$url" --model target --out "$results/$name" --label "$name" --file "$file" \
+    --caching "$caching" --j0 "$j0" --mode "$mode" "${audit[@]}" \
+    > "$results/$name/scenarios.txt" 2>&1 || rc=$?
+  elapsed "$name: scenarios sent (exit $rc)"
+  return "$rc"
+}
 
 senders=()
 n=0
 for run in "${runs[@]}"; do
   read -r name file audited caching j0 mode <<< "$run"
-  audit=()
-  [[ $audited == yes ]] && audit=(--audit "$results/$name/audit")
-  [[ $j0 == off ]] && file=any
-  PYTHONPATH="$site:$scripts_dir" timeout "${SEND_WAIT:-240}" python3 -m j0.engine_check.scenarios \
-    --url "http://127.0.0.1:$((port0 + n))" --model target --out "$results/$name" \
-    --label "$name" --file "$file" --caching "$caching" --j0 "$j0" --mode "$mode" \
-    "${audit[@]}" > "$results/$name/scenarios.txt" 2>&1 &
+  send "$n" "$name" "$file" "$audited" "$caching" "$j0" "$mode" &
   senders+=($!)
   n=$((n + 1))
 done

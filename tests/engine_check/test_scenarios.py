@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,102 @@ def test_the_script_checks_its_settings(tmp_path: Path, fake_site: Path) -> None
     assert env_proc.returncode == 64 and "'0x10'" in env_proc.stderr
     proc = _script(str(tmp_path / "r"), "--dry-run")
     assert proc.returncode == 2 and "/nonexistent-site holds no vllm/" in proc.stderr
+
+
+FAKE_VLLM_MAIN = '''\
+"""`vllm serve` stand-in for the script's test: our vLLM stand-in (tests/servers/vllm_server.py)
+on the port the script gives; with J0 on and VLLM_DFLASH_AUDIT set it writes the audit's start
+line, as the audited speculator.py does at start-up (no step: nothing a stand-in could check)."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+from servers import vllm_server
+
+args = sys.argv[sys.argv.index("serve") + 2:]
+port = args[args.index("--port") + 1]
+audit = os.environ.get("VLLM_DFLASH_AUDIT")
+if audit and os.environ.get("VLLM_DFLASH_CTX_NOISE") == "1":
+    os.makedirs(audit, exist_ok=True)
+    with open(os.path.join(audit, f"audit-{{os.getpid()}}.jsonl"), "a") as f:
+        f.write(json.dumps({{"record": "start", "ctx_noise": True}}) + "\\n")
+own = ["--port", port, "--model", "target", "--num-spec-tokens", "7", "--max-model-len", "4096"]
+if "--no-enable-prefix-caching" in args:
+    own.append("--no-prefix-caching")
+sys.exit(vllm_server.main(own))
+'''
+
+
+@pytest.mark.slow
+def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path) -> None:
+    """The script end to end without a GPU: a site whose vLLM is vLLM 0.33.0's base
+    speculator.py plus a `vllm serve` that starts our stand-in; the four files are made and
+    checked, six servers start, every scenario is sent, and the table names each run. The audit
+    verdicts are NOTHING TO JUDGE: a stand-in runs no draft step."""
+    site = tmp_path / "site"
+    speculator = site / "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py"
+    speculator.parent.mkdir(parents=True)
+    speculator.write_bytes(base_bytes)
+    (site / "vllm" / "__init__.py").write_text("")
+    cli = site / "vllm" / "entrypoints" / "cli"
+    cli.mkdir(parents=True)
+    (site / "vllm" / "entrypoints" / "__init__.py").write_text("")
+    (cli / "__init__.py").write_text("")
+    (cli / "main.py").write_text(FAKE_VLLM_MAIN.format(tests=str(ROOT / "tests")))
+    models = tmp_path / "models"
+    (models / "target").mkdir(parents=True)
+    (models / "draft").mkdir()
+    env = {
+        **os.environ,
+        "SITE": str(site),
+        "WORK": str(tmp_path / "work"),
+        "TARGET": str(models / "target"),
+        "DRAFT": str(models / "draft"),
+        "PORT": str(_free_port_base()),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "START_WAIT": "60",
+        "SEND_WAIT": "120",
+    }
+    results = tmp_path / "results"
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(results)], env=env, capture_output=True, text=True, timeout=400
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "files made and checked: " in proc.stdout
+    files = sorted(p.name for p in (tmp_path / "work" / "files").iterdir())
+    assert files == ["article.py", "audit-article.py", "audit-prefix-safe.py", "prefix-safe.py"]
+    rows = json.loads((results / "table.json").read_text())
+    assert {r["run"] for r in rows} == {
+        "article-nocache", "article-cache", "prefix-safe-cache", "j0off-nocache", "j0off-cache",
+        "article-graphs",
+    }  # fmt: skip
+    assert len(rows) == 6 * len(scenarios.SCENARIOS)
+    on = [r for r in rows if r["j0"] == "on"]
+    assert {r["audit"]["verdict"] for r in on} == {"NOTHING TO JUDGE"}
+    single = {r["run"]: r["outputs_vs_j0_off"] for r in rows if r["scenario"] == "single"}
+    assert single["article-cache"] in ("same", "DIFFER")
+    assert single["article-graphs"].startswith("WARN not comparable: no J0-off run")
+    # Each audited server's tree held its own file; the site's file was never touched.
+    assert speculator.read_bytes() == base_bytes
+    log = (results / "prefix-safe-cache" / "server.log").read_text()
+    assert "identity=audit" in log
+    assert "identity=article" in (results / "j0off-cache" / "server.log").read_text()
+    assert (results / "article-cache" / "audit.txt").read_text().startswith("NOTHING TO JUDGE")
+
+
+def _free_port_base() -> int:
+    """A port P with P..P+5 free on 127.0.0.1 (the script's six servers)."""
+    import socket
+
+    for base in range(23000, 60000, 97):
+        sockets = []
+        try:
+            for port in range(base, base + 6):
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                sockets.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError("no six free ports")
