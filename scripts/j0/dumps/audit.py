@@ -115,7 +115,8 @@ def read_folder(folder: Path, ranges: dict[str, tuple[int, int]] | None = None) 
     """Sum every record under `folder` (its audit-*.jsonl files); with `ranges`, only the lines
     after `first` up to `last` (line numbers from 1) of the files named there."""
     if not folder.is_dir():
-        raise J0Error(f"{folder}: no such folder (expected the VLLM_DFLASH_AUDIT folder)", 2)
+        what = "a file" if folder.exists() else "no such folder"
+        raise J0Error(f"{folder}: {what} (expected the VLLM_DFLASH_AUDIT folder)", INPUT_LACKS)
     summary = AuditSummary(folder=str(folder))
     seen: set[str] = set()
     for path in sorted(folder.glob(RECORD_GLOB)):

@@ -279,9 +279,11 @@ def run_check(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     import json
 
-    from j0.atomic import write_text_atomic
+    from j0.atomic import check_output_path, write_text_atomic
     from j0.dumps.audit import read_folder, verdict
 
+    if args.json is not None:
+        check_output_path(args.json)  # before reading, not after
     summary = read_folder(args.dir)
     code, text = verdict(summary)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
