@@ -25,7 +25,7 @@
 # $BATCHED (256: the 500- to 700-token prompts are chunked), --num-gpu-blocks-override $BLOCKS (80
 # blocks of 16 = 1280 tokens: four 548-token requests do not fit, the scheduler preempts),
 # --kv-cache-memory-bytes (no memory profiling race between servers starting together),
-# --gpu-memory-utilization $UTIL (0.1 each). RESULTS gets, per server, its log, scenarios.json
+# --gpu-memory-utilization $UTIL (0.1 each). PARALLEL=N starts N servers at a time instead (waves). RESULTS gets, per server, its log, scenarios.json
 # and the audit's records (audit/, J0 on), `j0 dumps audit` of them (audit.txt), and table.md /
 # table.json (scenario x file -> audit verdict, rows, draws, mismatches, preemptions, outputs J0
 # on vs off). Models: $TARGET and $DRAFT, default the tiny random models of `j0 engine-check`,
@@ -57,11 +57,12 @@ blocks=${BLOCKS:-80}
 batched=${BATCHED:-256}
 util=${UTIL:-0.1}
 tokens=${TOKENS:-7}
+parallel=${PARALLEL:-6}
 relpath=vllm/v1/worker/gpu/spec_decode/dflash/speculator.py
-for value in "$port0" "$blocks" "$batched" "$tokens"; do
+for value in "$port0" "$blocks" "$batched" "$tokens" "$parallel"; do
   [[ "$value" =~ ^[1-9][0-9]*$ ]] || {
-    echo "engine-scenarios-h200.sh: '$value' (PORT, BLOCKS, BATCHED or TOKENS): expected a" \
-      "positive integer" >&2
+    echo "engine-scenarios-h200.sh: '$value' (PORT, BLOCKS, BATCHED, TOKENS or PARALLEL):" \
+      "expected a positive integer" >&2
     exit 64
   }
 done
@@ -101,7 +102,8 @@ if [[ "$dry" == --dry-run ]]; then
       "port=$((port0 + n)): vllm serve TARGET $(flags_of "$caching" "$mode" $((port0 + n)))"
     n=$((n + 1))
   done
-  echo "dry run: ${#runs[@]} servers at once, then the scenarios, then $results/table.md"
+  echo "dry run: ${#runs[@]} servers, $parallel at once, then the scenarios, then" \
+    "$results/table.md"
   exit 0
 fi
 
@@ -171,9 +173,8 @@ stop_all() {
 }
 trap stop_all EXIT
 
-n=0
-for run in "${runs[@]}"; do
-  read -r name file audited caching j0 mode <<< "$run"
+start_server() {  # start_server N NAME FILE AUDITED CACHING J0 MODE: its process group's id
+  local n=$1 name=$2 file=$3 audited=$4 caching=$5 j0=$6 mode=$7 out tree source_file
   out=$results/$name
   mkdir -p "$out"
   source_file=$work/files/$file.py
@@ -188,19 +189,17 @@ for run in "${runs[@]}"; do
       exec setsid python3 -m vllm.entrypoints.cli.main serve "$target" \
       $(flags_of "$caching" "$mode" $((port0 + n)))
   ) > "$out/server.log" 2>&1 &
-  pids+=($!)
-  n=$((n + 1))
-done
-elapsed "${#runs[@]} servers starting"
+  server_pid=$!
+}
 
 # Each server's scenarios start as soon as that server answers /health (the graphs run compiles
 # longer than the eager ones start).
-send() {  # send N NAME FILE AUDITED CACHING J0 MODE
-  local n=$1 name=$2 file=$3 audited=$4 caching=$5 j0=$6 mode=$7 url audit=() rc=0
+send() {  # send N PID NAME FILE AUDITED CACHING J0 MODE
+  local n=$1 pid=$2 name=$3 file=$4 audited=$5 caching=$6 j0=$7 mode=$8 url audit=() rc=0
   url="http://127.0.0.1:$((port0 + n))"
   for _ in $(seq "${START_WAIT:-300}"); do
     curl -fsS -o /dev/null "$url/health" && break
-    if ! kill -0 "${pids[$n]}" 2>/dev/null; then
+    if ! kill -0 "$pid" 2>/dev/null; then
       echo "engine-scenarios-h200.sh: $name exited while starting:" >&2
       tail -30 "$results/$name/server.log" >&2
       return 1
@@ -218,18 +217,25 @@ send() {  # send N NAME FILE AUDITED CACHING J0 MODE
   return "$rc"
 }
 
-senders=()
-n=0
-for run in "${runs[@]}"; do
-  read -r name file audited caching j0 mode <<< "$run"
-  send "$n" "$name" "$file" "$audited" "$caching" "$j0" "$mode" &
-  senders+=($!)
-  n=$((n + 1))
+# PARALLEL servers at a time (default all six at once), each wave stopped before the next.
+first=0
+while ((first < ${#runs[@]})); do
+  senders=()
+  for ((n = first; n < first + parallel && n < ${#runs[@]}; n++)); do
+    read -r name file audited caching j0 mode <<< "${runs[$n]}"
+    start_server "$n" "$name" "$file" "$audited" "$caching" "$j0" "$mode"
+    pids+=("$server_pid")
+    send "$n" "$server_pid" "$name" "$file" "$audited" "$caching" "$j0" "$mode" &
+    senders+=($!)
+  done
+  elapsed "servers $first.. starting"
+  for pid in "${senders[@]}"; do
+    wait "$pid" || echo "engine-scenarios-h200.sh: a sender failed" >&2
+  done
+  stop_all
+  elapsed "servers $first.. stopped"
+  first=$((first + parallel))
 done
-for pid in "${senders[@]}"; do wait "$pid" || echo "engine-scenarios-h200.sh: a sender failed" >&2; done
-elapsed "scenarios sent"
-stop_all
-elapsed "servers stopped"
 
 for run in "${runs[@]}"; do
   read -r name _ audited _ <<< "$run"

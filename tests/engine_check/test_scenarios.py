@@ -204,7 +204,7 @@ def test_the_script_plans_six_servers_and_starts_none(tmp_path: Path, fake_site:
     proc = _script(str(tmp_path / "r"), "--dry-run", site=fake_site)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 7 and lines[-1].startswith("dry run: 6 servers at once")
+    assert len(lines) == 7 and lines[-1].startswith("dry run: 6 servers, 6 at once")
     plan = {line.split(":")[0]: line for line in lines[:-1]}
     assert "--enable-prefix-caching" in plan["prefix-safe-cache"]
     assert "--no-enable-prefix-caching" in plan["article-nocache"]
@@ -301,6 +301,7 @@ def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path)
         "PORT": str(_free_port_base()),
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         "START_WAIT": "60",
+        "PARALLEL": "4",  # two waves: 4 servers, then 2
         "SEND_WAIT": "120",
     }
     results = tmp_path / "results"
