@@ -144,3 +144,57 @@ def test_audit_out_must_be_new_or_empty(tmp_path: Path, capsys: pytest.CaptureFi
     args = ["selfcheck", "--speculator", str(tmp_path / "x.py"), "--audit"]
     assert main([*args, "--audit-out", str(tmp_path)]) == 64
     assert "a folder that is not empty" in capsys.readouterr().err
+
+
+FRAME_CHECK = """
+import os, sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from j0.selfcheck.kernels import load_speculator
+
+module = load_speculator(Path(sys.argv[1]))
+out = Path(sys.argv[2])
+spec = SimpleNamespace(ctx_noise=True, max_num_reqs=4, max_model_len=64, num_query_per_req=8)
+os.environ.pop("VLLM_DFLASH_AUDIT", None)
+assert module._J0Audit.from_env(spec) is None  # not asked for: no audit
+os.environ["VLLM_DFLASH_AUDIT"] = str(out)
+try:
+    module._J0Audit.from_env(spec)
+except RuntimeError as exc:
+    print("OUTSIDE:", exc)
+
+def init_speculator(vllm_config, device, req_states):  # vLLM's name and parameter
+    return module._J0Audit.from_env(spec)
+
+store = SimpleNamespace(all_token_ids=SimpleNamespace(gpu="the store"))
+audit = init_speculator(None, "cpu", store)
+print("INSIDE:", audit.req_states is store, Path(audit.path).parent == out)
+"""
+
+
+@pytest.mark.slow
+def test_the_audit_finds_request_states_in_init_speculators_frame(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The audited file's own lookup (as `DFlashSpeculator.__init__` calls it): vLLM's
+    RequestState from the init_speculator call that builds the speculator; asked for outside such
+    a call it refuses to start rather than audit nothing."""
+    audited = tmp_path / "audited.py"
+    from j0.selfcheck.audit_run import audited_copy
+
+    shutil.copy(audited_copy(files["prefix-safe"], tmp_path), audited)
+    text = audited.read_text()
+    assert "self.j0_audit = _J0Audit.from_env(self) if self.ctx_noise else None" in text
+    assert "if self.j0_audit is not None and not dummy_run and not is_profile:" in text
+    env = {**os.environ, **selfcheck.INTERPRETER_ENV, "VLLM_LOGGING_LEVEL": "ERROR"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
+    )
+    cmd = [sys.executable, "-c", FRAME_CHECK, str(audited), str(tmp_path / "records")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OUTSIDE: VLLM_DFLASH_AUDIT (J0 audit): no RequestState found" in proc.stdout
+    assert "INSIDE: True True" in proc.stdout
+    start = json.loads(next((tmp_path / "records").glob("audit-*.jsonl")).read_text())
+    assert start["record"] == "start" and start["prefix_safe_fill"] is True
