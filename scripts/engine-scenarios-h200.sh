@@ -166,12 +166,18 @@ pids=()
 stop_all() {
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do
-    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    for _ in $(seq 30); do  # gone, or a zombie that this shell has not reaped yet
+      kill -0 "$pid" 2>/dev/null || break
+      [[ "$(ps -o stat= -p "$pid" 2>/dev/null)" == Z* ]] && break
+      sleep 1
+    done
     kill -KILL -- "-$pid" 2>/dev/null || true
   done
   pids=()
 }
 trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM  # the servers (their own sessions) are stopped on the way out
 
 start_server() {  # start_server N NAME FILE AUDITED CACHING J0 MODE: its process group's id
   local n=$1 name=$2 file=$3 audited=$4 caching=$5 j0=$6 mode=$7 out tree source_file

@@ -267,18 +267,16 @@ if audit and os.environ.get("VLLM_DFLASH_CTX_NOISE") == "1":
     with open(os.path.join(audit, f"audit-{{os.getpid()}}.jsonl"), "a") as f:
         f.write(json.dumps({{"record": "start", "ctx_noise": True}}) + "\\n")
 own = ["--port", port, "--model", "target", "--num-spec-tokens", "7", "--max-model-len", "4096"]
+own += ["--step-delay", os.environ.get("FAKE_STEP_DELAY", "0")]
 if "--no-enable-prefix-caching" in args:
     own.append("--no-prefix-caching")
 sys.exit(vllm_server.main(own))
 '''
 
 
-@pytest.mark.slow
-def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path) -> None:
-    """The script end to end without a GPU: a site whose vLLM is vLLM 0.33.0's base
-    speculator.py plus a `vllm serve` that starts our stand-in; the four files are made and
-    checked, six servers start, every scenario is sent, and the table names each run. The audit
-    verdicts are NOTHING TO JUDGE: a stand-in runs no draft step."""
+def _stand_in_site(base_bytes: bytes, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A site whose vLLM is vLLM 0.33.0's base speculator.py plus a `vllm serve` that starts our
+    stand-in, and the script's environment for it."""
     site = tmp_path / "site"
     speculator = site / "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py"
     speculator.parent.mkdir(parents=True)
@@ -304,6 +302,16 @@ def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path)
         "PARALLEL": "4",  # two waves: 4 servers, then 2
         "SEND_WAIT": "120",
     }
+    return speculator, env
+
+
+@pytest.mark.slow
+def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path) -> None:
+    """The script end to end without a GPU: a site whose vLLM is vLLM 0.33.0's base
+    speculator.py plus a `vllm serve` that starts our stand-in; the four files are made and
+    checked, six servers start, every scenario is sent, and the table names each run. The audit
+    verdicts are NOTHING TO JUDGE: a stand-in runs no draft step."""
+    speculator, env = _stand_in_site(base_bytes, tmp_path)
     results = tmp_path / "results"
     proc = subprocess.run(
         ["bash", str(SCRIPT), str(results)], env=env, capture_output=True, text=True, timeout=400
@@ -349,3 +357,41 @@ def _free_port_base() -> int:
             for s in sockets:
                 s.close()
     raise RuntimeError("no six free ports")
+
+
+@pytest.mark.slow
+def test_a_terminated_run_stops_its_servers(base_bytes: bytes, tmp_path: Path) -> None:
+    """SIGTERM to the script while its servers run (as a command time limit sends it): every
+    server, each in a session of its own, is stopped on the way out, exit 143."""
+    import signal
+    import socket
+    import time
+
+    _, env = _stand_in_site(base_bytes, tmp_path)
+    env["FAKE_STEP_DELAY"] = "0.2"  # the scenarios take a while: the signal comes meanwhile
+    said = tmp_path / "said.txt"
+    with said.open("w") as out:
+        proc = subprocess.Popen(
+            ["bash", str(SCRIPT), str(tmp_path / "results")],
+            env={**env, "PARALLEL": "6"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    port = int(env["PORT"])
+    deadline = time.monotonic() + 120
+    while "article-nocache up" not in said.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, said.read_text()[-2000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143
+    deadline = time.monotonic() + 60
+    open_ports = list(range(port, port + 6))
+    while open_ports and time.monotonic() < deadline:
+        still = []
+        for p in open_ports:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", p)) == 0:
+                    still.append(p)
+        open_ports = still
+        time.sleep(0.5)
+    assert open_ports == []
