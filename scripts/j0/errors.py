@@ -23,6 +23,7 @@ INPUT_LACKS = 2
 VERIFY_BASE = 3
 VERIFY_OTHER = 4
 VERIFY_PREFIX_SAFE = 5
+VERIFY_AUDIT = 6
 USAGE = 64
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: what the command needs is not here
 INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug in j0 (an unexpected exception), never a verdict
@@ -37,6 +38,7 @@ exit codes (all commands):
   3   overlay verify: the file is the unpatched base
   4   overlay verify: the file is neither the article's file nor the base
   5   overlay verify: the file is the prefix-safe variant of the article's file
+  6   overlay verify: the file is a J0 audit instrument (the audit patch on either file)
   64  command-line usage error
   69  what the command needs is not installed or not here (a package, with the pip install
       line that brings it; a GPU; an image); nothing was checked

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import OwnImages
+from engine.contract_lookalike import write_lookalike
 from j0.cli import main
 from j0.pins import Pins
 
@@ -74,6 +75,7 @@ def step_tree(tmp_path: Path, base_bytes: bytes, pins: Pins) -> dict[str, Path]:
     target = site / pins.speculator_relpath
     target.parent.mkdir(parents=True)
     (site / "vllm" / "__init__.py").write_text("raise ImportError('vLLM must not be imported')\n")
+    write_lookalike(site)  # the engine source the prefix-safe variant's contract reads
     target.write_bytes(base_bytes)
     target.chmod(0o640)
     stale = target.parent / "__pycache__" / "speculator.cpython-311.opt-1.pyc"

@@ -44,6 +44,25 @@ def test_build_step_installs_the_prefix_safe_variant_when_asked(
     assert "J0_VARIANT 'prefix-unsafe'" in refused.stderr and "prefix-safe" in refused.stderr
 
 
+def test_the_variant_is_refused_on_an_engine_that_breaks_its_contract(
+    step_tree: dict[str, Path],
+) -> None:
+    """The variant reads req_states from init_speculator's frame: an engine whose
+    init_speculator lost that parameter fails the build, naming the file; the article's file,
+    which does not depend on it, still goes in."""
+    from engine.contract_lookalike import write_lookalike
+
+    write_lookalike(step_tree["site"], "parameter renamed")
+    refused = run_step(step_tree, "--variant", "prefix-safe")
+    assert refused.returncode == 1, refused.stderr
+    assert "J0_VARIANT=prefix-safe: the installed vLLM breaks the prefix-safe variant's" in (
+        refused.stderr
+    )
+    assert "spec_decode/__init__.py: init_speculator has no parameter req_states" in refused.stderr
+    assert sha(step_tree["target"].read_bytes()) != PREFIX_SAFE_SHA
+    assert run_step(step_tree).returncode == 0
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_j0_variant_prefix_safe_installs_the_variant_and_the_entrypoint_names_it(

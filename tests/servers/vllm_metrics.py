@@ -77,6 +77,11 @@ def metrics_text(
         [(labels(i), c.generation_tokens, c.created) for i, c, *_ in engines],
     )
     counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        [(labels(i), c.preemptions, c.created) for i, c, *_ in engines],
+    )
+    counter(
         "vllm:request_success",
         "Count of successfully processed requests.",
         [

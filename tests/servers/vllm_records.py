@@ -69,6 +69,7 @@ class EngineCounters:
     prefix_cache_hits: int = 0
     success: dict[str, int] = field(default_factory=dict)
     created: float = 0.0
+    preemptions: int = 0  # vllm:num_preemptions (the stand-in never preempts by itself)
 
     @classmethod
     def with_past(cls, num_spec_tokens: int, drafts: int, created: float) -> EngineCounters:

@@ -15,7 +15,14 @@ from j0.pins import Pins
 ARTICLE = "article"
 PREFIX_SAFE = "prefix-safe"  # the article's file + overlay/jetspec-j0-prefix-safe.patch
 BASE = "base"
+AUDIT = (
+    "audit"  # the article's file or the variant + overlay/jetspec-j0-audit.patch: a test instrument
+)
 OTHER = "other"
+# Text only the audited file holds (an audited file whose sha256 is not pinned is still "audit").
+AUDIT_MARKER = "def j0_audit_rows("
+# The audited files' pins, by the file the audit patch went on.
+AUDIT_PINS = {ARTICLE: "AUDIT_ARTICLE_SHA256", PREFIX_SAFE: "AUDIT_PREFIX_SAFE_SHA256"}
 # The identities that run J0 (the article's draws; the variant's equal them without a prefix hit).
 J0_KINDS = (ARTICLE, PREFIX_SAFE)
 
@@ -32,12 +39,15 @@ J0_PIECES: dict[str, tuple[str, ...]] = {
 class Identity:
     kind: str
     sha256: str
+    audited: str = ""  # for AUDIT: the file the audit patch went on (article, prefix-safe)
 
     def line(self) -> str:
         names = {
             ARTICLE: "the article's J0 file",
             PREFIX_SAFE: "the article's J0 file with the prefix-safe patch",
             BASE: "the unpatched vLLM base",
+            AUDIT: "a J0 audit instrument"
+            + (f" of the {self.audited} file" if self.audited else ", on an unpinned file"),
             OTHER: "other",
         }
         return f"speculator.py sha256={self.sha256} identity={self.kind} ({names[self.kind]})"
@@ -51,6 +61,11 @@ def identify(data: bytes, pins: Pins) -> Identity:
         return Identity(PREFIX_SAFE, digest)
     if digest == pins.base_sha256:
         return Identity(BASE, digest)
+    for audited, key in AUDIT_PINS.items():
+        if digest and digest == pins.values.get(key):
+            return Identity(AUDIT, digest, audited)
+    if AUDIT_MARKER.encode() in data:
+        return Identity(AUDIT, digest)
     return Identity(OTHER, digest)
 
 

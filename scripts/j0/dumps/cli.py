@@ -73,6 +73,21 @@ with logit margins where they differ. docs/dumps-replay.md has the conventions.
 """
 
 
+AUDIT_HELP = """\
+The verdict on the J0 audit's records: the audited speculator.py (`j0 overlay build --audit`,
+docs/overlay.md), served with J0 on and VLLM_DFLASH_AUDIT=FOLDER, writes FOLDER/audit-<pid>.jsonl,
+one line per draft step: for every request of the batch its request slot, the J0 history
+positions and the draws checked against vLLM's own copy of its committed tokens, and the first
+mismatches. This command sums every record: steps (and how many batched several requests),
+requests, request slots, rows, positions and draws checked, mismatches.
+
+Exit 0: PASS (steps audited, no mismatch). Exit 1: FAIL (the first mismatches are named: step,
+request, slot, position or draw, the token found and the request's own). Exit 2: nothing to
+judge (no such folder, no audit-*.jsonl, J0 off, or no audited step; never a pass), or a line
+that is not a record (file and line named).
+"""
+
+
 def positive_finite(text: str) -> float:
     """An argparse type: a finite number above 0 (NaN, infinities, 0 and below are usage errors)."""
     try:
@@ -155,6 +170,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="exit 0 when nothing failed but some draws were unverifiable (still reported)",
     )
     check.set_defaults(func=run_check)
+
+    audit = add("audit", "the verdict on the J0 audit's per-step records", AUDIT_HELP)
+    audit.add_argument("dir", type=Path, metavar="FOLDER", help="the VLLM_DFLASH_AUDIT folder")
+    audit.add_argument("--json", type=Path, metavar="OUT", help="also write the summary as JSON")
+    audit.set_defaults(func=run_audit)
 
     compare = add("compare", "compare two dump sets of the same prompts step by step", COMPARE_HELP)
     compare.add_argument("a", type=Path, metavar="A", help="a dump folder")
@@ -254,6 +274,23 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json is not None:
         printing.write_json(args.json, result.report.to_json())
     return result.exit_code
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from j0.atomic import check_output_path, write_text_atomic
+    from j0.dumps.audit import read_folder, verdict
+
+    if args.json is not None:
+        check_output_path(args.json)  # before reading, not after
+    summary = read_folder(args.dir)
+    code, text = verdict(summary)
+    print(text, file=sys.stdout if code == 0 else sys.stderr)
+    if args.json is not None:
+        payload = {"verdict": {0: "PASS", 1: "FAIL"}.get(code, "NOTHING TO JUDGE"), "exit": code}
+        write_text_atomic(args.json, json.dumps({**payload, **summary.as_json()}, indent=2) + "\n")
+    return code
 
 
 def run_compare(args: argparse.Namespace) -> int:

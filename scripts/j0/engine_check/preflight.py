@@ -62,6 +62,33 @@ def require_server_packages(purpose: str, nothing: str = "nothing was checked") 
         )
 
 
+def require_engine_contract(purpose: str) -> None:
+    """The installed vLLM's own source against the prefix-safe variant's contract with its engine
+    (j0.engine.contract): broken, it is exit 1 before anything is served when the installed
+    speculator.py is the variant or an audit (both read req_states from init_speculator's
+    frame), and one warning line for the article's file (which does not depend on it)."""
+    from j0.article.identity import AUDIT, PREFIX_SAFE, identify
+    from j0.engine import contract
+    from j0.engine.base_sources import installed_vllm_dir
+    from j0.pins import load_pins
+
+    site = installed_vllm_dir()
+    found = contract.problems(site)
+    if not found:
+        return
+    pins = load_pins()
+    speculator = site / pins.speculator_relpath
+    kind = identify(speculator.read_bytes(), pins).kind if speculator.is_file() else "absent"
+    if kind in (PREFIX_SAFE, AUDIT):
+        contract.require(site, f"{purpose} ({speculator}: identity={kind})")
+    print(
+        f"{purpose}: warning: the installed vLLM breaks the prefix-safe variant's contract "
+        f"(the installed speculator.py is identity={kind}, which does not depend on it): "
+        + "; ".join(found),
+        file=sys.stderr,
+    )
+
+
 def here_identity(purpose: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """`j0 image identity --json` in a process of this Python with `env` (the server's, default
     this one's): the speculator.py a server started the same way would import, as its identity

@@ -161,6 +161,7 @@ def preflight(options: Options) -> Any:
     if options.here:
         if options.server_command is None:
             needs.require_server_packages("j0 engine-check --here")
+            needs.require_engine_contract("j0 engine-check --here")
         return None
     assert options.image is not None
     client = needs.docker_client()

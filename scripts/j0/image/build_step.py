@@ -211,6 +211,10 @@ def install(
         )
     base = target.read_bytes()
     check_base(target, base, pins, base_image, allow_drift)
+    if variant != ARTICLE_VARIANT:  # the variant reads req_states from init_speculator's frame
+        from j0.engine import contract
+
+        contract.require(vllm_dir, f"J0_VARIANT={variant}")
     tool = available_tool()
     patched = build_variant(base, str(target), pins, variant, allow_drift, tool)
 

@@ -10,7 +10,16 @@ import sys
 from pathlib import Path
 
 from j0 import errors
-from j0.article.identity import ARTICLE, BASE, PREFIX_SAFE, diff_summary, identify, j0_pieces
+from j0.article.identity import (
+    ARTICLE,
+    AUDIT,
+    AUDIT_PINS,
+    BASE,
+    PREFIX_SAFE,
+    diff_summary,
+    identify,
+    j0_pieces,
+)
 from j0.article.patching import apply_patch
 from j0.article.variants import ARTICLE_VARIANT, VariantPatch, variant_patch
 from j0.atomic import sha256_bytes, sha256_file, write_bytes_atomic
@@ -113,6 +122,42 @@ def build_variant(
     return result
 
 
+def audit_patch_file(pins: Pins) -> Path:
+    """overlay/jetspec-j0-audit.patch, checked against AUDIT_PATCH_SHA256."""
+    name, pinned = pins.values.get("AUDIT_PATCH_FILE"), pins.values.get("AUDIT_PATCH_SHA256")
+    if not name or not pinned:
+        raise J0Error(f"{pins.pins_path}: missing AUDIT_PATCH_FILE or AUDIT_PATCH_SHA256", 2)
+    path = pins.root / name
+    actual = sha256_file(path)
+    if actual != pinned:
+        raise J0Error(
+            f"{path}: sha256 {actual}, expected {pinned} (AUDIT_PATCH_SHA256 in {pins.pins_path}); "
+            "the committed audit patch was changed"
+        )
+    return path
+
+
+def audit_file(
+    data: bytes, origin: str, pins: Pins, variant: str, tool: str | None = None
+) -> bytes:
+    """The audited file: `data` (the pinned file of `variant`, checked) with the audit patch on
+    top, its result checked against the variant's AUDIT_*_SHA256. Never the served file itself."""
+    kind = identify(data, pins).kind
+    if kind != variant:
+        raise J0Error(
+            f"{origin}: the audit patch goes on the {variant} file (its pinned sha256); this file "
+            f"is identity={kind} (sha256 {sha256_bytes(data)})"
+        )
+    result = apply_patch(data, audit_patch_file(pins), tool)
+    expected = pins.values.get(AUDIT_PINS[variant], "")
+    if sha256_bytes(result) != expected:
+        raise J0Error(
+            f"{origin}: the audited {variant} file has sha256 {sha256_bytes(result)}, expected "
+            f"{expected} ({AUDIT_PINS[variant]} in {pins.pins_path})"
+        )
+    return result
+
+
 def _keep_original(out: Path, old: bytes) -> Path:
     """Keep `old` as OUT.orig (or OUT.orig.N when that name holds other bytes); never overwrite."""
     for number in range(1000):
@@ -162,8 +207,8 @@ def speculator_in(directory: Path, pins: Pins) -> Path:
 
 
 def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
-    """Print what the file is; return 0 (article), 5 (the prefix-safe variant), 3 (base) or
-    4 (other)."""
+    """Print what the file is; return 0 (article), 5 (the prefix-safe variant), 3 (base), 6 (an
+    audit instrument) or 4 (other)."""
     if path.is_dir():
         path = speculator_in(path, pins)
     if not path.is_file():
@@ -184,6 +229,14 @@ def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
     if identity.kind == BASE:
         print(f"this is vLLM {pins.vllm_release}'s unpatched file: J0 is absent")
         return errors.VERIFY_BASE
+    if identity.kind == AUDIT:
+        print(
+            "refused: this is a J0 audit instrument (overlay/jetspec-j0-audit.patch on "
+            f"{'the ' + identity.audited + ' file' if identity.audited else 'an unpinned file'}): "
+            "it checks J0's history at every draft step (VLLM_DFLASH_AUDIT), for tests only; "
+            "neither the article's file nor the variant, never to be served for results"
+        )
+        return errors.VERIFY_AUDIT
     print(f"neither the article's file ({pins.patched_sha256}) nor the base ({pins.base_sha256})")
     for name, present in j0_pieces(data).items():
         print(f"  {'present' if present else 'MISSING'}: {name}")

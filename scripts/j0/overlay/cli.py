@@ -24,14 +24,21 @@ $J0_WHEEL_CACHE, default ~/.cache/j0/wheels).
 overlay/jetspec-j0-prefix-safe.patch on top with the same rules and checks the result against
 PREFIX_SAFE_SHA256: J0 made safe under prefix caching (docs/overlay.md). Without -o it is written
 to overlay/prefix-safe/<the vLLM path>; the article's file stays the default.
+
+--audit then applies overlay/jetspec-j0-audit.patch on top (AUDIT_PATCH_SHA256) and checks the
+result (AUDIT_ARTICLE_SHA256 or AUDIT_PREFIX_SAFE_SHA256): a test instrument that, with J0 on and
+VLLM_DFLASH_AUDIT=DIR, checks every request's J0 history row and draws against vLLM's own copy of
+its committed tokens at every draft step and writes DIR/audit-<pid>.jsonl (`j0 dumps audit DIR`
+judges it). Without -o: overlay/audit/<variant>/<the vLLM path>. `verify` refuses it (exit 6).
 """
 
 VERIFY_HELP = """\
 Say what a speculator.py is. Exit 0: the article's file; 5: the prefix-safe variant of it
-(PREFIX_SAFE_SHA256); 3: the unpatched base; 4: anything else, with the J0 pieces present or
-missing and a short diff against the article's file. FILE may be a
-directory: its speculator.py, or the one below it where vLLM keeps it (a vLLM checkout,
-site-packages or the vllm package directory).
+(PREFIX_SAFE_SHA256); 3: the unpatched base; 6: a J0 audit instrument (identity=audit: the audit
+patch on either file, or any file holding the audit); 4: anything else, with the J0 pieces
+present or missing and a short diff against the article's file. FILE may be a directory: its
+speculator.py, or the one below it where vLLM keeps it (a vLLM checkout, site-packages or the
+vllm package directory).
 """
 
 
@@ -90,6 +97,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "prefix-safe patch on top",
     )
     build.add_argument(
+        "--audit",
+        action="store_true",
+        help="then the audit patch on top: the J0 audit instrument (tests only; docs/overlay.md)",
+    )
+    build.add_argument(
         "--tool",
         choices=("git", "patch"),
         help="patch tool (default: git if installed, else GNU patch)",
@@ -124,7 +136,12 @@ def run_build(args: argparse.Namespace) -> int:
     patched = overlay.build_variant(
         base.data, base.origin, pins, args.variant, args.allow_base_drift, args.tool
     )
-    out = args.output or default_output(pins, args.variant)
+    if args.audit:
+        patched = overlay.audit_file(patched, base.origin, pins, args.variant, args.tool)
+    default = default_output(pins, args.variant)
+    if args.audit:
+        default = pins.root / "overlay" / "audit" / args.variant / pins.speculator_relpath
+    out = args.output or default
     print(overlay.write_overlay(patched, out))
     print(identify(patched, pins).line())
     return 0

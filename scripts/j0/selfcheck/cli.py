@@ -52,6 +52,16 @@ hit as a control. J0's draws must read the request's own committed tokens there.
 file fails them (exit 1), naming the request slot, the query slot and the foreign token it drew:
 the known behaviour of the article's file; the prefix-safe variant passes; both pass the
 controls. Exit codes as above.
+
+--audit runs the J0 audit instead (overlay/jetspec-j0-audit.patch, applied to FILE in a
+temporary folder unless FILE holds it already): the kernels run J0 on over the battery (or, with
+--prefix-cache, the prefix-cache sessions) and, at every step, the file's own audit checks each
+request's history row and draws against a per-slot copy of its committed tokens, as vLLM's
+RequestState.all_token_ids holds them, and writes its records (--audit-out DIR keeps them;
+--cases N runs the first N cases, or sessions with --prefix-cache);
+`j0 dumps audit` then judges them: exit 0 PASS, 1 FAIL (the first mismatches named). The
+article's file passes the default battery and fails the prefix-cache sessions; the variant
+passes both.
 """
 
 
@@ -101,6 +111,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="run the prefix-cache batteries instead: requests that start with cached positions "
         "(the same prompt again in a slot, another prompt in between, a shared prefix in another "
         "slot, chunked prefill after a hit), each with a no-hit control",
+    )
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="run the J0 audit over the battery instead and judge its records (j0 dumps audit)",
+    )
+    parser.add_argument(
+        "--audit-out",
+        type=Path,
+        metavar="DIR",
+        help="with --audit: keep the audit's records here (a new or empty folder)",
     )
     parser.add_argument(
         "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
@@ -196,9 +217,27 @@ def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
         cmd.append("--bench")
     if args.prefix_cache:
         cmd.append("--prefix-cache")
+    if args.audit:
+        cmd.append("--audit")
+    if args.audit_out is not None:
+        cmd += ["--audit-out", str(args.audit_out)]
     if args.json is not None:
         cmd += ["--json", str(args.json)]
     return subprocess.run(cmd, env=_child_env(device), check=False).returncode
+
+
+def _check_audit_args(args: argparse.Namespace) -> None:
+    if args.audit_out is not None and not args.audit:
+        raise J0Error("--audit-out DIR keeps the records of --audit; add --audit", 64)
+    if args.audit and (args.bench or args.case is not None):
+        raise J0Error("--audit runs the audit over the battery; without --bench and --case", 64)
+    out = args.audit_out
+    if out is not None and (out.is_file() or (out.is_dir() and any(out.iterdir()))):
+        raise J0Error(
+            f"--audit-out {out}: {'a file' if out.is_file() else 'a folder that is not empty'}; "
+            "expected a new or empty folder (records already there would be judged too)",
+            64,
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -211,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
             "own sessions (all of them, from --seed)",
             exit_code=64,
         )
+    _check_audit_args(args)
     if args.json is not None:
         from j0.atomic import check_output_path
 
@@ -242,6 +282,8 @@ def run(args: argparse.Namespace) -> int:
     what = f"case {args.case}" if args.case is not None else f"{args.cases} cases"
     if args.prefix_cache:
         what = "the prefix-cache batteries"
+    if args.audit:
+        what += ", the J0 audit"
     print(f"j0 selfcheck: {path} on {device}, seed {args.seed}, {what}", flush=True)
     rc = _run_worker(args, path, device)
     if rc == selfcheck.NO_CUDA and args.device == "auto":

@@ -112,6 +112,8 @@ def check_file(
     j0_seed: int,
     quiet: bool = False,
     prefix_cache: bool = False,
+    audit: bool = False,
+    audit_out: Path | None = None,
 ) -> Result:
     """Check one file; never raises for a fault of the file (that is a Result with code 1).
     With `prefix_cache`, the prefix-cache batteries (prefix_check.py) run instead of the default
@@ -152,6 +154,21 @@ def check_file(
     problem = wiring.check(module)
     if problem is not None:
         result.code, result.message = DEVIATES, f"J0 deviates: the switch's wiring: {problem}"
+        return result
+    if audit:
+        from j0.selfcheck.audit_run import check_with_audit
+
+        started = time.perf_counter()
+        try:
+            result.code, result.message = check_with_audit(
+                path, device, seed, cases, prefix_cache, audit_out
+            )
+        except Exception as exc:  # a kernel or the audit raised: the file's fault, reported
+            result.code = DEVIATES
+            result.message = f"the audited kernels failed: {exc!r}\n" + "".join(
+                traceback.format_exception(exc)[-4:]
+            )
+        result.seconds = time.perf_counter() - started
         return result
     if prefix_cache:
         from j0.selfcheck.prefix_report import check_prefix_cache
@@ -231,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", type=int, default=None)
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--prefix-cache", action="store_true")
+    parser.add_argument("--audit", action="store_true")
+    parser.add_argument("--audit-out", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -260,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             args.case,
             j0_seed,
             prefix_cache=args.prefix_cache,
+            audit=args.audit,
+            audit_out=args.audit_out,
         )
         if result.code == UNAVAILABLE:
             _report(result)
