@@ -18,6 +18,35 @@ from j0.pins import Pins, load_pins
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def environment_left_as_found() -> Iterator[None]:
+    """A test that changes os.environ and leaves it changed (os.environ[...] = ..., setdefault,
+    code under test that sets a variable in-process) fails here, and the environment is put back:
+    with two pytest workers, such a leak reaches only the tests that happen to run after it in
+    the same worker (a CUDA_VISIBLE_DEVICES= left set made `mini run`'s GPU check fail now and
+    then). monkeypatch's changes are undone before this runs, so they pass."""
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = sorted(
+        key
+        for key in before.keys() | after.keys()
+        if before.get(key) != after.get(key) and key not in ENVIRONMENT_OTHERS_SET
+    )
+    if changed:
+        for key in changed:
+            if key in before:
+                os.environ[key] = before[key]
+            else:
+                del os.environ[key]
+        pytest.fail(f"the test left os.environ changed: {', '.join(changed)} (use monkeypatch)")
+
+
+# Set in os.environ by others, not by a test: pytest (the running test's name), and vLLM 0.33's
+# own import (once per worker, kept: vLLM reads it later).
+ENVIRONMENT_OTHERS_SET = frozenset({"PYTEST_CURRENT_TEST", "AITER_SITUV2_A4W4"})
+
+
 @pytest.fixture(scope="session")
 def pins() -> Pins:
     return load_pins(ROOT)

@@ -199,6 +199,7 @@ def load(path: Path) -> dict[str, Any]:
     return value
 
 
+@pytest.mark.slow  # whole matrices on the stand-in cluster
 def test_sharded_matrix_on_the_stand_in_cluster(
     cluster: tuple[K8sApiStandIn, Node], tmp_path: Path
 ) -> None:
@@ -277,6 +278,7 @@ def test_sharded_matrix_on_the_stand_in_cluster(
     assert len(on_pvc) == 8
 
 
+@pytest.mark.slow  # whole matrices on the stand-in cluster
 def test_a_failing_index_fails_its_setting_only(
     cluster: tuple[K8sApiStandIn, Node], tmp_path: Path
 ) -> None:
@@ -344,6 +346,7 @@ def test_stand_in_requires_the_kubeconfig_token(cluster: tuple[K8sApiStandIn, No
     assert get(f"{api.url}/api/v1/namespaces/x/pods")[0] == 401
 
 
+@pytest.mark.slow  # whole matrices on the stand-in cluster
 def test_baseline_and_repeats_on_the_stand_in_cluster(
     cluster: tuple[K8sApiStandIn, Node], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

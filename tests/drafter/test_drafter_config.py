@@ -399,12 +399,12 @@ CAUSALITY_CASES: list[dict[str, Any]] = [
 ]
 
 
-def test_causality_rule_matches_vllm_0_33() -> None:
+def test_causality_rule_matches_vllm_0_33(monkeypatch: pytest.MonkeyPatch) -> None:
     """j0's reimplementation against vLLM 0.33.0's own `_dflash_layer_causal` (the real module),
-    on configs loaded by transformers' Qwen3Config as vLLM loads them."""
-    import os
-
-    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    on configs loaded by transformers' Qwen3Config as vLLM loads them. The GPU is hidden from
+    vLLM's import for this test only (monkeypatch): left set, CUDA_VISIBLE_DEVICES= told every
+    later test of the worker that this host has no GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     qwen3_dflash = pytest.importorskip("vllm.model_executor.models.qwen3_dflash")
     from transformers import Qwen3Config
 

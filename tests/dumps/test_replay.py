@@ -22,6 +22,9 @@ import torch
 from j0.cli import main
 from j0.dumps.load import load_dir
 
+# Slow: the module's fixture builds and runs the dflash drafters and the target for its dumps.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parents[1] / "data"
 ENGINE_DUMPS = DATA / "engine-h200"
 PROMPT_LEN = 20

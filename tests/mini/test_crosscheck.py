@@ -67,6 +67,7 @@ def _record(smoke_out: Path, k: int, monkeypatch: pytest.MonkeyPatch):  # type: 
     return models, Response("r0", ids, output, accepted)
 
 
+@pytest.mark.slow  # dflash_generate on trained smoke models
 def test_dflash_generate_record_agrees(smoke_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from j0.mini.crosscheck import check_response
 
@@ -78,6 +79,7 @@ def test_dflash_generate_record_agrees(smoke_out: Path, monkeypatch: pytest.Monk
     assert agreement.engine_accepted == agreement.reference_accepted
 
 
+@pytest.mark.slow  # dflash_generate on trained smoke models
 def test_a_changed_count_is_found(smoke_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from j0.mini.crosscheck import Response, check_response
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import torch
 
 from j0.mini import drafter_batch
@@ -44,6 +45,7 @@ def _models(smoke_out: Path):  # type: ignore[no-untyped-def]
     return target.eval(), drafter.eval()
 
 
+@pytest.mark.slow  # trains smoke drafters
 def test_inits_and_labels(smoke_out: Path) -> None:
     target, _ = _models(smoke_out)
     ids = torch.randint(5, 512, (3, 64), generator=torch.Generator().manual_seed(1))

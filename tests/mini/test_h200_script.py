@@ -16,6 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Slow: trains the smoke models and runs three of the script's phases (45 s on a quiet machine).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = ROOT / "tests" / "engine_check" / "bin" / "vllm_serve_standin.py"
 

@@ -56,6 +56,7 @@ def server_args(folder: Path) -> dict[str, Any]:
     return ast.literal_eval(re.search(r"non-default args: (\{.*\})", log)[1])
 
 
+@pytest.mark.slow  # a matrix of stand-in servers
 def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> None:
     chosen = options(trained, crosscheck=False, parts=("baseline", "ngram", "mask", "j0"))
     result = run_matrix(chosen, say=lambda line: None)
@@ -144,6 +145,7 @@ def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> N
     assert all(abs(n - c) <= 2 for n, c in zip(lengths, (32, 64, 32, 64), strict=True)), lengths
 
 
+@pytest.mark.slow  # a matrix of stand-in servers
 def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Path) -> None:
     """J0 with seed 20261032: the article's file with that seed goes where the server imports
     it; the stand-in serves the dumps it recorded with the pinned seed, so the dumps check with
@@ -175,6 +177,7 @@ def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Pat
     )
 
 
+@pytest.mark.slow  # a matrix of stand-in servers
 def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path, article_vllm: Path) -> None:
     result = run_matrix(
         options(trained, crosscheck=True, parts=("mask-off",)), say=lambda line: None
