@@ -265,3 +265,21 @@ def test_scenario_settings_that_force_nothing_are_usage_errors(
     """Refused before anything starts (no server, no models: none are given here)."""
     assert main(["engine-check", *args]) == 64
     assert said in capsys.readouterr().err
+
+
+def test_scenarios_on_an_installed_base_file_stop_before_anything_starts(
+    tmp_path: Path, article_vllm: Path, base_bytes: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit patch goes on the article's file only: vLLM's base installed is exit 1, the
+    file and its identity named, no server started (no log written)."""
+    (article_vllm / SPECULATOR).write_bytes(base_bytes)
+    code = main(
+        ["engine-check", "--here", "--no-gpu", "--models", str(models(tmp_path)),
+         "--server-command", f"{sys.executable} {STANDIN}", "--port", str(free_port()),
+         "--keep", str(tmp_path / "kept"), "--scenario", "single"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "--scenario serves the audited article's file" in err and "identity=base" in err
+    assert str(article_vllm / SPECULATOR) in err
+    assert not list((tmp_path / "kept").glob("server-*.log"))

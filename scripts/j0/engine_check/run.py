@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -196,9 +197,15 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
     client = preflight(options)
     started = time.monotonic()
     with work_dir(options.keep) as work:
-        target, draft = tiny_models(options, client, work, say)
         if options.scenarios is not None:
-            return scenario_check(options, options.scenarios, (target, draft), work, say)
+            from j0.engine_check.scenario_run import audited_tree
+
+            # the audited file first: an installed file that is not the article's stops here
+            env = {**os.environ, **options.extra_env}
+            tree = audited_tree(work, env, pins)
+            models = tiny_models(options, client, work, say)
+            return scenario_check(options, options.scenarios, models, tree, work, say)
+        target, draft = tiny_models(options, client, work, say)
         runs: list[Run] = []
         for j0 in (True, False):
             setting = ServeSetting(
@@ -288,15 +295,14 @@ def scenario_check(
     options: Options,
     chosen: ScenarioSettings,
     models: tuple[Path, Path],
+    tree: Path,
     work: Path,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """The scenarios on a J0-on server running the audited article's file (VLLM_DFLASH_AUDIT)
     and a J0-off server running the article's file, both with the settings the scenarios force;
     checks: identity, the patch's log lines, and one per scenario (audit, outputs on vs off)."""
-    import os
-
-    from j0.engine_check.scenario_run import audited_tree, verdicts
+    from j0.engine_check.scenario_run import verdicts
 
     pins = load_pins()
     started = time.monotonic()
@@ -304,7 +310,6 @@ def scenario_check(
     audit = work / "audit"
     audit.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **options.extra_env}
-    tree = audited_tree(work, env, pins)
     python_path = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
     outcome = {}
     for j0 in (True, False):

@@ -121,7 +121,13 @@ def audited_tree(work: Path, env: dict[str, str], pins: Pins) -> Path:
     installed = package / relative
     if not installed.is_file():
         raise J0Error(f"{installed}: no such file (the installed vLLM lacks its speculator.py)")
-    audited = audit_file(installed.read_bytes(), str(installed), pins, "article")
+    try:
+        audited = audit_file(installed.read_bytes(), str(installed), pins, "article")
+    except J0Error as exc:
+        raise J0Error(
+            f"--scenario serves the audited article's file, made from the installed one: {exc}",
+            exc.exit_code,
+        ) from None
     site = work / "audit-site"
     if site.exists():
         import shutil
