@@ -168,3 +168,118 @@ def test_a_server_that_exits_at_start_is_reported_with_its_log(tmp_path: Path) -
 def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
     assert main(["engine-check", "--here", "--tokens", "0"]) == 64
     assert main(["engine-check", "--here", "--env", "NOEQUALS"]) == 64
+
+
+# --- --scenario: the serving scenarios, J0 on with the audit -----------------------------------
+
+
+def rows_by_name(report: dict) -> dict[str, dict]:
+    return {r["scenario"]: r for r in report["scenarios"]}
+
+
+def test_every_scenario_passes_and_names_what_it_forced(
+    tmp_path: Path, article_vllm: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--scenario all` on the stand-in: the J0-on server runs the audited article's file from a
+    tree of links (the stand-in writes audit records for its steps), J0 off the article's; one
+    row per scenario with the audit's counts, preemptions and outputs on vs off."""
+    code, report = engine_check(tmp_path, "--scenario", "all", "--max-tokens", "16")
+    said = capsys.readouterr().out
+    failed = [c for c in report["checks"] if not c["ok"]]
+    assert code == 0 and report["verdict"] == "PASS", failed
+    rows = rows_by_name(report)
+    assert list(rows) == ["single", "chunked", "prefix", "concurrency-4", "prefix-4"]
+    for row in rows.values():
+        assert row["audit"] == "PASS" and row["mismatches"] == 0 and row["rows"] > 0, row
+        assert row["draws"] > 0
+    assert rows["single"]["outputs_on_vs_off"] == "same" and rows["single"]["status"] == "ok"
+    assert rows["prefix"]["outputs_on_vs_off"] == "same" and rows["prefix"]["cached_tokens"] > 0
+    assert rows["concurrency-4"]["status"] == "warn"
+    assert rows["concurrency-4"]["outputs_on_vs_off"].startswith("WARN not comparable (same)")
+    # 80 blocks of 16: four 500 + 16-token requests (33 blocks each) do not fit at once; the
+    # count is the stand-in's own (its log), read back through vllm:num_preemptions
+    on_log = (tmp_path / "kept" / "server-j0-on.log").read_text()
+    counted = [row["preemptions"] for row in rows.values()]
+    assert sum(counted) == on_log.count("j0-standin: preempted")
+    assert rows["concurrency-4"]["preemptions"] > 0 and rows["single"]["preemptions"] == 0.0
+    assert "--num-gpu-blocks-override 80" in rows["concurrency-4"]["forces"]
+    assert "--max-num-batched-tokens 256" in rows["chunked"]["forces"]
+    assert "--enable-prefix-caching" in rows["prefix-4"]["forces"]
+    assert rows["prefix"]["expected"] == "FAIL (known defect)"  # the real article's file
+    assert report["settings"]["max_model_len"] == 1024 and report["settings"]["prefix_caching"]
+    names = by_name(report)
+    assert "identity=audit" in names["identity (j0-on)"]["detail"]
+    assert "identity=article" in names["identity (j0-off)"]["detail"]
+    assert "pool=(4, 1024)" in names["patch log lines (j0-on)"]["detail"]
+    assert "  WARN scenario concurrency-4: audit PASS" in said
+    assert "--max-num-batched-tokens 256 --num-gpu-blocks-override 80" in said
+    # The installed file is untouched; the audited one is in the kept tree.
+    kept = tmp_path / "kept"
+    assert (article_vllm / SPECULATOR).read_bytes() != (
+        kept / "audit-site" / SPECULATOR
+    ).read_bytes()
+    assert (kept / "audit-site" / "vllm" / "_version.py").is_symlink()
+    assert list((kept / "audit").glob("audit-*.jsonl"))
+
+
+def test_a_scenario_whose_audit_mismatches_fails_alone(
+    tmp_path: Path, article_vllm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """STANDIN_AUDIT_FAULT=700: the chunked scenario's steps record foreign history rows and
+    draws; only its row fails, with the counts, and the command exits 1."""
+    monkeypatch.setenv("STANDIN_AUDIT_FAULT", "700")
+    code, report = engine_check(
+        tmp_path, "--scenario", "single", "--scenario", "chunked", "--max-tokens", "16"
+    )
+    assert code == 1 and report["verdict"] == "FAIL"
+    rows = rows_by_name(report)
+    assert rows["single"]["status"] == "ok" and rows["single"]["audit"] == "PASS"
+    chunked = rows["chunked"]
+    assert chunked["status"] == "fail" and chunked["audit"] == "FAIL"
+    assert chunked["mismatches"] == 2 * chunked["rows"] > 0
+    assert chunked["first_mismatches"][0]["what"] == "history"
+    assert not by_name(report)["scenario chunked"]["ok"]
+    assert report["settings"]["num_gpu_blocks_override"] is None  # no concurrency-4 asked
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--here", "--max-num-batched-tokens", "256"), "expected with --scenario only"),
+        (("--here", "--no-prefix-caching"), "expected with --scenario only"),
+        (
+            ("--here", "--scenario", "chunked", "--max-num-batched-tokens", "700"),
+            "prompt is 700 tokens; expected fewer",
+        ),
+        (
+            ("--here", "--scenario", "chunked", "--max-num-batched-tokens", "0"),
+            "--max-num-batched-tokens 0: expected a positive number",
+        ),
+        (("--here", "--scenario", "prefix", "--no-prefix-caching"), "no prefix hit to force"),
+        (("--scenario", "single"), "--scenario: expected with --here"),
+    ],
+)
+def test_scenario_settings_that_force_nothing_are_usage_errors(
+    args: tuple[str, ...], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before anything starts (no server, no models: none are given here)."""
+    assert main(["engine-check", *args]) == 64
+    assert said in capsys.readouterr().err
+
+
+def test_scenarios_on_an_installed_base_file_stop_before_anything_starts(
+    tmp_path: Path, article_vllm: Path, base_bytes: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit patch goes on the article's file only: vLLM's base installed is exit 1, the
+    file and its identity named, no server started (no log written)."""
+    (article_vllm / SPECULATOR).write_bytes(base_bytes)
+    code = main(
+        ["engine-check", "--here", "--no-gpu", "--models", str(models(tmp_path)),
+         "--server-command", f"{sys.executable} {STANDIN}", "--port", str(free_port()),
+         "--keep", str(tmp_path / "kept"), "--scenario", "single"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "--scenario serves the audited article's file" in err and "identity=base" in err
+    assert str(article_vllm / SPECULATOR) in err
+    assert not list((tmp_path / "kept").glob("server-*.log"))

@@ -16,9 +16,10 @@ from j0.engine_check.requests import Exchange
 from j0.pins import Pins
 
 
-def identity(log: str, pins: Pins, run: str) -> Check:
+def identity(log: str, pins: Pins, run: str, audited: bool = False) -> Check:
     """The identity line (`j0 image identity`, first thing the entrypoint logs) names the article's
-    speculator.py by its sha256."""
+    speculator.py by its sha256; `audited`: the audited article's file (AUDIT_ARTICLE_SHA256,
+    identity=audit), which the serving scenarios' J0-on server runs."""
     facts = server_log.parse(log, run)
     name = f"identity ({run})"
     if facts.identity is None:
@@ -28,8 +29,16 @@ def identity(log: str, pins: Pins, run: str) -> Check:
             )
         return Check.of(name, False, "no `j0-entrypoint ... sha256=` identity line in the log")
     line = facts.lines["identity"]
-    ok = facts.speculator_sha256 == pins.patched_sha256 and facts.identity == "article"
-    want = f"sha256={pins.patched_sha256[:12]}… identity=article"
+    sha, kind = (
+        (pins.values["AUDIT_ARTICLE_SHA256"], "audit")
+        if audited
+        else (
+            pins.patched_sha256,
+            "article",
+        )
+    )
+    ok = facts.speculator_sha256 == sha and facts.identity == kind
+    want = f"sha256={sha[:12]}… identity={kind}"
     return Check.of(name, ok, line if ok else f"{line} (expected {want})")
 
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from j0.commands import add_command
+from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
+from j0.engine_check.scenario_run import ScenarioSettings
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 HELP = """\
@@ -34,6 +36,16 @@ run --rm --entrypoint j0 server engine-check --here`, or `make engine-check`); i
 transformers and tokenizers (vLLM's own), and uses dflash where installed
 (`pip install -e '.[engine-check]'`). Random weights accept nothing: this shows the plumbing, not
 acceptance.
+--scenario NAME (repeatable; with --here) sends serving scenarios instead of the 3 prompts:
+single (one stream), chunked (a 700-token prompt, --max-num-batched-tokens 256), prefix (A, A,
+B, A with prefix caching), concurrency-4 (4 streams at once, the article's max-num-seqs; 80 KV
+blocks so that the scheduler preempts), prefix-4 (A, A, B, A at once), all. J0 on serves the
+audited article's file (overlay/jetspec-j0-audit.patch, VLLM_DFLASH_AUDIT) from a tree of links to
+this Python's vLLM (never changed); J0 off the article's. One row per scenario: what it forced,
+the audit's verdict on its records (rows, draws, mismatches), preemptions (vllm:num_preemptions),
+outputs J0 on vs off (token for token in one stream; under concurrency a WARN: not comparable,
+vLLM's batch-dependent numerics). A scenario fails when its audit is not PASS or its outputs
+differ; the article's file with prefix caching fails at prefix hits (its known defect).
 Exit 0: every check passed; 1: one failed (the verdict line names it); 69: no GPU here, no Docker
 engine, the image absent, or a package missing (with --here: vLLM or what its server imports,
 such as uvicorn; one line says which; nothing was checked).
@@ -113,7 +125,73 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="SRC:DST",
         help="with --image: also mount SRC at DST, read-only (repeatable)",
     )
+    scenario = parser.add_argument_group(
+        "serving scenarios (docs/engine-check.md#the-scenarios-in-j0-engine-check)"
+    )
+    scenario.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        choices=(*SCENARIO_NAMES, "all"),
+        help="send this serving scenario instead of the 3 prompts (repeatable; all: every one)",
+    )
+    scenario.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        metavar="N",
+        help="prefill chunk (default with chunked or concurrency-4: 256, under their prompts)",
+    )
+    scenario.add_argument(
+        "--num-gpu-blocks-override",
+        type=int,
+        metavar="N",
+        help="KV cache blocks of 16 tokens (default with concurrency-4: 80, so it preempts)",
+    )
+    caching = scenario.add_mutually_exclusive_group()
+    caching.add_argument(
+        "--prefix-caching",
+        dest="prefix_caching",
+        action="store_true",
+        default=None,
+        help="serve with prefix caching (the default with prefix or prefix-4)",
+    )
+    caching.add_argument(
+        "--no-prefix-caching", dest="prefix_caching", action="store_false", help="without it"
+    )
     parser.set_defaults(func=run)
+
+
+def scenario_settings(args: argparse.Namespace) -> ScenarioSettings | None:
+    """The scenarios and their server settings; a setting without --scenario, or --scenario
+    without --here, is a usage error before anything starts."""
+    from j0.engine_check.scenario_run import choose
+
+    given = [
+        flag
+        for flag, value in (
+            ("--max-num-batched-tokens", args.max_num_batched_tokens),
+            ("--num-gpu-blocks-override", args.num_gpu_blocks_override),
+            ("--prefix-caching/--no-prefix-caching", args.prefix_caching),
+        )
+        if value is not None
+    ]
+    if not args.scenario:
+        if given:
+            raise J0Error(f"{', '.join(given)}: expected with --scenario only", USAGE)
+        return None
+    if not args.here:
+        raise J0Error(
+            "--scenario: expected with --here (the audited file is served from a tree of links "
+            "to this Python's vLLM); in the image: docker compose run --rm --no-deps "
+            "--entrypoint j0 server engine-check --here --scenario all",
+            USAGE,
+        )
+    return choose(
+        args.scenario,
+        args.max_num_batched_tokens,
+        args.num_gpu_blocks_override,
+        args.prefix_caching,
+    )
 
 
 def compose_image() -> tuple[str, str]:
@@ -166,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not source or not target.startswith("/"):
             raise J0Error(f"--container-mount {item!r}: expected SRC:/ABSOLUTE/DST", USAGE)
         mounts[str(Path(source).resolve())] = target
+    chosen = scenario_settings(args)
     check_paths(args)
     image, image_source = args.image, "--image"
     if not args.here and image is None:
@@ -186,10 +265,14 @@ def run(args: argparse.Namespace) -> int:
         gpus=args.gpus,
         container_mounts=mounts,
         image_source=image_source,
+        scenarios=chosen,
     )
     report = engine_check(options)
     for check in report["checks"]:
-        print(f"  {'ok  ' if check['ok'] else 'FAIL'} {check['name']}: {check['detail']}")
+        word = "WARN" if check.get("status") == "warn" else "ok  " if check["ok"] else "FAIL"
+        print(f"  {word} {check['name']}: {check['detail']}")
+    for row in report.get("scenarios", []):
+        print(f"  scenario {row['scenario']} forces: {row['forces']}")
     if args.json:
         from j0.atomic import write_text_atomic
 
@@ -199,8 +282,10 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print(f"==> engine check FAILED ({report['seconds']} s): {', '.join(failed)}", file=stream)
         return 1
-    print(
-        f"==> engine check PASSED ({report['seconds']} s): "
-        "J0 runs in vLLM's engine as the article says"
+    what = (
+        "the audit passed in every scenario"
+        if report.get("scenarios")
+        else "J0 runs in vLLM's engine as the article says"
     )
+    print(f"==> engine check PASSED ({report['seconds']} s): {what}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from j0.atomic import write_text_atomic
 from j0.engine.endpoints import first_model, get_text
 from j0.engine_check import checks
 from j0.engine_check.requests import Exchange, exchange
+from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
 from j0.engine_check.server import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
@@ -52,6 +54,8 @@ class Options:
     container_mounts: dict[str, str] = field(default_factory=dict)  # `--image` only, read-only
     models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
     image_source: str = "--image"  # where the image's name came from (for messages)
+    # --scenario: the serving scenarios (j0.engine_check.scenario_run) instead of the 3 prompts
+    scenarios: ScenarioSettings | None = None
 
 
 @dataclass
@@ -193,6 +197,14 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
     client = preflight(options)
     started = time.monotonic()
     with work_dir(options.keep) as work:
+        if options.scenarios is not None:
+            from j0.engine_check.scenario_run import audited_tree
+
+            # the audited file first: an installed file that is not the article's stops here
+            env = {**os.environ, **options.extra_env}
+            tree = audited_tree(work, env, pins)
+            models = tiny_models(options, client, work, say)
+            return scenario_check(options, options.scenarios, models, tree, work, say)
         target, draft = tiny_models(options, client, work, say)
         runs: list[Run] = []
         for j0 in (True, False):
@@ -251,4 +263,110 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
         }
         if options.keep:
             write_text_atomic(work / "engine-check.json", json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def serve_scenarios(
+    options: Options,
+    setting: ServeSetting,
+    chosen: ScenarioSettings,
+    work: Path,
+    say: Callable[[str], None],
+) -> tuple[Run, list[dict[str, Any]]]:
+    """One server of the scenario check: start, send every chosen scenario, stop."""
+    from j0.engine_check.scenario_run import send
+
+    run = Run(setting)
+    say(f"==> {setting.name}: starting the server ({' '.join(setting.vllm_args('T', 'D')[3:])})")
+    server = start(options, setting, work)
+    try:
+        run.healthy_after_s = wait_healthy(server, options.startup_timeout)
+        say(f"    healthy after {run.healthy_after_s:.0f} s; scenarios {', '.join(chosen.names)}")
+        model = str(first_model(server.url)["id"])
+        audit = work / "audit" if setting.j0 else None
+        results = send(server.url, model, chosen, options.max_tokens, audit)
+    finally:
+        server.stop()
+        run.log = server.log.read_text(errors="replace")
+    return run, results
+
+
+def scenario_check(
+    options: Options,
+    chosen: ScenarioSettings,
+    models: tuple[Path, Path],
+    tree: Path,
+    work: Path,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The scenarios on a J0-on server running the audited article's file (VLLM_DFLASH_AUDIT)
+    and a J0-off server running the article's file, both with the settings the scenarios force;
+    checks: identity, the patch's log lines, and one per scenario (audit, outputs on vs off)."""
+    from j0.engine_check.scenario_run import verdicts
+
+    pins = load_pins()
+    started = time.monotonic()
+    target, draft = models
+    audit = work / "audit"
+    audit.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **options.extra_env}
+    python_path = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    outcome = {}
+    for j0 in (True, False):
+        extra = {**options.extra_env}
+        if j0:
+            extra.update(PYTHONPATH=python_path, VLLM_DFLASH_AUDIT=str(audit))
+        setting = ServeSetting(
+            target=target,
+            draft=draft,
+            tokens=options.tokens,
+            graphs=options.graphs,
+            j0=j0,
+            dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
+            dump_steps=options.dump_steps,
+            port=options.port,
+            extra_env=extra,
+            max_model_len=SCENARIO_MAX_MODEL_LEN,
+            max_num_batched_tokens=chosen.max_num_batched_tokens,
+            num_gpu_blocks_override=chosen.num_gpu_blocks_override,
+            prefix_caching=chosen.prefix_caching,
+        )
+        outcome[j0] = serve_scenarios(options, setting, chosen, work, say)
+    (on, on_results), (off, off_results) = outcome[True], outcome[False]
+    found = [
+        checks.identity(on.log, pins, on.setting.name, audited=True),
+        checks.identity(off.log, pins, off.setting.name),
+    ]
+    for run in (on, off):
+        found.append(
+            checks.patch_log_lines(
+                run.log, run.setting.j0, run.setting.name, MAX_NUM_SEQS, SCENARIO_MAX_MODEL_LEN
+            )
+        )
+    mode = "graphs" if options.graphs else "eager"
+    scenario_checks, rows = verdicts(on_results, off_results, audit, chosen, mode)
+    found += scenario_checks
+    for name, results in (("j0-on", on_results), ("j0-off", off_results)):
+        (work / f"scenarios-{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    report = {
+        "verdict": "PASS" if all(c.ok for c in found) else "FAIL",
+        "mode": "here",
+        "graphs": options.graphs,
+        "num_speculative_tokens": options.tokens,
+        "max_tokens": options.max_tokens,
+        "seconds": round(time.monotonic() - started, 1),
+        "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in (on, off)},
+        "settings": {
+            "max_num_seqs": MAX_NUM_SEQS,
+            "max_model_len": SCENARIO_MAX_MODEL_LEN,
+            "max_num_batched_tokens": chosen.max_num_batched_tokens,
+            "num_gpu_blocks_override": chosen.num_gpu_blocks_override,
+            "prefix_caching": chosen.prefix_caching,
+        },
+        "checks": [{**c.to_verdict_json(), "status": c.status} for c in found],
+        "scenarios": rows,
+        "kept": str(work) if options.keep else None,
+    }
+    if options.keep:
+        write_text_atomic(work / "engine-check.json", json.dumps(report, indent=2) + "\n")
     return report

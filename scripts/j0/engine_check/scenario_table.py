@@ -54,7 +54,7 @@ def load_runs(results: Path) -> list[tuple[Path, dict[str, Any]]]:
     return runs
 
 
-def _audit_cell(folder: Path, scenario: dict[str, Any]) -> dict[str, Any]:
+def audit_cell(folder: Path, scenario: dict[str, Any]) -> dict[str, Any]:
     if not folder.is_dir():
         return {"verdict": "NO RECORDS", "rows": 0, "draws": 0, "mismatches": 0}
     ranges = {name: (int(a), int(b)) for name, (a, b) in scenario["audit_lines"].items()}
@@ -77,7 +77,7 @@ def _outputs(scenario: dict[str, Any]) -> list[Any]:
     return [r.get("output_token_ids") for r in scenario["requests"]]
 
 
-def _compare(run: dict[str, Any], scenario: dict[str, Any], partner: dict | None) -> str:
+def compare_outputs(run: dict[str, Any], scenario: dict[str, Any], partner: dict | None) -> str:
     if run["j0"] != "on":
         return "-"
     if partner is None:
@@ -116,10 +116,10 @@ def build_table(results: Path) -> list[dict[str, Any]]:
                 "preemptions": scenario.get("preemptions"),
                 "cached_tokens": sum(r.get("cached_tokens") or 0 for r in scenario["requests"]),
                 "expected": expected(run, scenario),
-                "outputs_vs_j0_off": _compare(run, scenario, partner),
+                "outputs_vs_j0_off": compare_outputs(run, scenario, partner),
             }
             if run["j0"] == "on":
-                row["audit"] = _audit_cell(folder / "audit", scenario)
+                row["audit"] = audit_cell(folder / "audit", scenario)
             rows.append(row)
     return rows
 

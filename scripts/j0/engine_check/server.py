@@ -45,6 +45,10 @@ class ServeSetting:
     # settings in `speculative_extra`) or None (no speculative decoding: the baseline)
     method: str | None = "dflash"
     speculative_extra: dict[str, int] = field(default_factory=dict)
+    # What the serving scenarios force (None / False: vLLM's default, prefix caching off)
+    max_num_batched_tokens: int | None = None  # chunked prefill of longer prompts
+    num_gpu_blocks_override: int | None = None  # a KV cache small enough to preempt
+    prefix_caching: bool = False
 
     @property
     def name(self) -> str:
@@ -90,8 +94,13 @@ class ServeSetting:
             "--per-request-spec-decode-metrics",
             "detailed",
             "--enable-prompt-tokens-details",
-            "--no-enable-prefix-caching",  # J0's history is not written for cached positions
+            # J0's history is not written for cached positions: on only where a scenario asks
+            "--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching",
         ]
+        if self.max_num_batched_tokens is not None:
+            args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+        if self.num_gpu_blocks_override is not None:
+            args += ["--num-gpu-blocks-override", str(self.num_gpu_blocks_override)]
         return args if self.graphs else [*args, "--enforce-eager"]
 
     def env(self, dumps: str) -> dict[str, str]:

@@ -11,7 +11,9 @@ after the one the caller logged: a server that imported another file than the on
 Without --speculative-config it serves without speculative decoding. J0_MINI_SPECULATOR (`j0 mini
 run`'s speculator.py of another J0 seed, which vLLM would import in the place of its own) is named
 in the log; the dumps copied are still the recorded ones (seed 20261031) unless
-STANDIN_VARIANT_DUMPS names others.
+STANDIN_VARIANT_DUMPS names others. With J0 on and VLLM_DFLASH_AUDIT it writes audit records
+(standin_audit.py: STANDIN_AUDIT_FAULT=N makes the steps of N-token prompts fail the audit);
+--enable-prefix-caching serves with prefix caching, --num-gpu-blocks-override counts preemptions.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ TESTS = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TESTS))
 
 from servers import vllm_server  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import standin_audit  # noqa: E402
 
 
 def arg(argv: list[str], name: str) -> str | None:
@@ -43,7 +48,7 @@ def main(argv: list[str]) -> int:
         "model_tag": argv[0],
         "model": argv[0],
         "max_model_len": int(length or 2048),
-        "enable_prefix_caching": False,
+        "enable_prefix_caching": "--enable-prefix-caching" in argv,
         "max_num_seqs": int(seqs or 4),
         "speculative_config": spec,
     }
@@ -74,6 +79,17 @@ def main(argv: list[str]) -> int:
             source = Path(os.environ["STANDIN_VARIANT_DUMPS"])
     if dump:
         shutil.copytree(source, dump, dirs_exist_ok=True)
+    audit = os.environ.get("VLLM_DFLASH_AUDIT")
+    fault = os.environ.get("STANDIN_AUDIT_FAULT")
+    blocks = arg(argv, "--num-gpu-blocks-override")
+    standin_audit.install(
+        standin_audit.AuditWriter(
+            Path(audit) if audit and j0 else None,
+            int(fault) if fault else None,
+            int(blocks) if blocks else None,
+        )
+    )
+    caching = [] if "--enable-prefix-caching" in argv else ["--no-prefix-caching"]
     return vllm_server.main(
         [
             "--port",
@@ -84,7 +100,9 @@ def main(argv: list[str]) -> int:
             length or "2048",
             "--num-spec-tokens",
             str(spec.get("num_speculative_tokens", 7)) if spec else "0",
-            "--no-prefix-caching",
+            *caching,
+            "--prefill-delay",
+            str(standin_audit.PREFILL_DELAY if blocks else 0.0),
         ]
     )
 
