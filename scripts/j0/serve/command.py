@@ -383,15 +383,26 @@ def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
         del env["PYTHONPATH"]
 
 
+def claim_dumps(plan: Plan, force: bool, dry_run: bool) -> None:
+    """The dump folder new or empty (j0.serve.dump_folder), where steps are dumped."""
+    from j0.serve.dump_folder import claim_dump_folder
+
+    folder = plan.env.get("VLLM_DFLASH_DUMP", "")
+    if folder and plan.env.get("VLLM_DFLASH_DUMP_STEPS", "0") != "0":
+        plan.facts.extend(claim_dump_folder(Path(folder), force, dry_run))
+
+
 def run(
     args: Sequence[str],
     then: str,
     dry_run: bool,
     api_key_file: Path | None,
     overlay_mount: Path,
+    force: bool = False,
 ) -> int:
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
+    claim_dumps(plan, force, dry_run)
     if overlay_mount.is_dir():  # J0_OVERLAY named a folder: no file to swap in
         raise J0Error(
             f"--overlay-mount {overlay_mount}: a folder, expected the speculator.py to swap in "
