@@ -75,4 +75,6 @@ def claim_dump_folder(folder: Path, force: bool, dry_run: bool) -> list[str]:
             f"{exc}; the server was not started",
             USAGE,
         ) from exc
-    return [f"dump folder {folder}: the earlier run's {len(old)} entries kept in {target} (--force)"]
+    return [
+        f"dump folder {folder}: the earlier run's {len(old)} entries kept in {target} (--force)"
+    ]
