@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import MAX_SEED, add_command, whole_number
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
@@ -79,16 +79,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--cases",
-        type=int,
+        type=whole_number(1),
         default=DEFAULT_CASES,
         metavar="N",
         help=f"how many cases of the battery to run (default {DEFAULT_CASES})",
     )
     parser.add_argument(
-        "--case", type=int, metavar="N", help="run case N alone (replay a reported mismatch)"
+        "--case",
+        type=whole_number(0),
+        metavar="N",
+        help="run case N alone (replay a reported mismatch)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="the battery's seed (default 0)"
+        "--seed",
+        type=whole_number(0, MAX_SEED),
+        default=0,
+        metavar="S",
+        help="the battery's seed (default 0)",
     )
     parser.add_argument(
         "--bench",
