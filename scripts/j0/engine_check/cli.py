@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from j0.commands import MAX_PORT, add_command, finite_number, whole_number
+from j0.engine.processes import owning
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 HELP = """\
@@ -123,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="SRC:DST",
         help="with --image: also mount SRC at DST, read-only (repeatable)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=owning(run))  # the servers it starts stop with it
 
 
 def compose_image() -> tuple[str, str]:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_number, whole_number
+from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
 
 TRAIN_HELP = """\
@@ -191,7 +192,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--run-dir", type=Path, metavar="DIR", help="where the run goes (default OUT/run; new)"
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
-    run.set_defaults(func=_run)
+    run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
     numbers.add_argument("readme", type=Path, metavar="README")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from j0.commands import MAX_SEED, add_command, whole_number
+from j0.engine.processes import owning
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
@@ -112,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=owning(run))  # its worker stops with it
 
 
 # What the check's process imports. One command installs all of it, vLLM's import dependencies
@@ -205,7 +205,9 @@ def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
         cmd.append("--prefix-cache")
     if args.json is not None:
         cmd += ["--json", str(args.json)]
-    return subprocess.run(cmd, env=_child_env(device), check=False).returncode
+    from j0.engine.processes import start_owned, wait_owned
+
+    return wait_owned(start_owned(cmd, env=_child_env(device)))
 
 
 def run(args: argparse.Namespace) -> int:
