@@ -30,7 +30,7 @@ from j0.article.serving import (
 )
 from j0.engine import server_log
 from j0.engine.secret_file import check_secret_text, read_secret_file
-from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
 
 # Where compose.yaml puts things inside the server container.
 DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
@@ -60,7 +60,7 @@ def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
         )
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, *JSON_ERRORS) as exc:  # UnicodeDecodeError is a ValueError
         raise J0Error(f"{config_path}: cannot read it as JSON: {exc}", INPUT_LACKS) from exc
     if not isinstance(config, dict) or not isinstance(config.get("dflash_config"), dict):
         raise J0Error(f"{config_path}: no dflash_config object", INPUT_LACKS)
