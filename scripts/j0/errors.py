@@ -59,15 +59,19 @@ class J0Error(Exception):
 
 
 # The most a file the user names may hold before it is read (j0 never needs more): a server log,
-# a dataset, a result; MAX_SMALL_INPUT for what is one document (a status file, a system prompt,
+# a dataset, a result; InputLimit.SMALL for what is one document (a status file, a system prompt,
 # a JSON of prompts). A larger one, or one that is not a regular file (/dev/zero, a FIFO), is
 # refused with its size and the limit, never read whole.
-MAX_INPUT_BYTES = 512 * 1024 * 1024
-MAX_SMALL_INPUT = 16 * 1024 * 1024
+class InputLimit:
+    """Byte limits of files read by read_input_bytes (a class, not module constants: this
+    module's upper-case integers are the exit codes)."""
+
+    ANY = 512 * 1024 * 1024
+    SMALL = 16 * 1024 * 1024
 
 
 def read_input_text(
-    path: Path, what: str, limit: int = MAX_INPUT_BYTES, exit_code: int = INPUT_LACKS
+    path: Path, what: str, limit: int = InputLimit.ANY, exit_code: int = INPUT_LACKS
 ) -> str:
     """The UTF-8 text of a file the user named, or the J0Error (exit 2, INPUT_LACKS) that says
     why not, naming `what` (e.g. "--status-json FILE") and the file: no such file, a folder, not
@@ -93,7 +97,7 @@ def read_input_bytes(
     path: Path,
     what: str,
     text: bool = False,
-    limit: int = MAX_INPUT_BYTES,
+    limit: int = InputLimit.ANY,
     exit_code: int = INPUT_LACKS,
 ) -> bytes:
     """The bytes of a file the user named (checked to be UTF-8 with `text`), at most `limit`:

@@ -18,7 +18,7 @@ from j0 import __version__
 from j0.engine import server_log
 from j0.engine.j0_ran import OFF, ON, UNKNOWN, asked_differs, j0_of, j0_ran
 from j0.errors import (
-    MAX_SMALL_INPUT,
+    InputLimit,
     J0Error,
     parse_json,
     read_input_bytes,
@@ -32,7 +32,7 @@ def read_status(path: Path) -> dict[str, Any]:
     """What a `j0 status --json` file says about J0, the overlay, the speculative config and the
     engine: "j0_on", "overlay_identity", "speculative_config" and "vllm_commit" where the file
     knows them."""
-    text = read_input_text(path, "--status-json", limit=MAX_SMALL_INPUT)
+    text = read_input_text(path, "--status-json", limit=InputLimit.SMALL)
     value = parse_json(text, f"--status-json {path}")
     status = StatusReport.from_json(value, f"--status-json {path}")
     found: dict[str, Any] = {"file": str(path), "status": value}

@@ -16,7 +16,7 @@ from j0.pins import Pins
 def read_log(log: Path | None, compose: bool, pins: Pins) -> server_log.LogFacts | None:
     """The facts of the log in the file `log`, else of compose's server (`compose`), else None."""
     if log is not None:
-        # Bounded: a regular file of at most MAX_INPUT_BYTES (never /dev/zero read whole).
+        # Bounded: a regular file of at most InputLimit.ANY (never /dev/zero read whole).
         text = read_input_bytes(Path(log), "--log").decode("utf-8", errors="replace")
         return server_log.parse(text, str(log))
     if compose:

@@ -14,8 +14,8 @@ from j0.atomic import check_output_path, refuse_own_inputs
 from j0.engine.endpoints import check_server_url
 from j0.errors import (
     INPUT_LACKS,
-    MAX_SMALL_INPUT,
     USAGE,
+    InputLimit,
     J0Error,
     read_input_text,
     require_input_file,
@@ -90,8 +90,8 @@ def system_prompt_of(value: str | None) -> tuple[str | None, str | None]:
     if value is None or not value.startswith("@"):
         return value, None
     path = Path(value[1:])
-    # A regular file of at most MAX_SMALL_INPUT bytes, UTF-8: named as "--system-prompt @FILE".
-    text = read_input_text(path, "--system-prompt @", limit=MAX_SMALL_INPUT, exit_code=USAGE)
+    # A regular file of at most InputLimit.SMALL bytes, UTF-8: named as "--system-prompt @FILE".
+    text = read_input_text(path, "--system-prompt @", limit=InputLimit.SMALL, exit_code=USAGE)
     if not text.strip():
         raise J0Error(f"--system-prompt @{path}: the file is empty; expected the text", USAGE)
     return text, str(path)
