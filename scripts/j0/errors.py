@@ -68,6 +68,7 @@ class InputLimit:
 
     ANY = 512 * 1024 * 1024
     SMALL = 16 * 1024 * 1024
+    PIECE = 1 << 20  # read this much at a time
 
 
 def read_input_text(
@@ -132,14 +133,19 @@ def read_input_bytes(
         )
         if size > limit:
             raise too_big
-        try:
-            data = handle.read(limit + 1)
+        parts: list[bytes] = []
+        total = 0
+        try:  # in pieces: read(limit + 1) would allocate the whole limit at once
+            while part := handle.read(min(InputLimit.PIECE, limit + 1 - total)):
+                parts.append(part)
+                total += len(part)
+                if total > limit:  # grew while read
+                    raise too_big
         except OSError as exc:
             raise J0Error(
                 f"{where}: cannot be read ({exc.strerror or type(exc).__name__})", exit_code
             ) from None
-        if len(data) > limit:
-            raise too_big
+        data = b"".join(parts)
     if text:
         try:
             data.decode("utf-8")
