@@ -16,10 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from servers.base import free_port
 from test_owned_processes import STANDIN, kill_all, running, wait_for
 
 
+@pytest.mark.slow  # the smoke miniature's training and a real `j0 mini run` start: a minute
 def test_sigterm_stops_the_server_mini_run_started(
     smoke_out: Path, article_vllm: Path, tmp_path: Path
 ) -> None:
