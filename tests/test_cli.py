@@ -70,7 +70,7 @@ def test_argument_errors_exit_64_in_process_too() -> None:
 def test_selfcheck_with_no_cases_is_a_usage_error() -> None:
     result = j0("selfcheck", "--cases", "0")
     assert result.returncode == 64
-    assert "--cases 0: expected a positive number" in result.stderr
+    assert "argument --cases: '0': expected a whole number from 1" in result.stderr
 
 
 def test_serve_without_a_model_is_a_usage_error() -> None:

@@ -4,10 +4,12 @@ following the umask, and never into the writer's own input (`refuse_own_inputs`,
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from j0.errors import USAGE, J0Error
@@ -69,6 +71,53 @@ def check_output_folder(path: Path, what: str) -> None:
             if not parent.is_dir():
                 raise J0Error(f"{what} {path}: {parent} is a file, not a folder", USAGE)
             break
+
+
+def claim_name(path: Path) -> Path:
+    """The lock file beside `path` that its writer holds (claimed_output)."""
+    return path.with_name(f".{path.name}.j0-claim")
+
+
+@contextmanager
+def claimed_output(path: Path, what: str, replace: bool) -> Iterator[None]:
+    """Hold `path` as this process's output for as long as the block runs.
+
+    The claim is an exclusive flock(2) on a lock file beside it (claim_name): a second writer
+    that finds it held is refused (exit 64), and whether `path` exists is judged under the
+    claim, so that of two commands started together only one can write `path`; with `replace`
+    false an existing `path` is refused too. The kernel drops a flock when its holder dies, so a
+    killed writer leaves no stale claim (a lock file left by kill -9 is taken over)."""
+    lock = claim_name(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise J0Error(
+                f"{what} {path}: another j0 command is writing it now (it holds {lock}); "
+                f"wait for it to end or choose another {what}",
+                USAGE,
+            ) from None
+        try:
+            held = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:
+            held = False
+        if held:  # else its holder removed the file after we opened it: claim the new one
+            break
+        os.close(fd)
+    try:
+        if not replace and os.path.lexists(path):
+            raise J0Error(
+                f"{what} {path}: exists; give --force to replace it (or another {what}): "
+                "nothing is overwritten unasked",
+                USAGE,
+            )
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

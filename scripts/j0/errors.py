@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+import os
+import stat
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 OK = 0
 CHECK_FAILED = 1
@@ -56,34 +60,129 @@ class J0Error(Exception):
         self.exit_code = exit_code
 
 
-def read_input_text(path: Path, what: str) -> str:
+# The most a file the user names may hold before it is read (j0 never needs more): a server log,
+# a dataset, a result; InputLimit.SMALL for what is one document (a status file, a system prompt,
+# a JSON of prompts). A larger one, or one that is not a regular file (/dev/zero, a FIFO), is
+# refused with its size and the limit, never read whole.
+class InputLimit:
+    """Byte limits of files read by read_input_bytes (a class, not module constants: this
+    module's upper-case integers are the exit codes)."""
+
+    ANY = 512 * 1024 * 1024
+    SMALL = 16 * 1024 * 1024
+    PIECE = 1 << 20  # read this much at a time
+
+
+def read_input_text(
+    path: Path, what: str, limit: int = InputLimit.ANY, exit_code: int = INPUT_LACKS
+) -> str:
     """The UTF-8 text of a file the user named, or the J0Error (exit 2, INPUT_LACKS) that says
-    why not, naming `what` (e.g. "--status-json FILE") and the file: no such file, a folder,
-    unreadable, not UTF-8. Never a traceback for a file that is not what was asked for."""
-    return read_input_bytes(path, what, text=True).decode("utf-8")
+    why not, naming `what` (e.g. "--status-json FILE") and the file: no such file, a folder, not
+    a regular file, over `limit` bytes, unreadable, not UTF-8. Never a traceback for a file that
+    is not what was asked for."""
+    data = read_input_bytes(path, what, text=True, limit=limit, exit_code=exit_code)
+    return data.decode("utf-8")
 
 
-def read_input_bytes(path: Path, what: str, text: bool = False) -> bytes:
-    """The bytes of a file the user named (checked to be UTF-8 with `text`); see read_input_text."""
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_input_bytes(
+    path: Path,
+    what: str,
+    text: bool = False,
+    limit: int = InputLimit.ANY,
+    exit_code: int = INPUT_LACKS,
+) -> bytes:
+    """The bytes of a file the user named (checked to be UTF-8 with `text`), at most `limit`:
+    judged by fstat(2) on the opened file before a byte is read (O_NONBLOCK, so that a FIFO
+    cannot hold the open), and read with that bound (a file that grows meanwhile is refused
+    too); see read_input_text."""
+    # "--system-prompt @" names a file as the user wrote it: "@FILE", without a space.
+    where = f"{what}{path}" if what.endswith("@") else f"{what} {path}"
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise J0Error(f"{what} {path}: no such file", INPUT_LACKS) from None
+        raise J0Error(f"{where}: no such file", exit_code) from None
     except IsADirectoryError:
-        raise J0Error(f"{what} {path}: a folder, expected a file", INPUT_LACKS) from None
+        raise J0Error(f"{where}: a folder, expected a file", exit_code) from None
     except OSError as exc:
         raise J0Error(
-            f"{what} {path}: cannot be read ({exc.strerror or type(exc).__name__})", INPUT_LACKS
+            f"{where}: cannot be read ({exc.strerror or type(exc).__name__})", exit_code
         ) from None
+    mode, size = os.fstat(fd).st_mode, os.fstat(fd).st_size
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise J0Error(f"{where}: a folder, expected a file", exit_code)
+        raise J0Error(
+            f"{where}: {_file_kind(mode)}, expected a regular file (nothing was read)", exit_code
+        )
+    with os.fdopen(fd, "rb") as handle:
+        too_big = J0Error(
+            f"{where}: {size:,} bytes, over the limit of {limit:,} bytes for {what} "
+            "(nothing was read)",
+            exit_code,
+        )
+        if size > limit:
+            raise too_big
+        parts: list[bytes] = []
+        total = 0
+        try:  # in pieces: read(limit + 1) would allocate the whole limit at once
+            while part := handle.read(min(InputLimit.PIECE, limit + 1 - total)):
+                parts.append(part)
+                total += len(part)
+                if total > limit:  # grew while read
+                    raise too_big
+        except OSError as exc:
+            raise J0Error(
+                f"{where}: cannot be read ({exc.strerror or type(exc).__name__})", exit_code
+            ) from None
+        data = b"".join(parts)
     if text:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise J0Error(
-                f"{what} {path}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
-                INPUT_LACKS,
+                f"{where}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
+                exit_code,
             ) from None
     return data
+
+
+# What json.loads raises on input that is not JSON it can hold: JSONDecodeError, and plain
+# ValueError for an integer of more than 4,300 digits (Python's int-string limit; not a
+# JSONDecodeError), RecursionError for arrays nested deeper than the interpreter's stack.
+JSON_ERRORS: tuple[type[Exception], ...] = (ValueError, RecursionError)
+
+
+def json_problem(exc: BaseException) -> str:
+    """What was wrong with a JSON text, in one line."""
+    if isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "digits" in str(exc):
+        return "an integer of more than 4,300 digits"
+    return str(exc)[:200]
+
+
+def parse_json(text: str | bytes, what: str, exit_code: int = INPUT_LACKS) -> Any:
+    """json.loads(text), or the J0Error "WHAT: not JSON (why)" (exit 2 by default) for every way
+    json.loads refuses a text (JSON_ERRORS): the one JSON loader of user and server input."""
+    try:
+        return json.loads(text)
+    except JSON_ERRORS as exc:
+        raise J0Error(f"{what}: not JSON ({json_problem(exc)})", exit_code) from None
 
 
 def require_input_file(path: Path, what: str) -> Path:
@@ -93,6 +192,9 @@ def require_input_file(path: Path, what: str) -> Path:
         return path
     if Path(path).is_dir():
         raise J0Error(f"{what} {path}: a folder, expected a file", INPUT_LACKS)
+    if Path(path).exists():
+        kind = _file_kind(Path(path).stat().st_mode)
+        raise J0Error(f"{what} {path}: {kind}, expected a regular file", INPUT_LACKS)
     raise J0Error(f"{what} {path}: no such file", INPUT_LACKS)
 
 

@@ -149,3 +149,13 @@ def test_a_redirect_to_the_same_server_is_followed(tmp_path: Path) -> None:
         assert bench(hostile.url, out, "--requests", "2", "--max-tokens", "20") == 0
         assert len(hostile.records) == 2
     assert json.loads(out.read_text())["summary"]["requests_ok"] == 2
+
+
+def test_an_event_with_an_empty_data_line_is_no_event(tmp_path: Path) -> None:
+    """`data: ` with nothing after it: the SSE standard dispatches no event for it, so the
+    request it is in goes on (before: "an event of the stream" was not JSON, and the whole
+    request failed)."""
+    code, doc, errors = run_with_one_bad(tmp_path, "empty-data")
+    assert errors == [None, None, None], errors
+    assert [e["ok"] for e in doc["requests"]] == [True, True, True]
+    assert code == 0

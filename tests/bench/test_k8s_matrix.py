@@ -455,3 +455,28 @@ def test_baseline_and_repeats_on_the_stand_in_cluster(
     table = (out / "report.md").read_text()
     assert "| baseline | none (baseline) | n/a | off | 8/8 |" in table
     assert "| k7-j0-on | " in table and "token 5" in table
+
+
+def test_a_dry_run_never_replaces_a_users_file_nor_blocks_the_real_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the dry run replaced the user's OUT/prompts.jsonl by its own, and its matrix.json
+    then refused the real run ("a matrix ran there already")."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "prompts.jsonl").write_text("the user's own prompts\n")
+    assert matrix(out, "--dry-run") == 64
+    assert "holds files that are not a matrix dry run's (prompts.jsonl)" in capsys.readouterr().err
+    assert (out / "prompts.jsonl").read_text() == "the user's own prompts\n"
+    assert sorted(p.name for p in out.iterdir()) == ["prompts.jsonl"]
+    fresh = tmp_path / "fresh"
+    assert matrix(fresh, "--dry-run") == 0
+    assert load(fresh / "matrix.json")["dry_run"] is True
+    capsys.readouterr()
+    matrix(fresh)  # the real run: no cluster here, but the dry run's folder does not stop it
+    assert "choose another --out" not in capsys.readouterr().err
+    assert load(fresh / "matrix.json")["dry_run"] is False
+    (fresh / "notes.txt").write_text("mine\n")  # a user's file beside a matrix's: refused
+    assert matrix(fresh, "--dry-run") == 64
+    assert "choose another --out" in capsys.readouterr().err

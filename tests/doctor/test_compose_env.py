@@ -81,5 +81,5 @@ def test_knobs_from_a_dotenv_with_interpolation(pins: Pins, tmp_path: Path) -> N
     assert found.get("API_KEY_FILE") == "$HOME/key"  # single quotes: literal, as in compose
     assert found.get("TARGET_MODEL") == "org/model"
     (root / ".env").write_bytes(b"PORT=\xff\n")
-    with pytest.raises(J0Error, match=r"\.env: cannot read it as UTF-8 text"):
+    with pytest.raises(J0Error, match=r"\.env: not UTF-8 text"):
         settings.resolve(local, {})

@@ -65,6 +65,27 @@ def test_a_trickling_body_ends_at_the_deadline(server: HostileServer) -> None:
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.parametrize("ask", ["request", "get_text"])
+def test_a_trickling_status_line_and_headers_end_at_the_deadline(
+    server: HostileServer, ask: str
+) -> None:
+    """The status line and headers a byte every 0.05 s (each read well inside the 1 s timeout),
+    a valid answer after 30 s: the exchange's deadline (2 x the timeout) covers the headers too,
+    so the client goes with the head half sent. Before: urllib waited out the whole head (the
+    server sent all of it) and only the body's read saw the deadline passed."""
+    url = f"{server.url}/trickle-head"
+    with pytest.raises(OSError, match=r"deadline|in time"):
+        if ask == "request":
+            endpoints.request(url, timeout=1.0)
+        else:
+            endpoints.get_text(url, timeout=1.0)
+    waited = 0
+    while server.head_sent is None and waited < 1200:  # the server notices the client gone
+        time.sleep(0.05)
+        waited += 1
+    assert server.head_sent is not None and server.head_sent < server.headers_size
+
+
 def test_no_answer_is_an_oserror(server: HostileServer) -> None:
     from servers.base import free_port
 

@@ -166,7 +166,9 @@ def test_a_server_that_exits_at_start_is_reported_with_its_log(tmp_path: Path) -
 
 
 def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
-    assert main(["engine-check", "--here", "--tokens", "0"]) == 64
+    with pytest.raises(SystemExit) as refused:  # the parser's range (j0.commands.whole_number)
+        main(["engine-check", "--here", "--tokens", "0"])
+    assert refused.value.code == 64
     assert main(["engine-check", "--here", "--env", "NOEQUALS"]) == 64
 
 

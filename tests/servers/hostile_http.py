@@ -11,17 +11,27 @@ from typing import Any
 
 from servers.base import StandInHandler, StandInServer
 
+TRICKLED_HEAD = (
+    b"HTTP/1.1 200 OK\r\n"
+    + b"".join(b"X-Slow-%d: y\r\n" % i for i in range(40))
+    + b"Content-Length: 2\r\n\r\n{}"
+)
+
 
 class HostileServer(StandInServer):
     """Routes: /redirect?to=URL (302 there), /big?bytes=N (N bytes of "x", chunked, no length),
-    /trickle (one byte every 0.2 s, forever), /json (a small JSON object), /health (200, empty),
-    anything else 404; each path in `trickle` trickles instead. `seen` holds (path, Authorization
-    header or None) of every request."""
+    /trickle (one byte every 0.2 s, forever), /trickle-head (the status line and 40 headers one
+    byte every 0.05 s, each well inside a client's timeout, then a valid `{}`; `head_sent`:
+    the bytes of it sent when the client went or all was sent), /json (a small JSON object),
+    /health (200, empty), anything else 404; each path in `trickle` trickles instead. `seen`
+    holds (path, Authorization header or None) of every request."""
 
     def __init__(self, host: str = "127.0.0.1", trickle: frozenset[str] = frozenset()) -> None:
         super().__init__(_Handler, host)
         self.seen: list[tuple[str, str | None]] = []
         self.trickle = trickle
+        self.head_sent: int | None = None
+        self.headers_size = TRICKLED_HEAD.index(b"\r\n\r\n")  # the status line and headers
 
 
 class _Handler(StandInHandler):
@@ -39,6 +49,8 @@ class _Handler(StandInHandler):
             self._chunked(int(query["bytes"]))
         elif path == "/trickle":
             self._trickle()
+        elif path == "/trickle-head":
+            self._trickle_head()
         elif path == "/json":
             self.send_json(200, {"data": [{"id": "m"}]})
         elif path == "/health":
@@ -59,6 +71,19 @@ class _Handler(StandInHandler):
             self.write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _trickle_head(self) -> None:
+        self.close_connection = True
+        sent = 0
+        try:
+            for byte in TRICKLED_HEAD:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                sent += 1
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.server.head_sent = sent
 
     def _trickle(self, **_: Any) -> None:
         self.send_response(200)

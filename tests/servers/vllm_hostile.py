@@ -20,6 +20,8 @@ Modes (each is what a broken or malicious server could send; none is what vLLM s
                      of that length fits in memory)
     huge-error       HTTP 500 with an endless body (chunked, 1 MiB a chunk)
     huge-line        a stream whose first event is one line of endless bytes
+    empty-data       a stream with an event whose `data:` is empty (`data:` and `data: `), which
+                     the SSE standard dispatches as no event; the stream is otherwise good
     redirect         every route (GET and POST) answers 307 to `redirect_to` + the path
     post-redirect    the generation routes (POST) only answer 307 to `redirect_to` + the path
     same-redirect    every route answers 307 to the same server's /_hostile/PATH, which serves
@@ -225,6 +227,7 @@ EMPTY_CHUNK = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":null}]}\
 BEHAVIOURS: dict[str, Callable[[HostileHandler, dict[str, Any]], None]] = {
     "endless": lambda h, b: h.forever(b, EMPTY_CHUNK),
     "comments": lambda h, b: h.forever(b, b": keep-alive\n\n", first=False),
+    "empty-data": lambda h, b: h.bad_stream(b, b""),
     "string-count": lambda h, b: h.bad_stream(b, _usage_chunk('"7"')),
     "infinity": lambda h, b: h.bad_stream(b, _usage_chunk("Infinity")),
     "nan": lambda h, b: h.bad_stream(b, _usage_chunk("NaN")),

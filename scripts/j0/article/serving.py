@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from j0.errors import USAGE, J0Error
+from j0.errors import JSON_ERRORS, USAGE, J0Error
 
 # The article's speculative config, key for key and in this order (the seed's serving flags).
 # Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
@@ -73,7 +73,7 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
     where = f"--speculative-config {raw!r}"
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except JSON_ERRORS as exc:  # also an integer of more than 4,300 digits
         hint = ""
         if '"num_speculative_tokens":,' in raw or '"num_speculative_tokens":}' in raw:
             hint = " (is NUM_SPEC_TOKENS empty?)"

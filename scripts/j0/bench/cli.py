@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, finite_number
+from j0.commands import add_command, finite_number, whole_number
 from j0.errors import EXIT_CODE_TABLE
 
 RUN_DESCRIPTION = """\
@@ -81,26 +81,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _register_report(commands)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: expected 1 or more")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value}: expected 0 or more")
-    return value
-
-
 def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = add_command(
         commands,
@@ -125,13 +105,13 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--requests",
-        type=_positive,
+        type=whole_number(1),
         metavar="N",
         help="measured requests (default: 10, or all prompts of a smaller dataset)",
     )
     p.add_argument(
         "--max-tokens",
-        type=_positive,
+        type=whole_number(1),
         default=4096,
         metavar="M",
         help="max_tokens per request (default 4096)",
@@ -152,14 +132,14 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--concurrency",
-        type=_positive,
+        type=whole_number(1),
         default=1,
         metavar="C",
         help="requests in flight at once (default 1: single stream)",
     )
     p.add_argument(
         "--warmup",
-        type=_count,
+        type=whole_number(0),
         default=0,
         metavar="K",
         help="short requests sent first and not measured (default 0, as vLLM's "
@@ -192,7 +172,7 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.add_argument(
         "--bin-size",
-        type=_positive,
+        type=whole_number(1),
         default=512,
         metavar="TOKENS",
         help="context-length bin of acceptance_by_context (default 512)",
@@ -256,7 +236,7 @@ def _add_repeats_and_system_prompt(p: argparse.ArgumentParser, command: str) -> 
     )
     p.add_argument(
         "--repeats",
-        type=_positive,
+        type=whole_number(1),
         default=1,
         metavar="N",
         help=f"send the prompts N times, in the same order each time ({restart}); the report "
@@ -325,8 +305,8 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
     p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
     p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
     p.add_argument("--dataset", default="synthetic", help="as for `j0 bench run`")
-    p.add_argument("--requests", type=_positive, metavar="N", help="as for `j0 bench run`")
-    p.add_argument("--max-tokens", type=_positive, metavar="M", help="as for `j0 bench run`")
+    p.add_argument("--requests", type=whole_number(1), metavar="N", help="as for `j0 bench run`")
+    p.add_argument("--max-tokens", type=whole_number(1), metavar="M", help="as for `j0 bench run`")
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
     p.add_argument(
         "--prefix-caching",
@@ -340,8 +320,8 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
         help="where the server runs (default compose)",
     )
     p.add_argument("--namespace", help="k8s: the namespace")
-    p.add_argument("--gpus", type=_positive, help="k8s: GPUs to use")
-    p.add_argument("--shards", type=_positive, help="k8s: shards of the prompts per setting")
+    p.add_argument("--gpus", type=whole_number(1), help="k8s: GPUs to use")
+    p.add_argument("--shards", type=whole_number(1), help="k8s: shards of the prompts per setting")
     p.add_argument(
         "--baseline",
         action="store_true",
@@ -393,7 +373,7 @@ def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ign
     bins = p.add_mutually_exclusive_group()
     bins.add_argument(
         "--bin-size",
-        type=_positive,
+        type=whole_number(1),
         default=512,
         metavar="TOKENS",
         help="context-length bins of this width, re-binned from the stored per-step data "

@@ -218,6 +218,9 @@ async def _exchange(session: Any, url: str, body: dict[str, Any], reading: _Read
             line = raw.strip()
             if line.startswith(b"data:"):
                 data = line[5:].strip()
+                if not data:  # an empty `data:`: the SSE standard dispatches no event
+                    out.client_time_s += time.perf_counter() - now
+                    continue
                 if data == b"[DONE]":
                     out.client_time_s += time.perf_counter() - now
                     break

@@ -10,7 +10,6 @@ otherwise, j0_differs says how. Standard library only.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,13 @@ from typing import Any
 from j0 import __version__
 from j0.engine import server_log
 from j0.engine.j0_ran import OFF, ON, UNKNOWN, asked_differs, j0_of, j0_ran
-from j0.errors import INPUT_LACKS, J0Error, read_input_bytes, read_input_text
+from j0.errors import (
+    InputLimit,
+    J0Error,
+    parse_json,
+    read_input_bytes,
+    read_input_text,
+)
 from j0.pins import checkout_revision, load_pins, project_root
 from j0.status.status_report import StatusReport
 
@@ -27,11 +32,8 @@ def read_status(path: Path) -> dict[str, Any]:
     """What a `j0 status --json` file says about J0, the overlay, the speculative config and the
     engine: "j0_on", "overlay_identity", "speculative_config" and "vllm_commit" where the file
     knows them."""
-    text = read_input_text(path, "--status-json")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"--status-json {path}: not JSON ({exc})", INPUT_LACKS) from None
+    text = read_input_text(path, "--status-json", limit=InputLimit.SMALL)
+    value = parse_json(text, f"--status-json {path}")
     status = StatusReport.from_json(value, f"--status-json {path}")
     found: dict[str, Any] = {"file": str(path), "status": value}
     if status.j0 is not None or status.identity is not None:

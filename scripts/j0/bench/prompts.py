@@ -32,7 +32,7 @@ from typing import Any
 
 from j0.atomic import write_text_atomic
 from j0.bench import long_context
-from j0.errors import INPUT_LACKS, USAGE, J0Error, read_input_text, require
+from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_text, require
 
 # dflash 0.1.0, benchmark.py (DATASETS): "{problem}\n" + this, for math500 and gsm8k alike.
 REASONING_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -164,10 +164,7 @@ def read_jsonl(path: Path) -> list[Prompt]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise J0Error(f"{path}:{number}: not JSON ({exc})", INPUT_LACKS) from None
+        row = parse_json(line, f"{path}:{number}")
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise J0Error(
                 f'{path}:{number}: expected an object with a string "prompt", got {line[:80]!r}',

@@ -55,7 +55,7 @@ from j0.bench.prompts import Prompt
 from j0.bench.result_schema import ENTRY_TIMES, document_problem
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
-from j0.errors import INPUT_LACKS, J0Error, read_input_text
+from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
@@ -207,10 +207,7 @@ class BenchResult:
 def read_result(path: Path) -> BenchResult:
     """A result file, checked to be one: readable UTF-8 JSON, kind j0-bench-run, each key of the
     type the readers take (exit 2 otherwise, naming the file and the key)."""
-    try:
-        doc = json.loads(read_input_text(path, "result file"))
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"{path}: not JSON ({exc})", INPUT_LACKS) from None
+    doc = parse_json(read_input_text(path, "result file"), str(path))
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise J0Error(f"{path}: not a `j0 bench run` result (kind {KIND})", INPUT_LACKS)
     problem = document_problem(doc)

@@ -8,11 +8,10 @@ only lower the real figure). Standard library only.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from j0.errors import INPUT_LACKS, USAGE, J0Error, read_input_text
+from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_text
 
 # Peak memory bandwidth in TB/s (10^12 bytes/s), from NVIDIA's data sheets.
 GPU_BANDWIDTH_TBS = {
@@ -49,10 +48,7 @@ def bandwidth_tbs(gpu: str) -> float:
 
 def weight_bytes_of_index(path: Path) -> int:
     """`metadata.total_size` of a model.safetensors.index.json."""
-    try:
-        index = json.loads(read_input_text(path, "--weights-index"))
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"--weights-index {path}: not JSON ({exc})", INPUT_LACKS) from None
+    index = parse_json(read_input_text(path, "--weights-index"), f"--weights-index {path}")
     size = (index.get("metadata") or {}).get("total_size") if isinstance(index, dict) else None
     if not isinstance(size, int | float) or size <= 0:
         raise J0Error(

@@ -21,11 +21,12 @@ tests/compose/test_compose_dotenv.py checks the same cases against `docker compo
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from j0.errors import INPUT_LACKS, J0Error, require
+from j0.errors import INPUT_LACKS, J0Error, read_input_text, require
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -54,19 +55,55 @@ def braced_end(text: str, start: int) -> int:
     return -1
 
 
-def substitute(text: str, lookup: Callable[[str], str | None], where: str = "") -> str:
+# Bounds of the interpolation, checked as it goes (a .env of a few hundred bytes whose lines each
+# double the one above reaches gigabytes; 2,000 nested defaults exhaust Python's recursion):
+# no interpolated value longer than MAX_VALUE_CHARS, no `${...:-...}` nested deeper than
+# MAX_NESTING. Compose itself has no use for either; a real .env is far below both.
+MAX_VALUE_CHARS = 64 * 1024
+MAX_NESTING = 16
+MAX_DOTENV_BYTES = 1024 * 1024
+
+
+def _too_long(where: str) -> J0Error:
+    return J0Error(
+        f"{where or 'a value'}: longer than {MAX_VALUE_CHARS:,} characters once interpolated "
+        "(a variable that doubles the one before it?); refused before it is built",
+        INPUT_LACKS,
+    )
+
+
+def substitute(
+    text: str, lookup: Callable[[str], str | None], where: str = "", depth: int = 0
+) -> str:
     """Compose's interpolation of `text`; `lookup(name)` is a variable's value, None if unset.
-    A `$` that starts no variable is kept, as compose keeps it."""
-    out, i = [], 0
+    A `$` that starts no variable is kept, as compose keeps it. Bounded: MAX_NESTING levels of
+    `${...}` in a default, MAX_VALUE_CHARS characters of result (exit 2 past either)."""
+    if depth > MAX_NESTING:
+        raise J0Error(
+            f"{where or 'a value'}: ${{...}} nested more than {MAX_NESTING} deep in a default; "
+            "refused",
+            INPUT_LACKS,
+        )
+    out: list[str] = []
+    i = 0
+    size = 0
+
+    def add(piece: str) -> None:
+        nonlocal size
+        size += len(piece)
+        if size > MAX_VALUE_CHARS:
+            raise _too_long(where)
+        out.append(piece)
+
     while (j := text.find("$", i)) >= 0:
-        out.append(text[i:j])
+        add(text[i:j])
         if text.startswith("$$", j):
-            out.append("$")
+            add("$")
             i = j + 2
             continue
         if not text.startswith("${", j):
             name = _NAME.match(text, j + 1)
-            out.append((lookup(name.group()) or "") if name else "$")
+            add((lookup(name.group()) or "") if name else "$")
             i = name.end() if name else j + 1
             continue
         end = braced_end(text, j)
@@ -75,26 +112,34 @@ def substitute(text: str, lookup: Callable[[str], str | None], where: str = "") 
         rest = body[name.end() :] if name else ""
         operator = next((o for o in _OPERATORS if rest.startswith(o)), "")
         if end < 0 or name is None or (rest and not operator):
-            out.append(text[j:] if end < 0 else text[j:end])  # not a variable: kept as written
+            add(text[j:] if end < 0 else text[j:end])  # not a variable: kept as written
             i = len(text) if end < 0 else end
             continue
-        out.append(_apply(name.group(), operator, rest[len(operator) :], lookup, where))
+        add(_apply(name.group(), operator, rest[len(operator) :], lookup, where, depth))
         i = end
-    out.append(text[i:])
+    add(text[i:])
     return "".join(out)
 
 
 def _apply(
-    name: str, operator: str, argument: str, lookup: Callable[[str], str | None], where: str
+    name: str,
+    operator: str,
+    argument: str,
+    lookup: Callable[[str], str | None],
+    where: str,
+    depth: int = 0,
 ) -> str:
     value = lookup(name)
     is_set = value is not None and (value != "" or ":" not in operator)
+    deeper = depth + 1
     if operator in (":-", "-"):
-        return value if is_set and value is not None else substitute(argument, lookup, where)
+        if is_set and value is not None:
+            return value
+        return substitute(argument, lookup, where, deeper)
     if operator in (":+", "+"):
-        return substitute(argument, lookup, where) if is_set else ""
+        return substitute(argument, lookup, where, deeper) if is_set else ""
     if operator in (":?", "?") and not is_set:
-        said = substitute(argument, lookup, where) or "required"
+        said = substitute(argument, lookup, where, deeper) or "required"
         raise J0Error(f"{where}: ${{{name}{operator}...}}: {name} is unset: {said}", INPUT_LACKS)
     return value or ""
 
@@ -106,12 +151,9 @@ def interpolate(text: str, values: Mapping[str, str]) -> str:
 
 def read_dotenv(path: Path, environ: Mapping[str, str]) -> dict[str, str]:
     """The variables of the .env file at `path` ({} where there is none), as compose reads it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise J0Error(f"{path}: cannot read it as UTF-8 text: {exc}", INPUT_LACKS) from None
+    text = read_input_text(path, "the .env file", limit=MAX_DOTENV_BYTES)
     return parse_dotenv(text, environ, str(path))
 
 

@@ -435,7 +435,10 @@ def patch_config(
     except ValueError as exc:
         raise J0Error(f"{config}: cannot apply the merge patch as a minimal edit: {exc}") from None
     result = parse_json_text(new_text)
-    causality = drafter_causality.resolve(result)
+    try:
+        causality = drafter_causality.resolve(result)
+    except ValueError as exc:  # num_hidden_layers -1, layer_types not a list: bad input, not a bug
+        raise J0Error(f"{config}: {exc}", INPUT_LACKS) from None
     if not causality.all_causal:
         raise J0Error(f"{config}: after the patch, {causality.summary()}", CHECK_FAILED)
     new_data = new_text.encode("utf-8")

@@ -4,11 +4,10 @@ for it (load, show, check, printing, compare, replay), imported when a subcomman
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, finite_number, whole_number
 from j0.errors import CHECK_FAILED, J0Error
 
 GROUP_HELP = """\
@@ -88,17 +87,6 @@ that is not a record (file and line named).
 """
 
 
-def positive_finite(text: str) -> float:
-    """An argparse type: a finite number above 0 (NaN, infinities, 0 and below are usage errors)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number above 0")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     group = add_command(
         subparsers,
@@ -121,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     check.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
     check.add_argument(
         "--skip-requests",
-        type=int,
+        type=whole_number(0),
         default=0,
         metavar="K",
         help="leave out the first K requests (the warm-up is recognised without it)",
@@ -129,19 +117,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     check.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
     check.add_argument(
         "--mask-token",
-        type=int,
+        type=whole_number(0, (1 << 31) - 1),
         metavar="ID",
         help="the drafter's mask_token_id, for J0 off (default: inferred from the dumps)",
     )
     check.add_argument(
         "--seed",
-        type=int,
+        type=whole_number(0, (1 << 64) - 1),  # Philox's 64-bit key
         metavar="N",
         help="J0's Philox seed (default: J0_SEED in overlay/pins.env, the patch's 20261031)",
     )
     check.add_argument(
         "--max-slots",
-        type=int,
+        type=whole_number(1, 65536),
         metavar="N",
         help="request slots tried when inferring the slot (default: 1024, at most 65536; "
         "vLLM's max_num_seqs)",
@@ -185,7 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     compare.add_argument(
         "--rtol",
-        type=positive_finite,
+        type=finite_number(0, above=True),
         metavar="X",
         help="aux tolerance, relative: a finite number > 0 (default: 2^-6)",
     )

@@ -11,12 +11,11 @@ prompts that match but differ below N leave the request unverifiable there.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,10 +32,7 @@ def variant_from_log(path: Path) -> str:
     identity=KIND`): article or prefix-safe; anything else is refused (exit 2)."""
     from j0.engine.server_log import parse
 
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise J0Error(f"--log {path}: cannot read it ({exc.strerror})", INPUT_LACKS) from None
+    text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
     facts = parse(text, str(path))
     if facts.identity is None:
         raise J0Error(
@@ -80,12 +76,7 @@ def read_prompts(path: Path) -> list[np.ndarray]:
     `prompt_token_ids`)."""
     import numpy as np
 
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise J0Error(f"--prompts {path}: cannot read it ({exc.strerror})", INPUT_LACKS) from None
-    except ValueError as exc:
-        raise J0Error(f"--prompts {path}: not JSON ({exc})", INPUT_LACKS) from None
+    value = parse_json(read_input_text(path, "--prompts"), f"--prompts {path}")
     if not isinstance(value, list) or not value:
         raise J0Error(f"--prompts {path}: expected a non-empty JSON list of prompts", INPUT_LACKS)
     prompts = []

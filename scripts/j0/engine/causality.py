@@ -57,10 +57,18 @@ class LayerCausality:
         )
 
 
+# More layers than any model has (Qwen3.8-27B: 64; the drafter: 5): a count above it is not a
+# config but an attack on the lists sized by it (a tuple of num_hidden_layers flags).
+MAX_LAYERS = 4096
+
+
 def _layer_types(config: Mapping[str, Any], num_layers: int) -> list[Any]:
     """`layer_types` as transformers' Qwen3Config leaves it after loading config.json."""
     given = config.get("layer_types")
     if given is not None:
+        if not isinstance(given, list) or len(given) > MAX_LAYERS:
+            what = f"{len(given)} entries" if isinstance(given, list) else type(given).__name__
+            raise ValueError(f"layer_types is {what}; expected a list of at most {MAX_LAYERS}")
         return list(given)
     use_swa = bool(config.get("use_sliding_window", QWEN3_DEFAULTS["use_sliding_window"]))
     window = config.get("sliding_window", QWEN3_DEFAULTS["sliding_window"]) if use_swa else None
@@ -78,8 +86,14 @@ def resolve(config: Mapping[str, Any]) -> LayerCausality:
     if num_layers is None:
         num_layers = QWEN3_DEFAULTS["num_hidden_layers"]
         notes.append(f"num_hidden_layers is absent: Qwen3Config's default {num_layers} applies")
-    if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers < 0:
-        raise ValueError(f"num_hidden_layers is {num_layers!r}, expected a non-negative integer")
+    if (
+        not isinstance(num_layers, int)
+        or isinstance(num_layers, bool)
+        or not 0 <= num_layers <= MAX_LAYERS
+    ):
+        raise ValueError(
+            f"num_hidden_layers is {num_layers!r}, expected an integer from 0 to {MAX_LAYERS}"
+        )
 
     is_causal = config.get("is_causal")
     if is_causal is not None:

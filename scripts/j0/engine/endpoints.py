@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from j0.engine import urls
+from j0.engine import http_deadline, urls
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 
 TIMEOUT_S = 10.0
@@ -69,8 +69,9 @@ class BodyTooLarge(OSError):
     """An answer's body is over its cap: refused, not read (an OSError, like no answer)."""
 
 
-class DeadlineExceeded(OSError):
-    """The whole request took longer than its deadline (an OSError, like no answer)."""
+# The whole request took longer than its deadline (an OSError, like no answer): one class for a
+# deadline passed in the head (j0.engine.http_deadline) and in the body (read_bounded).
+DeadlineExceeded = http_deadline.DeadlineExceeded
 
 
 def same_origin(url: str, other: str) -> bool:
@@ -103,7 +104,11 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return made
 
 
-_OPENER = urllib.request.build_opener(_SameOriginRedirects())
+# Every exchange has a deadline over all of it, status line and headers included
+# (j0.engine.http_deadline); the body's reads keep to it too (read_bounded).
+_OPENER = urllib.request.build_opener(
+    _SameOriginRedirects(), http_deadline.HTTPHandler(), http_deadline.HTTPSHandler()
+)
 
 
 def read_bounded(response: Any, limit: int, deadline: float, what: str) -> bytes:
@@ -128,9 +133,11 @@ def read_bounded(response: Any, limit: int, deadline: float, what: str) -> bytes
 
 
 def _open(req: urllib.request.Request | str, timeout: float) -> Any:
+    """The response to `req`, the whole exchange (headers and body) within 2 x `timeout`."""
     if isinstance(req, str):
         req = urls.request_of(req)
-    return _OPENER.open(req, timeout=timeout)
+    with http_deadline.exchange_deadline(time.monotonic() + 2 * timeout):
+        return _OPENER.open(req, timeout=timeout)
 
 
 def request(

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import MAX_PORT, add_command, finite_number, whole_number
+from j0.engine.processes import owning
 from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
 from j0.engine_check.scenario_run import ScenarioSettings
 from j0.errors import INPUT_LACKS, USAGE, J0Error
@@ -64,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--image", help="serve in a container of IMAGE (default: compose's J0_IMAGE, never pulled)"
     )
     where.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
-    parser.add_argument("--tokens", type=int, default=7, help="draft tokens (default 7)")
+    parser.add_argument(
+        "--tokens", type=whole_number(1), default=7, help="draft tokens (default 7)"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--graphs", dest="graphs", action="store_true", help="torch.compile + CUDA graphs"
@@ -74,15 +77,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.set_defaults(graphs=False)
     parser.add_argument(
-        "--max-tokens", type=int, default=64, help="tokens per request (default 64)"
+        "--max-tokens", type=whole_number(1), default=64, help="tokens per request (default 64)"
     )
     parser.add_argument(
-        "--dump-steps", type=int, default=200, help="VLLM_DFLASH_DUMP_STEPS (default 200)"
+        "--dump-steps",
+        type=whole_number(0),
+        default=200,
+        help="VLLM_DFLASH_DUMP_STEPS (default 200)",
     )
-    parser.add_argument("--port", type=int, default=8765, help="the server's port (default 8765)")
+    parser.add_argument(
+        "--port",
+        type=whole_number(1, MAX_PORT),
+        default=8765,
+        help="the server's port (default 8765)",
+    )
     parser.add_argument(
         "--startup-timeout",
-        type=float,
+        type=finite_number(0, above=True),
         default=600.0,
         metavar="S",
         help="seconds to wait for /health (default 600)",
@@ -137,13 +148,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     scenario.add_argument(
         "--max-num-batched-tokens",
-        type=int,
+        type=whole_number(1),
         metavar="N",
         help="prefill chunk (default with chunked or concurrency-4: 256, under their prompts)",
     )
     scenario.add_argument(
         "--num-gpu-blocks-override",
-        type=int,
+        type=whole_number(1),
         metavar="N",
         help="KV cache blocks of 16 tokens (default with concurrency-4: 80, so it preempts)",
     )
@@ -158,7 +169,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     caching.add_argument(
         "--no-prefix-caching", dest="prefix_caching", action="store_false", help="without it"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=owning(run))  # the servers it starts stop with it
 
 
 def scenario_settings(args: argparse.Namespace) -> ScenarioSettings | None:

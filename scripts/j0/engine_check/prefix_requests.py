@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from j0.commands import MAX_SEED, finite_number, whole_number
 from j0.engine import endpoints
 
 
@@ -64,14 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="the served model's name")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--order", default="A,A,B,A")
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--tokens", type=int, default=600)
+    parser.add_argument("--max-tokens", type=whole_number(1), default=32)
+    parser.add_argument("--tokens", type=whole_number(1), default=600)
     parser.add_argument("--vocab", default="4,4000", metavar="LOW,HIGH")
-    parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--seed", type=whole_number(0, MAX_SEED), default=24)
     parser.add_argument("--text-a")
     parser.add_argument("--text-b")
-    parser.add_argument("--chars", type=int, default=6000)
-    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--chars", type=whole_number(1), default=6000)
+    parser.add_argument("--timeout", type=finite_number(0, above=True), default=300.0)
     args = parser.parse_args(argv)
     chosen = prompts(args)
     order = args.order.split(",")

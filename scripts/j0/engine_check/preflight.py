@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from j0.errors import UNAVAILABLE, J0Error, require
+from j0.errors import JSON_ERRORS, UNAVAILABLE, J0Error, require
 
 CONTAINER_WORK = "/j0-engine-check"
 IMAGE_PYTHONPATH = "/opt/j0/scripts"  # where docker/Dockerfile copies the j0 package
@@ -99,7 +99,7 @@ def here_identity(purpose: str, env: dict[str, str] | None = None) -> dict[str, 
     )
     try:
         found: dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {}
-    except json.JSONDecodeError:
+    except JSON_ERRORS:
         found = {}
     if "identity" not in found:
         why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

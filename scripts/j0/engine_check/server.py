@@ -8,10 +8,8 @@ imported only for `--image`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from j0.engine.endpoints import wait_for_health
+from j0.engine.processes import start_owned, stop_group
 from j0.errors import CHECK_FAILED
 
 MAX_NUM_SEQS = 4
@@ -134,12 +133,9 @@ class LocalServer:
             subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         self._out = log.open("ab")
         args = setting.vllm_args(str(setting.target), str(setting.draft))
-        self._process = subprocess.Popen(
-            [*serve, *args],
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
+        # Its own process group, owned: stopped with the command (j0.engine.processes).
+        self._process = start_owned(
+            [*serve, *args], stdout=self._out, stderr=subprocess.STDOUT, env=env
         )
 
     def alive(self) -> bool:
@@ -151,15 +147,7 @@ class LocalServer:
     def stop(self) -> None:
         """SIGTERM to the server's whole process group (vLLM's engine core is a child), then
         SIGKILL after 60 s; the GPU is free when this returns."""
-        if self.alive():
-            os.killpg(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._process.pid, signal.SIGKILL)  # leftovers of the group, if any
+        stop_group(self._process, grace_s=60.0)
         self._out.close()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from j0.commands import add_command
+from j0.commands import add_command, finite_number
 
 IMAGE_HELP = """\
 The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     smoke.add_argument("image", metavar="IMAGE")
     smoke.add_argument(
         "--timeout",
-        type=float,
+        type=finite_number(0, above=True),
         default=600.0,
         metavar="S",
         help="seconds each check's container may run (default 600)",

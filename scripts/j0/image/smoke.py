@@ -18,7 +18,7 @@ from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
 from j0.engine.vllm_version import VllmVersion
-from j0.errors import J0Error, require
+from j0.errors import JSON_ERRORS, J0Error, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
@@ -157,7 +157,7 @@ def check_manifest(
         return Check("manifest", FAILED, f"cannot read {MANIFEST}:\n{_tail(result.output)}")
     try:
         manifest = json.loads(result.output)
-    except json.JSONDecodeError as exc:
+    except JSON_ERRORS as exc:
         return Check("manifest", FAILED, f"{MANIFEST} is not JSON: {exc}")
     expected: dict[str, object] = {
         "identity": want.identity,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_number, whole_number
+from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
 
 TRAIN_HELP = """\
@@ -64,25 +65,21 @@ def _numbers(args: argparse.Namespace) -> int:
     return run(args.readme, write=args.write)
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 7,15")
-    return values
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = add_command(subparsers, "mini", "the miniature: trained models, real acceptance", "")
     sub = parser.add_subparsers(dest="mini_command", metavar="SUBCOMMAND")
     sub.required = True
     train = add_command(sub, "train", "train the tokenizer, target and drafters", TRAIN_HELP)
     train.add_argument("out", type=Path, metavar="OUT")
-    train.add_argument("--budget", type=float, help="seconds per model (default 150; smoke 4)")
+    train.add_argument(
+        "--budget",
+        type=finite_number(0, above=True),
+        help="seconds per model (default 150; smoke 4)",
+    )
     train.add_argument("--smoke", action="store_true", help="tiny sizes, for CI on a CPU")
-    train.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    train.add_argument(
+        "--seed", type=whole_number(0, MAX_SEED), default=0, help="the seed (default 0)"
+    )
     train.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     train.add_argument(
         "--labels",
@@ -94,13 +91,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     train.add_argument(
         "--gamma",
-        type=float,
+        type=finite_number(0, above=False),
         default=0.0,
         help="slot loss weights exp(-(k-1)/GAMMA) (default 0: equal weights)",
     )
-    train.add_argument("--anchors", type=int, help="anchors per drafter sequence (default 24)")
-    train.add_argument("--draft-layers", type=int, help="drafter layers (default 2)")
-    train.add_argument("--draft-lr", type=float, help="drafter peak learning rate (1e-3)")
+    train.add_argument(
+        "--anchors", type=whole_number(1), help="anchors per drafter sequence (default 24)"
+    )
+    train.add_argument("--draft-layers", type=whole_number(1), help="drafter layers (default 2)")
+    train.add_argument(
+        "--draft-lr", type=finite_number(0, above=True), help="drafter peak learning rate (1e-3)"
+    )
     train.add_argument(
         "--draft-data",
         default="text",
@@ -120,23 +121,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the speculator.py J0 must run from: article (default: the article's file) or "
         "prefix-safe (its prefix-safe variant)",
     )
-    run.add_argument("--tokens", type=_ints, default=[7, 15], help="draft tokens (default 7,15)")
+    run.add_argument(
+        "--tokens", type=WholeNumbers(1), default=[7, 15], help="draft tokens (default 7,15)"
+    )
     run.add_argument(
         "--contexts",
-        type=_ints,
+        type=WholeNumbers(1),
         help="prompt lengths in tokens (default 0.5, 1, 2, 4 and 8 times the drafters' training "
         "length: 256,512,1024,2048,4096)",
     )
-    run.add_argument("--requests", type=int, default=48, help="prompts per context (default 48)")
+    run.add_argument(
+        "--requests", type=whole_number(1), default=48, help="prompts per context (default 48)"
+    )
     run.add_argument(
         "--slots",
-        type=int,
+        type=whole_number(1),
         default=4,
         help="request slots (max-num-seqs) and requests in flight (default 4)",
     )
     run.add_argument(
         "--j0-seeds",
-        type=_ints,
+        type=WholeNumbers(0, MAX_SEED),
         help="J0's seeds (default: the pinned 20261031 and 20261032); each one a J0-on setting",
     )
     run.add_argument(
@@ -146,7 +151,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "j0-off, j0-on: a drafter's J0-off setting or its J0-on ones apart",
     )
     run.add_argument(
-        "--ngram-max", type=int, default=4, help="the n-gram speculator's prompt_lookup_max (4)"
+        "--ngram-max",
+        type=whole_number(1),
+        default=4,
+        help="the n-gram speculator's prompt_lookup_max (4)",
     )
     run.add_argument(
         "--reuse-files",
@@ -161,13 +169,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     run.add_argument(
         "--crosscheck-requests",
-        type=int,
+        type=whole_number(0),
         default=12,
         help="prompts of the teacher-forced cross-check per J0-off setting (default 12)",
     )
-    run.add_argument("--max-tokens", type=int, default=256, help="tokens per request (256)")
-    run.add_argument("--port", type=int, default=8765)
-    run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S")
+    run.add_argument(
+        "--max-tokens", type=whole_number(1), default=256, help="tokens per request (256)"
+    )
+    run.add_argument("--port", type=whole_number(1, MAX_PORT), default=8765)
+    run.add_argument(
+        "--startup-timeout", type=finite_number(0, above=True), default=600.0, metavar="S"
+    )
     run.add_argument("--graphs", action="store_true", help="CUDA graphs (default: eager)")
     run.add_argument("--no-crosscheck", dest="crosscheck", action="store_false")
     run.add_argument(
@@ -180,7 +192,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--run-dir", type=Path, metavar="DIR", help="where the run goes (default OUT/run; new)"
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
-    run.set_defaults(func=_run)
+    run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
     numbers.add_argument("readme", type=Path, metavar="README")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import MAX_SEED, add_command, whole_number
+from j0.engine.processes import owning
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
@@ -89,16 +89,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--cases",
-        type=int,
+        type=whole_number(1),
         default=DEFAULT_CASES,
         metavar="N",
         help=f"how many cases of the battery to run (default {DEFAULT_CASES})",
     )
     parser.add_argument(
-        "--case", type=int, metavar="N", help="run case N alone (replay a reported mismatch)"
+        "--case",
+        type=whole_number(0),
+        metavar="N",
+        help="run case N alone (replay a reported mismatch)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="the battery's seed (default 0)"
+        "--seed",
+        type=whole_number(0, MAX_SEED),
+        default=0,
+        metavar="S",
+        help="the battery's seed (default 0)",
     )
     parser.add_argument(
         "--bench",
@@ -126,7 +133,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=owning(run))  # its worker stops with it
 
 
 # What the check's process imports. One command installs all of it, vLLM's import dependencies
@@ -223,7 +230,9 @@ def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
         cmd += ["--audit-out", str(args.audit_out)]
     if args.json is not None:
         cmd += ["--json", str(args.json)]
-    return subprocess.run(cmd, env=_child_env(device), check=False).returncode
+    from j0.engine.processes import start_owned, wait_owned
+
+    return wait_owned(start_owned(cmd, env=_child_env(device)))
 
 
 def _check_audit_args(args: argparse.Namespace) -> None:

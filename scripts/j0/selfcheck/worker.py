@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
+from j0.commands import MAX_SEED, whole_number
 from j0.selfcheck.compare import run_case
 from j0.selfcheck.kernels import (
     DEVIATES,
@@ -243,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m j0.selfcheck")
     parser.add_argument("--speculator", type=Path, action="append", required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", type=int, default=60)
-    parser.add_argument("--case", type=int, default=None)
+    parser.add_argument("--seed", type=whole_number(0, MAX_SEED), default=0)
+    parser.add_argument("--cases", type=whole_number(1), default=60)
+    parser.add_argument("--case", type=whole_number(0), default=None)
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--prefix-cache", action="store_true")
     parser.add_argument("--audit", action="store_true")

@@ -20,6 +20,8 @@ starts it checks them against the article's setup and says what will run:
            `j0 drafter patch-config DIR`); VLLM_DFLASH_CTX_NOISE other than 1 or 0,
            VLLM_DFLASH_DUMP_STEPS not a number;
   notes    another key order or spacing, and keys the article did not set (passed to vLLM);
+           a VLLM_DFLASH_DUMP folder that holds an earlier run's files (the patch would
+           write over them; --force keeps them in its subfolder previous-STAMP/);
   warns    for num_speculative_tokens other than 15 or 7 (the article's values), --max-num-seqs
            other than 4, a dump folder without steps and steps without a folder, and J0 on
            with prefix caching on (cached prompt positions take J0 tokens from another
@@ -69,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="where compose bind-mounts J0_OVERLAY "
         f"(default: {serve_command.DEFAULT_OVERLAY_MOUNT})",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="a VLLM_DFLASH_DUMP folder that holds an earlier run's files: move them into its "
+        "subfolder previous-STAMP/ (named in the output) instead of refusing",
+    )
     parser.add_argument("serve_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
     parser.set_defaults(func=_serve)
 
@@ -83,4 +91,5 @@ def _serve(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         api_key_file=args.api_key_file,
         overlay_mount=args.overlay_mount,
+        force=args.force,
     )

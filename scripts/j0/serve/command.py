@@ -30,7 +30,7 @@ from j0.article.serving import (
 )
 from j0.engine import server_log
 from j0.engine.secret_file import check_secret_text, read_secret_file
-from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
 
 # Where compose.yaml puts things inside the server container.
 DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
@@ -60,7 +60,7 @@ def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
         )
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, *JSON_ERRORS) as exc:  # UnicodeDecodeError is a ValueError
         raise J0Error(f"{config_path}: cannot read it as JSON: {exc}", INPUT_LACKS) from exc
     if not isinstance(config, dict) or not isinstance(config.get("dflash_config"), dict):
         raise J0Error(f"{config_path}: no dflash_config object", INPUT_LACKS)
@@ -383,15 +383,26 @@ def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
         del env["PYTHONPATH"]
 
 
+def claim_dumps(plan: Plan, force: bool, dry_run: bool) -> None:
+    """The dump folder new or empty (j0.serve.dump_folder), where steps are dumped."""
+    from j0.serve.dump_folder import claim_dump_folder
+
+    folder = plan.env.get("VLLM_DFLASH_DUMP", "")
+    if folder and plan.env.get("VLLM_DFLASH_DUMP_STEPS", "0") != "0":
+        plan.facts.extend(claim_dump_folder(Path(folder), force, dry_run))
+
+
 def run(
     args: Sequence[str],
     then: str,
     dry_run: bool,
     api_key_file: Path | None,
     overlay_mount: Path,
+    force: bool = False,
 ) -> int:
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
     plan = plan_serve(args, os.environ, api_key_file)
+    claim_dumps(plan, force, dry_run)
     if overlay_mount.is_dir():  # J0_OVERLAY named a folder: no file to swap in
         raise J0Error(
             f"--overlay-mount {overlay_mount}: a folder, expected the speculator.py to swap in "

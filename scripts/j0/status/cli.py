@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, finite_number
 
 STATUS_HELP = """\
 Say whether a running server is the article's setup. From the server: /health, /v1/models (model,
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     status.add_argument(
         "--deadline",
-        type=float,
+        type=finite_number(0, above=True),
         default=120.0,
         metavar="S",
         help="seconds for the whole conversation with the server (default 120); what is not "

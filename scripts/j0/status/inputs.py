@@ -9,17 +9,15 @@ from j0.doctor import host
 from j0.doctor.settings import Settings
 from j0.engine import server_log
 from j0.engine.secret_file import read_secret_file
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import J0Error, read_input_bytes
 from j0.pins import Pins
 
 
 def read_log(log: Path | None, compose: bool, pins: Pins) -> server_log.LogFacts | None:
     """The facts of the log in the file `log`, else of compose's server (`compose`), else None."""
     if log is not None:
-        try:
-            text = Path(log).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise J0Error(f"--log {log}: cannot read it: {exc}", INPUT_LACKS) from None
+        # Bounded: a regular file of at most InputLimit.ANY (never /dev/zero read whole).
+        text = read_input_bytes(Path(log), "--log").decode("utf-8", errors="replace")
         return server_log.parse(text, str(log))
     if compose:
         compose_file = pins.root / "compose.yaml"

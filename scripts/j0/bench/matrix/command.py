@@ -31,6 +31,7 @@ from j0.bench.matrix.layout import (
     judge_ran,
     now,
 )
+from j0.bench.matrix.out_folder import claim_out_folder
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.server import ServerKnobs
 from j0.bench.matrix.settings import matrix_settings
@@ -63,14 +64,7 @@ def main(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise J0Error(f"--out {out}: a file; expected the results folder", USAGE)
-    if (out / MATRIX_JSON).exists():
-        raise J0Error(
-            f"{out / MATRIX_JSON} exists: a matrix ran there already; choose another --out",
-            USAGE,
-        )
-    out.mkdir(parents=True, exist_ok=True)
+    claim_out_folder(out)  # new, empty, or a dry run's: nothing of the user's is replaced
     pins = load_pins()
     knobs = ServerKnobs.from_env(pins)
     made = make_prompts(args.dataset, args.requests)
@@ -94,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
             "repeats": repeats,
             "system_prompt": system_prompt,
             "system_prompt_file": system_prompt_file,
+            "dry_run": bool(args.dry_run),
         },
     )
     record.write()

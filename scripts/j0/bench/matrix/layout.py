@@ -24,7 +24,7 @@ from j0.atomic import write_text_atomic
 from j0.bench.matrix.settings import Setting
 from j0.engine import server_log
 from j0.engine.j0_ran import UNKNOWN, J0Ran, asked_differs, j0_ran
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 from j0.pins import checkout_revision
 
 MATRIX_JSON = "matrix.json"
@@ -158,8 +158,8 @@ def read_matrix(out: Path) -> dict[str, Any]:
         raise J0Error(
             f"{path}: no such file (not a `j0 bench matrix` folder)", INPUT_LACKS
         ) from None
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"{path}: not valid JSON: {exc}", INPUT_LACKS) from None
+    except JSON_ERRORS as exc:
+        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
     if not isinstance(value, dict) or value.get("kind") != KIND:
         raise J0Error(f"{path}: kind is not {KIND!r}", INPUT_LACKS)
     return value

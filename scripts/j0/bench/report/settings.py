@@ -22,7 +22,7 @@ from typing import Any
 
 from j0.bench import results
 from j0.bench.results import BenchResult
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 
 J0_STATES = ("on", "off", "unknown")
 # Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
@@ -91,7 +91,7 @@ def _matrix_settings(folder: Path) -> dict[str, dict[str, Any]]:
         return {}
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+    except (*JSON_ERRORS, OSError):
         return {}  # matrix.json only names the settings: the report stands without it
     items = doc.get("settings", []) if isinstance(doc, dict) else []
     return {str(s["name"]): s for s in items if isinstance(s, dict) and "name" in s}

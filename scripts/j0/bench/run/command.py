@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0.atomic import claimed_output
 from j0.bench import manifest, results
 from j0.bench.results import BenchResult
 from j0.bench.run.discovery import discover
@@ -55,7 +56,9 @@ def run(options: RunOptions) -> RunOutcome:
     require("aiohttp", "j0 bench run", extra="bench")
     require("prometheus_client", "j0 bench run", extra="bench")
     status = manifest.read_status(options.status_json) if options.status_json else None
-    return asyncio.run(_run(options, status))
+    # The claim on --out is held until the last write: a second run on it is refused.
+    with claimed_output(options.out, "--out", replace=options.force):
+        return asyncio.run(_run(options, status))
 
 
 def run_as_command(options: RunOptions) -> int:

@@ -15,7 +15,7 @@ from j0.bench.bounded_http import RedirectRefused
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
 from j0.engine.endpoints import BodyTooLarge
-from j0.errors import CHECK_FAILED, J0Error
+from j0.errors import CHECK_FAILED, JSON_ERRORS, J0Error
 
 
 @dataclass
@@ -41,7 +41,7 @@ async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[s
         raise J0Error(f"{server.base}/v1/models: HTTP {status}: {text[:300]}", CHECK_FAILED)
     try:
         models = [m for m in json.loads(text).get("data", []) if isinstance(m, dict)]
-    except (json.JSONDecodeError, AttributeError):
+    except (*JSON_ERRORS, AttributeError):
         models = []
     if not models:
         raise J0Error(f"{server.base}/v1/models lists no model: {text[:300]}", CHECK_FAILED)

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from j0.atomic import check_output_path, refuse_own_inputs
 from j0.engine.endpoints import check_server_url
-from j0.errors import INPUT_LACKS, USAGE, J0Error, require_input_file
+from j0.errors import (
+    INPUT_LACKS,
+    USAGE,
+    InputLimit,
+    J0Error,
+    read_input_text,
+    require_input_file,
+)
 
 DEFAULT_REQUESTS = 10
 # The whole-request deadline, unless --request-deadline gives one: --timeout (the longest wait
@@ -83,14 +90,8 @@ def system_prompt_of(value: str | None) -> tuple[str | None, str | None]:
     if value is None or not value.startswith("@"):
         return value, None
     path = Path(value[1:])
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise J0Error(f"--system-prompt @{path}: no such file", USAGE) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise J0Error(
-            f"--system-prompt @{path}: cannot be read as UTF-8 text ({exc})", USAGE
-        ) from None
+    # A regular file of at most InputLimit.SMALL bytes, UTF-8: named as "--system-prompt @FILE".
+    text = read_input_text(path, "--system-prompt @", limit=InputLimit.SMALL, exit_code=USAGE)
     if not text.strip():
         raise J0Error(f"--system-prompt @{path}: the file is empty; expected the text", USAGE)
     return text, str(path)

@@ -19,7 +19,7 @@ from typing import Any
 
 from j0.article.serving import option_value, parse_speculative_config
 from j0.bench.matrix.settings import Setting
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
 
@@ -142,7 +142,7 @@ def server_state(compose: Compose) -> tuple[str, int | None]:
             continue
         try:
             rows = json.loads(line)
-        except json.JSONDecodeError:
+        except JSON_ERRORS:
             continue
         for row in rows if isinstance(rows, list) else [rows]:
             if row.get("Service") == "server":

@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from j0.bench.matrix.settings import SettingBench
 from j0.engine import urls
 from j0.engine.endpoints import wait_for_health
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 
 DEFAULT_PLAN_DIR = "/plan"
 DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
@@ -54,7 +54,7 @@ def load_plan(plan_dir: Path) -> dict[str, Any]:
     path = plan_dir / "plan.json"
     try:
         plan = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, *JSON_ERRORS) as exc:
         raise J0Error(f"{path}: cannot read the matrix plan: {exc}", INPUT_LACKS) from None
     if not isinstance(plan, dict) or not isinstance(plan.get("indexes"), list):
         raise J0Error(f"{path}: not a matrix plan (no indexes)", INPUT_LACKS)

@@ -1,0 +1,66 @@
+"""The results folder of `j0 bench matrix`, claimed before anything is written: new, empty, or
+holding only what a dry run of a matrix wrote there (its matrix.json says "dry_run": true), which
+the real run then replaces. Anything else in it is the user's and is never overwritten: a
+prompts.jsonl or a folder named like a setting that the user put there is refused (exit 64), and
+so is a matrix that ran (its matrix.json without "dry_run").
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from j0.bench.matrix.layout import MATRIX_JSON, PROMPTS
+from j0.errors import USAGE, J0Error
+
+K8S_DIR = "k8s"  # j0.bench.matrix.k8s.backend.MANIFEST_DIR
+SHOWN = 3
+
+
+def dry_run_record(out: Path) -> dict[str, Any] | None:
+    """OUT/matrix.json where it is the record of a dry run, else None."""
+    try:
+        value = json.loads((out / MATRIX_JSON).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if isinstance(value, dict) and value.get("dry_run") is True:
+        return value
+    return None
+
+
+def dry_run_names(record: dict[str, Any]) -> set[str]:
+    """What a dry run writes in OUT: its record, the prompts, the k8s manifests' folder and one
+    folder per setting (compose's baseline override)."""
+    names = {MATRIX_JSON, PROMPTS, K8S_DIR}
+    for setting in record.get("settings") or []:
+        if isinstance(setting, dict) and isinstance(setting.get("name"), str):
+            names.add(setting["name"])
+    return names
+
+
+def claim_out_folder(out: Path) -> None:
+    """Refuse (exit 64) an --out that holds anything but a dry run's files; make it if new."""
+    if os.path.lexists(out) and not out.is_dir():
+        raise J0Error(f"--out {out}: a file; expected the results folder", USAGE)
+    entries = sorted(os.listdir(out)) if out.is_dir() else []
+    if entries:
+        record = dry_run_record(out)
+        if record is None and MATRIX_JSON in entries:
+            raise J0Error(
+                f"{out / MATRIX_JSON} exists: a matrix ran there already; choose another --out",
+                USAGE,
+            )
+        foreign = entries if record is None else sorted(set(entries) - dry_run_names(record))
+        if foreign:
+            shown = ", ".join(foreign[:SHOWN])
+            more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
+            raise J0Error(
+                f"--out {out}: holds files that are not a matrix dry run's ({shown}{more}); a "
+                "matrix writes only into a new or empty folder: choose another --out",
+                USAGE,
+            )
+    out.mkdir(parents=True, exist_ok=True)
