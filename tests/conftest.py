@@ -31,7 +31,7 @@ def environment_left_as_found() -> Iterator[None]:
     changed = sorted(
         key
         for key in before.keys() | after.keys()
-        if before.get(key) != after.get(key) and key not in ENVIRONMENT_OTHERS_SET
+        if before.get(key) != after.get(key) and not set_by_others(key)
     )
     if changed:
         for key in changed:
@@ -42,9 +42,15 @@ def environment_left_as_found() -> Iterator[None]:
         pytest.fail(f"the test left os.environ changed: {', '.join(changed)} (use monkeypatch)")
 
 
-# Set in os.environ by others, not by a test: pytest (the running test's name), and vLLM 0.33's
-# own import (once per worker, kept: vLLM reads it later).
-ENVIRONMENT_OTHERS_SET = frozenset({"PYTEST_CURRENT_TEST", "AITER_SITUV2_A4W4"})
+# Set in os.environ by others, not by a test, and kept (the library reads it later): pytest's
+# running test's name, vLLM 0.33's import (AITER_...), torch's and Triton's compilers (their cache
+# folders, TORCHINDUCTOR_CACHE_DIR when torch.compile first runs), tokenizers' thread switch.
+ENVIRONMENT_OTHERS_SET = frozenset({"PYTEST_CURRENT_TEST", "TOKENIZERS_PARALLELISM"})
+ENVIRONMENT_OTHERS_PREFIXES = ("AITER_", "TORCHINDUCTOR_", "TORCH_", "TRITON_CACHE")
+
+
+def set_by_others(key: str) -> bool:
+    return key in ENVIRONMENT_OTHERS_SET or key.startswith(ENVIRONMENT_OTHERS_PREFIXES)
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from j0.commands import whole_number
 from j0.engine import endpoints
 
 
