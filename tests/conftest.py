@@ -16,6 +16,11 @@ from j0.engine import base_sources
 from j0.pins import Pins, load_pins
 
 ROOT = Path(__file__).resolve().parents[1]
+# `j0 serve` reads ARGS with vLLM's own parser where vLLM is importable, as it is here (the test
+# environment has vLLM 0.33.0 and torch): building that parser imports torch and vLLM's engine
+# arguments, seconds per process. The tests of `j0 serve` read ARGS with j0's table of vLLM's
+# options instead; tests/serve/test_vllm_args.py checks that table against vLLM's parser.
+os.environ.setdefault("J0_SERVE_ARGS_READER", "table")
 
 
 @pytest.fixture(autouse=True)

@@ -74,12 +74,16 @@ class Report:
         return "READY" + (f" (warnings: {', '.join(warned)})" if warned else "")
 
     def text(self) -> str:
+        """One line per check (a detail or fix that holds foreign text stays on its line: its
+        control characters escaped, j0.terminal.escape)."""
+        from j0.terminal.escape import shown
+
         width = max((len(c.name) for c in self.checks), default=0)
-        lines = [f"==> {self.title}"]
+        lines = [f"==> {shown(self.title)}"]
         for check in self.checks:
-            lines.append(f"{check.status:<4}  {check.name:<{width}}  {check.detail}")
+            lines.append(f"{check.status:<4}  {shown(check.name):<{width}}  {shown(check.detail)}")
             if check.fix and check.status != OK:
-                lines.append(f"{'':<4}  {'':<{width}}  fix: {check.fix}")
+                lines.append(f"{'':<4}  {'':<{width}}  fix: {shown(check.fix)}")
         lines.append(f"==> {self.verdict()}")
         return "\n".join(lines)
 

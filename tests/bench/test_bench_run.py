@@ -270,18 +270,20 @@ def test_model_thinking_and_endpoint_choices(tmp_path: Path) -> None:
 
 def test_manifest_reads_status_json(tmp_path: Path) -> None:
     status = tmp_path / "status.json"
-    status.write_text(
-        json.dumps(
-            {
-                "url": "x",
-                "j0": "on",
-                "identity": "article",
-                "speculative_config": {"method": "dflash", "num_speculative_tokens": 15},
-            }
-        )
-    )
     out = tmp_path / "r.json"
     with VllmStandIn(seed=1) as server:
+        # the status of this server (its URL and model: bench run checks them)
+        status.write_text(
+            json.dumps(
+                {
+                    "url": server.url,
+                    "model": server.model,
+                    "j0": "on",
+                    "identity": "article",
+                    "speculative_config": {"method": "dflash", "num_speculative_tokens": 15},
+                }
+            )
+        )
         assert (
             bench(
                 server.url,

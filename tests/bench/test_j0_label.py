@@ -81,9 +81,9 @@ def test_a_status_file_without_an_identity_does_not_make_j0_on(tmp_path: Path) -
     """`j0 status` reports J0 on from the patch line; without the identity line nothing says
     which file drew: unknown, over the --j0 asked."""
     status = tmp_path / "status.json"
-    status.write_text(json.dumps({"url": "x", "j0": "on"}))
     out = tmp_path / "r.json"
     with VllmStandIn(seed=1) as server:
+        status.write_text(json.dumps({"url": server.url, "model": server.model, "j0": "on"}))
         assert bench(server.url, out, "--j0", "on", "--status-json", str(status)) == 0
     manifest = json.loads(out.read_text())["manifest"]
     assert (manifest["j0"], manifest["j0_source"]) == ("unknown", "--status-json")

@@ -239,3 +239,31 @@ def test_a_config_orig_of_other_bytes_is_not_taken_for_the_hubs(
     assert "config.json.orig holds other bytes" in result.stderr
     assert "never overwritten" in result.stderr
     assert json.loads((folder / "config.json.orig").read_text()) == foreign
+
+
+# --- identity: a full commit asked is the commit received ------------------------------------
+
+
+@pytest.mark.parametrize("how", ["full", "prefix"])
+def test_an_endpoint_answering_another_commit_is_refused(
+    env: Env, hub: HubServer, repo: FakeRepo, article_sha: str, how: str
+) -> None:
+    """The endpoint answers commit B for the revision asked (hub.substitute: model info, tree
+    and files all of B, as a mirror out of step would). Before: with a full commit A asked, j0
+    downloaded B and recorded it beside A ("a full commit id"); now refused, naming both, and
+    nothing is downloaded. A prefix of A answered with B was refused already (B does not start
+    with it), and stays so."""
+    other = next(c for c in repo.commits if c.startswith("5eed1234"))
+    asked = article_sha if how == "full" else article_sha[:8]
+    hub.substitute[asked] = other
+    folder = env.work / "drafter-x"
+    result = env.run("--revision", asked, "--dir", str(folder))
+    assert result.returncode == 1, result.stdout + result.stderr
+    if how == "full":
+        assert f"commit {article_sha} was asked, but" in result.stderr
+        assert f"answered commit {other}: refused" in result.stderr
+    else:
+        assert "not a prefix of that commit" in result.stderr
+    assert not hub.requests("GET", f"/resolve/{asked}/")
+    assert not (folder / "config.json").exists()
+    assert other not in (env.pins.read_text())

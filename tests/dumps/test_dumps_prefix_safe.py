@@ -74,7 +74,8 @@ def server_log(tmp_path: Path, sha: str, kind: str) -> Path:
     log.write_text(
         "j0-entrypoint: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), "
         f"/site/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py: speculator.py sha256={sha} "
-        f"identity={kind} (...)\nINFO DFLASH_CTX_NOISE=1 pool=(4, 64) dump=/d/200\n"
+        f"identity={kind} (...)\n(EngineCore pid=7) INFO 11-30 12:00:53 [speculator.py:144] "
+        "DFLASH_CTX_NOISE=1 pool=(4, 64) dump=/d/200\n"
     )
     return log
 

@@ -214,6 +214,7 @@ def test_j0_serve_names_the_variant_and_drops_the_prefix_caching_warning(
             [sys.executable, "-m", "j0", "serve", *options, "--", *served],
             env={
                 "PATH": os.environ["PATH"],
+                "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
                 "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "scripts")]),
                 "VLLM_DFLASH_CTX_NOISE": "1",
             },

@@ -365,7 +365,12 @@ def test_overlay_swap_links_the_installed_file_to_the_mounted_one(tmp_path: Path
 
 
 def run_j0_serve(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full_env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT / "scripts"), **env}
+    full_env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT / "scripts"),
+        "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
+        **env,
+    }
     return subprocess.run(
         [sys.executable, "-m", "j0", "serve", *args],
         env=full_env,
@@ -438,6 +443,7 @@ def test_j0_on_is_said_only_where_the_running_file_has_it(
         [sys.executable, "-m", "j0", "serve", *options, "--", *serve_args(folder)],
         env={
             "PATH": os.environ["PATH"],
+            "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
             "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "scripts")]),
             "VLLM_DFLASH_CTX_NOISE": "1",
         },

@@ -102,6 +102,7 @@ def run_serve(
         ],
         env={
             "PATH": os.environ["PATH"],
+            "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
             "PYTHONPATH": str(ROOT / "scripts"),
             "HF_HOME": str(tmp_path / "hf-home"),
             **(env or {}),

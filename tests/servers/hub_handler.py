@@ -66,7 +66,8 @@ class HubHandler(StandInHandler):
         return repo
 
     def find_commit(self, repo: FakeRepo, rev: str) -> FakeCommit | None:
-        sha = repo.resolve(rev, self.server.ambiguous)
+        # A lying endpoint (server.substitute): another commit answered for the one asked.
+        sha = self.server.substitute.get(rev) or repo.resolve(rev, self.server.ambiguous)
         if sha is None:
             self.send_error_json(404, "RevisionNotFound", f"Invalid rev id: {rev}")
             return None

@@ -27,7 +27,9 @@ Faults for tests: `drop_once[path] = n` sends n bytes of that file's next GET an
 connection; `stall.add(path)` sends half of the file and waits until `release` is set;
 `corrupt[path] = data` serves `data` (HEAD and GET, with its own length and ETag) while the file
 list keeps the real file's size and hashes, as a broken CDN or disk would; `fail_next[path] =
-[503, ...]` answers that file's next GETs with those statuses (X-Error-Message set), one each.
+[503, ...]` answers that file's next GETs with those statuses (X-Error-Message set), one each;
+`substitute[rev] = sha` answers commit `sha` wherever `rev` is asked (model info, tree, files with
+their X-Repo-Commit): an endpoint that serves another commit than the one asked.
 Every request is recorded in `log`.
 
 The built-in fake repo (`article_repo`, hub_article.py) holds the commits of a JetSpec++-like
@@ -100,6 +102,9 @@ class HubServer(StandInServer):
         self.stall: set[str] = set()
         self.corrupt: dict[str, bytes] = {}
         self.fail_next: dict[str, list[int]] = {}
+        # revision asked -> the commit answered instead, on every route (model info, tree,
+        # commits, files): an endpoint that serves another commit than the one asked
+        self.substitute: dict[str, str] = {}
         self.stalled = threading.Event()
         self.release = threading.Event()
         self.log: list[dict[str, Any]] = []

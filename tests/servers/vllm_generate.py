@@ -51,6 +51,8 @@ def generate(handler: VllmHandler, body: dict[str, Any], chat: bool) -> None:
     server = handler.server
     model = body.get("model") or server.model
     if model != server.model:
+        if server.log is not None:
+            server.log.unknown_model(str(model), server.model)
         handler.send_openai_error(404, f"The model `{model}` does not exist.", "NotFoundError")
         return
     prompt = read_prompt(handler, body, chat)

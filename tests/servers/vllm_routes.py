@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from . import hostile_vllm
 from .base import StandInHandler
@@ -49,6 +50,16 @@ class VllmHandler(StandInHandler):
             return False
         self.send_json(401, {"error": "Unauthorized"})
         return True
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """uvicorn's access-log line, into the server's log where it keeps one (vllm_log.py)."""
+        if self.server.log is None or not isinstance(code, int):
+            return
+        # uvicorn writes scope["path"] (percent-decoded: %0A is a line break) and the raw query.
+        path, query = self.split_path()
+        target = unquote(path) + (f"?{query}" if query else "")
+        client = f"{self.client_address[0]}:{self.client_address[1]}"
+        self.server.log.access(client, f"{self.command} {target} {self.request_version}", code)
 
     def _hostile(self, path: str) -> bool:
         """A route the test made hostile (tests/servers/hostile_vllm.py) is answered there."""

@@ -63,7 +63,10 @@ final chunk.
 
 Hostile: `hostile={ROUTE: BEHAVIOUR}` answers ROUTE as a broken or malicious server would (wrong
 types, truncated or deeply nested JSON, bodies that are huge or never end, redirects to another
-origin, connection resets): hostile_vllm.py lists them.
+origin, connection resets): hostile_vllm.py lists them. `log=PATH` (with `log_startup`, the
+start-up lines) writes the server's log as vLLM does, with what a request puts into it: an unknown
+model's name as sent, uvicorn's access line with the raw query (vllm_log.py); a hostile client
+writes there what it could write into vLLM's log.
 
 Its parts: vllm_records.py (records, counters), vllm_prompts.py (tokens, chat template, prefix
 cache), vllm_engine.py (the steps), vllm_metrics.py (/metrics), vllm_routes.py (the routes),
@@ -91,6 +94,7 @@ if not __package__:  # run as a file: import this folder as the package it is
 from . import hostile_vllm
 from .base import LOCALHOST, StandInServer
 from .vllm_engine import AcceptanceModel, SimulatedEngine
+from .vllm_log import StandInLog
 from .vllm_metrics import metrics_text
 from .vllm_prompts import PrefixCache
 from .vllm_records import DEFAULT_MODEL, VERSION, EngineCounters, RequestRecord
@@ -135,8 +139,13 @@ class VllmStandIn(StandInServer):
         spec_metrics_faults: dict[int, dict[str, Any]] | None = None,
         final_usage_faults: dict[int, dict[str, Any]] | None = None,
         hostile: dict[str, str] | None = None,
+        log: Path | None = None,
+        log_startup: str = "",
     ) -> None:
         super().__init__(VllmHandler, host, port)
+        # The server's log as vLLM writes it (vllm_log.py): `log_startup`, the server coming up,
+        # then what requests put there; None: no log.
+        self.log = StandInLog(log, log_startup) if log is not None else None
         # route -> a hostile behaviour instead of vLLM's answer (hostile_vllm.py)
         self.hostile = dict(hostile or {})
         for behaviour in self.hostile.values():

@@ -13,6 +13,14 @@ BASE_SHA = "27368c98791397625603ba45782119e4d306880841900a9d07587a6d6757d3ee"
 SPEC_15 = (
     '{"method":"dflash","model":"/drafter","num_speculative_tokens":15,"kv_cache_dtype":"auto"}'
 )
+# vLLM's and uvicorn's lines as the server comes up (tests/status/data/server-j0-on.log).
+SERVER_UP = [
+    "server-1  | (APIServer pid=60) INFO 11-30 12:01:00 [entry.py:139] Starting vLLM server on "
+    "http://0.0.0.0:8000",
+    "server-1  | INFO:     Started server process [60]",
+    "server-1  | INFO:     Waiting for application startup.",
+    "server-1  | INFO:     Application startup complete.",
+]
 INSTALLED = "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu/spec_decode/dflash"
 
 
@@ -23,9 +31,11 @@ def article_log(
     pool: str = "(4, 40960)",
     noise: int = 1,
     spec: str = SPEC_15,
+    up: bool = True,
 ) -> str:
     """A server log as `docker compose logs --no-color server` shows it for the article's run:
-    `j0 serve`'s lines, the entrypoint's identity line, then vLLM's and the patch's lines."""
+    `j0 serve`'s lines, the entrypoint's identity line, then vLLM's and the patch's lines, then the
+    server coming up (`up`; without it: the start-up only, as our vLLM stand-in's log begins)."""
     return "\n".join(
         [
             "server-1  | j0 serve: target Qwen/Qwen3.8-27B",
@@ -38,6 +48,7 @@ def article_log(
             f"DFLASH_CTX_NOISE={noise} pool={pool} dump=None/0",
             "server-1  | (EngineCore pid=71) INFO 11-30 12:00:56 [speculator.py:263] "
             "DFLASH_DRAFT_KV_DTYPES=['auto'] spec_kv_cache_dtype=auto",
+            *(SERVER_UP if up else []),
             "",
         ]
     )

@@ -63,6 +63,7 @@ def j0_serve_dry_run(
         ],
         env={
             "PATH": os.environ["PATH"],
+            "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
             "PYTHONPATH": os.pathsep.join([*(pythonpath or []), str(ROOT / "scripts")]),
             "HF_HOME": str(tmp_path / "hf-home"),
             **env,

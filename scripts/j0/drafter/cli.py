@@ -16,7 +16,8 @@ Download the JetSpec++ drafter for Qwen3.8-27B at one full commit and patch its 
 
 The revision (default: DRAFTER_REVISION in overlay/pins.env, a short commit) is resolved on the
 Hub to its full 40-hex commit; an unknown prefix is refused (exit 2), an ambiguous one too, with
-the candidates listed (exit 1). The full commit is written to DRAFTER_COMMIT in the pins file for
+the candidates listed (exit 1); a full commit asked that the endpoint answers as another commit
+is refused, naming both (exit 1). The full commit is written to DRAFTER_COMMIT in the pins file for
 the pinned repo and revision; a warning instead where the record would not last or not be the
 Hub's: in an image's copy of the pins, with HF_ENDPOINT set (a mirror, a test server) when the
 pins file is tracked by git, or where the file cannot be written. Then

@@ -1,5 +1,5 @@
 """What `j0 drafter fetch` prints: its progress lines (`j0 drafter: ...`, on standard output) and
-its warnings (`j0: warning: ...`, on standard error), each flushed at once.
+its warnings (`j0: warning: ...`, on standard error), each one line and flushed at once.
 """
 
 from __future__ import annotations
@@ -7,12 +7,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from j0.terminal.escape import shown
+
 Log = Callable[[str], None]
 
 
 def log(message: str) -> None:
-    print(f"j0 drafter: {message}", flush=True)
+    """One line, whatever Hub text it holds (file names, revisions: j0.terminal.escape)."""
+    print(f"j0 drafter: {shown(message)}", flush=True)
 
 
 def warn(message: str) -> None:
-    print(f"j0: warning: {message}", file=sys.stderr, flush=True)
+    print(f"j0: warning: {shown(message)}", file=sys.stderr, flush=True)

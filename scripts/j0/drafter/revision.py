@@ -58,6 +58,14 @@ def resolve_revision(
     if FULL_SHA.fullmatch(revision):
         if sha is None:
             raise J0Error(f"{repo_id}: no commit {revision}", INPUT_LACKS)
+        if sha != revision:
+            # A full commit names itself: an endpoint that answers another one (a mirror out of
+            # step, a proxy that rewrites) is refused, never recorded beside the one asked.
+            raise J0Error(
+                f"{repo_id}: commit {revision} was asked, but {shown_endpoint(endpoint)} answered "
+                f"commit {sha}: refused (a full commit names itself)",
+                CHECK_FAILED,
+            )
         return Resolution(sha, "a full commit id")
     if not HEX_PREFIX.fullmatch(revision):
         if sha is None:

@@ -1,7 +1,7 @@
 """What a server's log says about what runs: the lines our entrypoint, `j0 serve`, the patch and
 vLLM write at start-up. Standard library only.
 
-Lines read (the last of each kind wins: a log may hold several starts):
+Lines read (the last of each kind before the server is up wins):
 
     j0-entrypoint: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), PATH: speculator.py
         sha256=... identity=article (...)          docker/entrypoint.sh (`j0 image identity`)
@@ -15,12 +15,23 @@ Lines read (the last of each kind wins: a log may hold several starts):
 The last two are vLLM 0.33.0's own (vllm/entrypoints/cli/serve startup, vllm/v1/engine/core.py),
 as in the real engine's logs kept under tests/data/engine-h200/.
 
-Each kind is believed only from its own writer's line, so that a value written into another line
-cannot forge it: a line that starts (after `docker compose logs`' `server-1  | `) with
-`j0 serve: ` gives the speculative config and nothing else, one that starts with `j0-entrypoint: `
-the identity and nothing else, and no other line gives either. `j0 serve` writes every value
-through `log_safe` (one line, whatever the value holds) and refuses arguments and knobs that hold
-a line break or a marker of this grammar (`forged_marker`).
+Each kind is believed only from its own writer's line, and only from the server's start-up, so
+that neither a value written into another line nor a line a request writes can forge it:
+
+- position: only the lines before the server is up are read: up to the first line that says so
+  (vLLM's `Starting vLLM server on ...`, uvicorn's `Started server process`, `Application startup
+  complete`, or an access-log line). No request is answered before it; after it, a client's text
+  reaches the log (vLLM logs an unknown model's name from a request, with its line breaks;
+  uvicorn's access log writes a request's raw query), so nothing after it is believed.
+  `server_up` says whether the log shows that line: without it the position is not known.
+- writer: a line that starts (after `docker compose logs`' `server-1  | `) with `j0 serve: ` gives
+  the speculative config and nothing else, one that starts with `j0-entrypoint: ` the identity
+  and nothing else; the patch's lines count only as records of vLLM's logger from the patch's
+  file (`(EngineCore pid=N) INFO MM-DD HH:MM:SS [speculator.py:N] DFLASH_CTX_NOISE=...`, the
+  message starting with the marker), vLLM's lines only as records of its logger.
+
+`j0 serve` writes every value through `log_safe` (one line, whatever the value holds) and
+refuses arguments and knobs that hold a line break or a marker of this grammar (`forged_marker`).
 """
 
 from __future__ import annotations
@@ -33,6 +44,24 @@ from typing import Any
 
 # What `docker compose logs --no-color` puts before each line of a service ("server-1  | ").
 _COMPOSE_PREFIX = re.compile(r"^[\w.-]+ +\| ?")
+# A record as vLLM's logger writes it (vllm/logger.py's format, "%(levelname)s %(asctime)s
+# [%(fileinfo)s:%(lineno)d] %(message)s"), with "(PROCESS pid=N) " before it in vLLM's processes.
+_VLLM_RECORD = re.compile(
+    r"(?:\((?P<process>[\w-]+) pid=(?P<pid>\d+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[(?P<file>[\w.-]+):\d+\] (?P<message>.*)"
+)
+# The file of the patch's logger: its lines are believed only from a record of that file.
+PATCH_FILE = "speculator.py"
+# The first line that says the server is up (vLLM's own, then uvicorn's start-up and access
+# lines): no request is answered before it, so nothing after it is read.
+SERVER_UP = re.compile(
+    r"(?:\([\w-]+ pid=\d+\) )?(?:"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.-]+:\d+\] "
+    r"Starting vLLM (?:API )?server on "
+    r"|(?:INFO|WARNING|ERROR): +(?:Started server process|Waiting for application startup"
+    r"|Application startup complete|Uvicorn running on|\S+ - \")"
+    r")"
+)
 SERVE_PREFIX = "j0 serve: "
 ENTRYPOINT_PREFIX = "j0-entrypoint: "
 # The marker of each kind of line: a value holding one is refused by `j0 serve`.
@@ -43,19 +72,22 @@ MARKERS = (
     "DFLASH_DRAFT_KV_DTYPES=",
     "non-default args:",
     "Initializing a V1 LLM engine",
+    "Starting vLLM",
+    "Started server process",
+    "Application startup complete",
 )
 _IDENTITY = re.compile(
     r"j0-entrypoint: (?:vLLM (?P<version>\S+) commit (?P<commit>\S+) \([^)]*\), )?"
     r"(?P<path>\S+): speculator\.py sha256=(?P<sha>[0-9a-f]{64}) identity=(?P<kind>[\w-]+)"
 )
 _SERVE_SPEC = re.compile(r"j0 serve: --speculative-config (?P<json>\{.*\})\s*$")
-_CTX_NOISE = re.compile(r"DFLASH_CTX_NOISE=(?P<on>\d+) pool=\((?P<rows>\d+), (?P<cols>\d+)\)")
+_CTX_NOISE = re.compile(r"^DFLASH_CTX_NOISE=(?P<on>\d+) pool=\((?P<rows>\d+), (?P<cols>\d+)\)")
 _KV_DTYPES = re.compile(
-    r"DFLASH_DRAFT_KV_DTYPES=(?P<dtypes>\[[^\]]*\])(?: spec_kv_cache_dtype=(?P<spec>\S+))?"
+    r"^DFLASH_DRAFT_KV_DTYPES=(?P<dtypes>\[[^\]]*\])(?: spec_kv_cache_dtype=(?P<spec>\S+))?"
 )
-_NON_DEFAULT = re.compile(r"non-default args: (?P<args>\{.*\})\s*$")
+_NON_DEFAULT = re.compile(r"^non-default args: (?P<args>\{.*\})\s*$")
 _ENGINE = re.compile(
-    r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: model='(?P<model>[^']*)'"
+    r"^Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: model='(?P<model>[^']*)'"
     r"(?:, speculative_config=SpeculativeConfig\(method='(?P<method>[^']*)', "
     r"model='(?P<draft>[^']*)', num_spec_tokens=(?P<n>\d+)\))?"
 )
@@ -75,6 +107,8 @@ class LogFacts:
     spec_kv_cache_dtype: str | None = None
     speculative_config: dict[str, Any] | None = None
     max_num_seqs: int | None = None
+    # the line that says the server is up (nothing after it is read), None: not in the log
+    server_up: str | None = None
     lines: dict[str, str] = field(default_factory=dict)  # kind -> the line it came from
     # kind -> a line that carries the kind's marker but not its grammar (the last such line)
     unreadable: dict[str, str] = field(default_factory=dict)
@@ -138,39 +172,52 @@ def _own_line(body: str, line: str, facts: LogFacts) -> bool:
 
 
 def parse(text: str, source: str) -> LogFacts:
+    """The facts of the start-up in `text`: its lines up to the server being up (see above)."""
     facts = LogFacts(source)
     for raw in text.splitlines():
         line = raw.rstrip("\r")
-        if _own_line(_COMPOSE_PREFIX.sub("", line, count=1), line, facts):
+        body = _COMPOSE_PREFIX.sub("", line, count=1)
+        if SERVER_UP.match(body):
+            facts.server_up = line.strip()
+            break
+        if _own_line(body, line, facts):
             continue
-        if "DFLASH_CTX_NOISE=" in line and (m := _CTX_NOISE.search(line)):
-            facts.j0 = "on" if m["on"] == "1" else "off"
-            facts.pool_shape = [int(m["rows"]), int(m["cols"])]
-            facts.lines["j0"] = line.strip()
-        elif "DFLASH_DRAFT_KV_DTYPES=" in line and (m := _KV_DTYPES.search(line)):
-            dtypes = _literal(m["dtypes"])
-            if isinstance(dtypes, list):
-                facts.draft_kv_dtypes = [str(x) for x in dtypes]
-            facts.spec_kv_cache_dtype = m["spec"]
-            facts.lines["draft_kv"] = line.strip()
-        elif "non-default args: " in line and (m := _NON_DEFAULT.search(line)):
-            args = _literal(m["args"])
-            if isinstance(args, dict):
-                if isinstance(args.get("max_num_seqs"), int):
-                    facts.max_num_seqs = args["max_num_seqs"]
-                if isinstance(args.get("speculative_config"), dict) and "j0 serve" not in (
-                    facts.lines.get("speculative_config", "")
-                ):
-                    facts.speculative_config = args["speculative_config"]
-                    facts.lines["speculative_config"] = line.strip()
-        elif "Initializing a V1 LLM engine" in line and (m := _ENGINE.search(line)):
-            if facts.vllm_version is None:
-                facts.vllm_version = m["version"]
-            if m["n"] and facts.speculative_config is None:
-                facts.speculative_config = {
-                    "method": m["method"],
-                    "model": m["draft"],
-                    "num_speculative_tokens": int(m["n"]),
-                }
-                facts.lines["speculative_config"] = line.strip()[:300]
+        if (record := _VLLM_RECORD.fullmatch(body)) is not None:
+            _vllm_record(record, line.strip(), facts)
     return facts
+
+
+def _vllm_record(record: re.Match[str], line: str, facts: LogFacts) -> None:
+    """Read one record of vLLM's logger: the patch's lines from the patch's file only."""
+    message = record["message"]
+    patch = record["file"] == PATCH_FILE
+    if patch and (m := _CTX_NOISE.match(message)):
+        facts.j0 = "on" if m["on"] == "1" else "off"
+        facts.pool_shape = [int(m["rows"]), int(m["cols"])]
+        facts.lines["j0"] = line
+    elif patch and (m := _KV_DTYPES.match(message)):
+        dtypes = _literal(m["dtypes"])
+        if isinstance(dtypes, list):
+            facts.draft_kv_dtypes = [str(x) for x in dtypes]
+        facts.spec_kv_cache_dtype = m["spec"]
+        facts.lines["draft_kv"] = line
+    elif m := _NON_DEFAULT.match(message):
+        args = _literal(m["args"])
+        if isinstance(args, dict):
+            if isinstance(args.get("max_num_seqs"), int):
+                facts.max_num_seqs = args["max_num_seqs"]
+            if isinstance(args.get("speculative_config"), dict) and "j0 serve" not in (
+                facts.lines.get("speculative_config", "")
+            ):
+                facts.speculative_config = args["speculative_config"]
+                facts.lines["speculative_config"] = line
+    elif m := _ENGINE.match(message):
+        if facts.vllm_version is None:
+            facts.vllm_version = m["version"]
+        if m["n"] and facts.speculative_config is None:
+            facts.speculative_config = {
+                "method": m["method"],
+                "model": m["draft"],
+                "num_speculative_tokens": int(m["n"]),
+            }
+            facts.lines["speculative_config"] = line[:300]

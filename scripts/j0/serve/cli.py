@@ -9,8 +9,11 @@ from j0.commands import add_command
 from j0.serve import command as serve_command
 
 DESCRIPTION = """\
-The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments. Before anything
-starts it checks them against the article's setup and says what will run:
+The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments, read as vLLM 0.33
+reads them (vLLM's own parser where vLLM is importable, else j0's table of its options, by its
+rules: underscores, unambiguous prefixes, --name=value, dotted sub-keys of a JSON argument, the
+last value winning). Before anything starts it checks them against the article's setup and says
+what will run:
 
   refuses  a --speculative-config that contradicts the article's
              {"method":"dflash","model":"DIR","num_speculative_tokens":N,"kv_cache_dtype":"auto"}
@@ -18,7 +21,8 @@ starts it checks them against the article's setup and says what will run:
            draft kv_cache_dtype other than "auto" (or none under a non-auto --kv-cache-dtype);
            a drafter whose config.json would leave a draft layer non-causal in vLLM 0.33 (run
            `j0 drafter patch-config DIR`); VLLM_DFLASH_CTX_NOISE other than 1 or 0,
-           VLLM_DFLASH_DUMP_STEPS not a number;
+           VLLM_DFLASH_DUMP_STEPS not a number; an empty --api-key ""; --config FILE; what
+           vLLM would refuse (an ambiguous prefix, an unknown option);
   notes    another key order or spacing, and keys the article did not set (passed to vLLM);
            a VLLM_DFLASH_DUMP folder that holds an earlier run's files (the patch would
            write over them; --force keeps them in its subfolder previous-STAMP/);

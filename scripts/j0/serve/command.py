@@ -24,13 +24,13 @@ from j0.article.serving import (
     PREFIX_CACHING_WITH_J0,
     TESTED_NUM_SPEC_TOKENS,
     SpecConfig,
-    option_value,
     parse_speculative_config,
-    target_model,
 )
 from j0.engine import server_log
 from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
+from j0.serve import vllm_args
+from j0.serve.vllm_args import ServeArgs
 
 # Where compose.yaml puts things inside the server container.
 DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
@@ -123,8 +123,9 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
         plan.facts.append("dumps: off")
 
 
-def _apply_prefix_caching(plan: Plan) -> None:
-    """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on."""
+def _apply_prefix_caching(plan: Plan, read: ServeArgs) -> None:
+    """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on.
+    Whether ARGS set it is as vLLM reads them (any spelling vLLM takes)."""
     knob = plan.env.get("ENABLE_PREFIX_CACHING", "").strip()
     if knob not in ("", "0", "1"):
         raise J0Error(
@@ -132,30 +133,44 @@ def _apply_prefix_caching(plan: Plan) -> None:
             "default: on)",
             USAGE,
         )
-    given = [a for a in plan.args if a in PREFIX_CACHING_FLAGS]
-    if knob and given:
+    given = read.values.get("enable_prefix_caching")
+    flag_of = {True: PREFIX_CACHING_FLAGS[0], False: PREFIX_CACHING_FLAGS[1]}
+    if knob and given is not None:
         raise J0Error(
-            f"ENABLE_PREFIX_CACHING={knob} and {given[-1]} in the arguments: say it once", USAGE
+            f"ENABLE_PREFIX_CACHING={knob} and {flag_of[bool(given)]} in the arguments: say it "
+            "once",
+            USAGE,
         )
     if knob:
-        flag = PREFIX_CACHING_FLAGS[0] if knob == "1" else PREFIX_CACHING_FLAGS[1]
-        plan.args.append(flag)
-        given = [flag]
-    on = not given or given[-1] == PREFIX_CACHING_FLAGS[0]
-    how = given[-1] if given else "vLLM's default"
+        given = knob == "1"
+        plan.args.append(flag_of[given])
+    on = given is None or bool(given)
+    how = flag_of[bool(given)] if given is not None else "vLLM's default"
     plan.facts.append(f"prefix caching: {'on' if on else 'off'} ({how})")
     if on and plan.env.get("VLLM_DFLASH_CTX_NOISE") == "1":
         plan.warnings.append(PREFIX_CACHING_WITH_J0)
 
 
-def _apply_api_key(api_key_file: Path | None, plan: Plan) -> None:
+def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> None:
     """The key of --api-key-file, else of compose's secret where one is mounted, as VLLM_API_KEY.
 
     A file that is given (or mounted) but is not one line of text stops here, exit 2, before
     vLLM starts: a server must never come up open because its key could not be read. /dev/null
-    (compose's secret with API_KEY_FILE unset) is "no key"."""
-    if option_value(plan.args, "--api-key") is not None:
-        plan.facts.append("API key: from --api-key")
+    (compose's secret with API_KEY_FILE unset) is "no key". An `--api-key` in ARGS (any spelling
+    vLLM takes) is vLLM's key; an empty one is refused: vLLM drops empty keys, and with no other
+    it would serve /v1 without authentication while j0 said a key was given."""
+    keys = read.api_key
+    if keys is not None:
+        if not keys or any(not key for key in keys):
+            raise J0Error(
+                "--api-key holds an empty key: vLLM drops empty keys and would serve /v1 with "
+                "no authentication; give the key (or API_KEY_FILE / --api-key-file), or no "
+                "--api-key",
+                USAGE,
+            )
+        plan.facts.append(
+            "API key: from --api-key" + (f" ({len(keys)} keys)" if len(keys) > 1 else "")
+        )
         return
     path = api_key_file
     if path is None and os.path.lexists(DEFAULT_API_KEY_FILE):
@@ -271,37 +286,47 @@ def plan_serve(
     """Check the `vllm serve` arguments and switches; return what will run."""
     plan = Plan(args=list(args), env=dict(env))
     refuse_log_forgery(plan.args, plan.env)
-    model = target_model(plan.args)
+    read = vllm_args.read(plan.args)
+    model = read.model
     if not model:
         raise J0Error("no target model: the first argument must be the model (TARGET_MODEL)", USAGE)
-    raw = option_value(plan.args, "--speculative-config")
-    if raw is None:
+    config = read.speculative_config
+    if config is None:
         raise J0Error(
             "no --speculative-config: the article's run drafts with the JetSpec++ drafter", USAGE
         )
-    spec = parse_speculative_config(raw, option_value(plan.args, "--kv-cache-dtype"))
+    # What vLLM will run, whatever the spelling (dotted keys, prefixes, the last value): logged
+    # as such, so that the log's config is the one that runs.
+    raw = json.dumps(config, separators=(",", ":"))
+    spec = parse_speculative_config(raw, read.values.get("kv_cache_dtype"))
     n = spec.num_speculative_tokens
     plan.facts.append(f"target {model}")
     plan.facts.append(f"--speculative-config {raw}")
+    plan.facts.append(f"arguments read by {read.reader}")
+    plan.warnings.extend(
+        f"{name} is given {times} times: vLLM takes the last"
+        for name, times in read.given.items()
+        if times > 1 and name in vllm_args.JUDGED
+    )
     plan.facts.extend(f"note: {note}" for note in spec.notes)
     if n not in TESTED_NUM_SPEC_TOKENS:
         tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
         plan.warnings.append(
             f"num_speculative_tokens={n}: the article tested {tested} only (NUM_SPEC_TOKENS)"
         )
-    seqs = option_value(plan.args, "--max-num-seqs")
+    seqs = read.values.get("max_num_seqs")
     if seqs is None:
         plan.warnings.append(
             f"no --max-num-seqs: the article ran {ARTICLE_MAX_NUM_SEQS} (vLLM's default differs)"
         )
-    elif seqs != str(ARTICLE_MAX_NUM_SEQS):
+    elif seqs != ARTICLE_MAX_NUM_SEQS:
         plan.warnings.append(f"--max-num-seqs {seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}")
     else:
         plan.facts.append(f"--max-num-seqs {seqs}")
     _check_drafter(spec, plan)
     _check_switches(plan.env, plan)
-    _apply_prefix_caching(plan)
-    _apply_api_key(api_key_file, plan)
+    _apply_prefix_caching(plan, read)
+    _apply_api_key(api_key_file, plan, read)
     _apply_hf_token(plan)
     if plan.env.get("HF_ENDPOINT") == "":
         # Empty means the Hub (an uncommented `HF_ENDPOINT=`); huggingface_hub in vLLM would

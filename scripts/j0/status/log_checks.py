@@ -32,6 +32,7 @@ def no_log() -> Finding:
 def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
     """Every log check, in the order `j0 status` prints them."""
     found = [
+        started(log),
         speculator(log, pins),
         engine(log, pins),
         j0_history(log, facts),
@@ -40,6 +41,21 @@ def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
     ]
     seqs = max_num_seqs(log)
     return found if seqs is None else [*found, seqs]
+
+
+def started(log: LogFacts) -> Finding:
+    """The log shows the server coming up: only the lines before it are read (a request's text
+    reaches the log after it), so without it no line can be told from one a client wrote."""
+    if log.server_up is None:
+        return Finding.of(
+            "log",
+            FAIL,
+            f"no line of the server coming up in {log.source} (vLLM's `Starting vLLM server "
+            "on ...`, uvicorn's `Started server process`): the start-up's lines cannot be told "
+            "from lines a request wrote (the log is cut, or is not vLLM's)",
+            "the log does not show the server's start-up",
+        )
+    return Finding.of("log", OK, f"the start-up, read up to the server being up: {log.server_up}")
 
 
 def speculator(log: LogFacts, pins: Pins) -> Finding:

@@ -79,7 +79,10 @@ class StatusReport:
             )
         if self.article_setup:
             return f"==> the article's setup, {self.mode()}"
-        return f"==> NOT the article's setup ({self.mode()}): " + "; ".join(self.reasons)
+        from j0.terminal.escape import shown
+
+        # A reason can hold the server's text (its model id): on this line, whatever it holds.
+        return f"==> NOT the article's setup ({self.mode()}): " + shown("; ".join(self.reasons))
 
 
 def _kind(value: Any) -> str:

@@ -90,10 +90,17 @@ def main(argv: list[str]) -> int:
         )
     )
     caching = [] if "--enable-prefix-caching" in argv else ["--no-prefix-caching"]
+    port = arg(argv, "--port") or "8000"
+    # The server coming up, as vLLM and uvicorn log it (tests/status/data/server-j0-on.log).
+    print(
+        "(APIServer pid=1) INFO 11-30 13:35:10 [entry.py:139] Starting vLLM server on "
+        f"http://127.0.0.1:{port}",
+        flush=True,
+    )
     return vllm_server.main(
         [
             "--port",
-            arg(argv, "--port") or "8000",
+            port,
             "--model",
             argv[0],
             "--max-model-len",

@@ -25,6 +25,7 @@ from typing import Any
 from j0.atomic import claimed_output
 from j0.bench import manifest, results
 from j0.bench.results import BenchResult
+from j0.bench.run import status_check
 from j0.bench.run.discovery import discover
 from j0.bench.run.options import RunOptions, check_options
 from j0.bench.run.sending import Measurement, Sender, Server, measure, open_server, warm_up
@@ -185,6 +186,8 @@ async def _measured_run(
             ) from None
         wall = time.perf_counter() - started
 
+        if status is not None:  # the draft length the responses report is the file's
+            status_check.refuse_another_k(status, measurement.finished_entries())
         per_request, _ = results.pooled(measurement.finished_entries())
         delta, engines = None, []
         if measurement.dead is None and before is not None:

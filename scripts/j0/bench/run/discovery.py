@@ -12,6 +12,7 @@ from typing import Any
 
 from j0.bench import manifest, prompts
 from j0.bench.bounded_http import RedirectRefused
+from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
 from j0.engine.endpoints import BodyTooLarge
@@ -118,6 +119,8 @@ async def discover(
         ),
     }
     log = manifest.read_log(opts.log) if opts.log is not None else None
+    if status is not None:
+        status_check.refuse_another_server(status, server.base, model, card, log)
     built = manifest.build(
         url=server.base,
         server_version=version,

@@ -1,0 +1,92 @@
+"""`--status-json FILE` checked against the server the bench talks to, not believed: the status
+of another server (another URL, model, context length, J0 setting or draft length) would label
+this run with that server's setup (the manifest saying k=15 J0 on while the run's own responses
+say k=7). Before any request: the URL, the served model and its max_model_len, and, where
+`--log` is given too, J0's state and the speculative config the log shows; after the measured
+requests: the draft length the responses report. A mismatch is refused (exit 2), naming both
+values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from j0.errors import INPUT_LACKS, J0Error
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _address(url: str) -> tuple[str, str, int | None, str]:
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        port = None
+    return (parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/"))
+
+
+def _refuse(status: dict[str, Any], problems: list[str]) -> None:
+    if problems:
+        raise J0Error(
+            f"--status-json {status['file']}: not the status of the server this bench talks to: "
+            + "; ".join(problems)
+            + " (run `j0 status --url URL --json` against this server)",
+            INPUT_LACKS,
+        )
+
+
+def refuse_another_server(
+    status: dict[str, Any],
+    url: str,
+    model: str,
+    card: dict[str, Any],
+    log: dict[str, Any] | None,
+) -> None:
+    """Before any request (see the module's docstring)."""
+    said = status["status"]
+    problems = []
+    theirs = str(said.get("url") or "")
+    if _address(theirs) != _address(url):
+        problems.append(f"URL {theirs!r} in the file, the bench's {url!r}")
+    if said.get("model") != model:
+        problems.append(f"model {said.get('model')!r} in the file, the server serves {model!r}")
+    length = said.get("max_model_len")
+    if length is not None and card.get("max_model_len") != length:
+        problems.append(
+            f"max_model_len {length} in the file, the server's {card.get('max_model_len')}"
+        )
+    if log is not None:
+        if "j0_on" in status and "j0_on" in log and status["j0_on"] != log["j0_on"]:
+            on = {True: "on", False: "off"}
+            problems.append(
+                f"J0 {on[status['j0_on']]} in the file, {on[log['j0_on']]} in --log {log['file']}"
+            )
+        spec, logged = status.get("speculative_config"), log.get("speculative_config")
+        if spec and logged and spec != logged:
+            problems.append(f"speculative config {spec} in the file, {logged} in --log")
+    _refuse(status, problems)
+
+
+def status_k(status: dict[str, Any]) -> int | None:
+    value = status["status"].get("num_speculative_tokens")
+    if value is None:
+        value = (status.get("speculative_config") or {}).get("num_speculative_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def refuse_another_k(status: dict[str, Any], entries: Sequence[dict[str, Any]]) -> None:
+    """After the measured requests: the draft length the responses report (each request's
+    num_spec_tokens, else its most drafted per step) is the status file's."""
+    from j0.bench.acceptance import width_of
+
+    k = status_k(status)
+    seen = width_of(entries)
+    if k is not None and seen and seen != k:
+        _refuse(
+            status,
+            [
+                f"num_speculative_tokens {k} in the file, the server's responses report {seen} "
+                "draft tokens per step; the requests finished so far are kept, not complete"
+            ],
+        )

@@ -1,0 +1,498 @@
+"""vLLM 0.33.0's `vllm serve` options, as its parser registers them: one line per option string,
+`STRING DEST NARGS [on|off]` (NARGS: 0 a flag, 1 one value, + one or more, ? zero or one; on/off:
+the positive and negative strings of one of vLLM's enable/disable flags). j0.serve.vllm_args reads
+ARGS with it where vLLM is not importable.
+
+Data, not code: the option strings of vLLM 0.33.0's parser (vllm.entrypoints.common.cli_args.
+make_arg_parser on a vllm.utils.argparse_utils.FlexibleArgumentParser), listed from the parser's
+registered option strings; tests/serve/test_vllm_args.py checks this table against that parser
+where vLLM is installed (the test environment has vLLM 0.33.0) and prints the lines that differ.
+"""
+
+TABLE = """\
+--additional-config additional_config 1
+--aggregate-engine-logging aggregate_engine_logging 0
+--all2all-backend all2all_backend 1
+--allow-credentials allow_credentials 0 on
+--allow-deprecated-quantization allow_deprecated_quantization 0 on
+--allowed-headers allowed_headers 1
+--allowed-local-media-path allowed_local_media_path 1
+--allowed-media-domains allowed_media_domains +
+--allowed-methods allowed_methods 1
+--allowed-origins allowed_origins 1
+--anthropic-disabled-thinking-effort anthropic_disabled_thinking_effort 1
+--api-key api_key +
+--api-server-count api_server_count 1
+--async-scheduling async_scheduling 0 on
+--attention-backend attention_backend 1
+--attention-config attention_config 1
+--aux-output-config aux_output_config 1
+--block-size block_size 1
+--chat-template chat_template 1
+--chat-template-content-format chat_template_content_format 1
+--code-revision code_revision 1
+--cohere-format cohere_format 1
+--cohere-is-reasoning-model cohere_is_reasoning_model 0 on
+--collect-detailed-traces collect_detailed_traces +
+--compilation-config compilation_config 1
+--config config 1
+--config-format config_format 1
+--convert convert 1
+--cp-kv-cache-interleave-size cp_kv_cache_interleave_size 1
+--cpu-distributed-timeout-seconds cpu_distributed_timeout_seconds 1
+--cpu-offload-gb cpu_offload_gb 1
+--cpu-offload-params cpu_offload_params +
+--cudagraph-capture-sizes cudagraph_capture_sizes +
+--cudagraph-metrics cudagraph_metrics 0 on
+--custom-histogram-buckets custom_histogram_buckets 1
+--data-parallel-address data_parallel_address 1
+--data-parallel-backend data_parallel_backend 1
+--data-parallel-external-lb data_parallel_external_lb 0 on
+--data-parallel-hybrid-lb data_parallel_hybrid_lb 0 on
+--data-parallel-multi-port-external-lb data_parallel_multi_port_external_lb 0
+--data-parallel-rank data_parallel_rank 1
+--data-parallel-rpc-port data_parallel_rpc_port 1
+--data-parallel-size data_parallel_size 1
+--data-parallel-size-local data_parallel_size_local 1
+--data-parallel-start-rank data_parallel_start_rank 1
+--data-parallel-supervisor-port data_parallel_supervisor_port 1
+--dbo-decode-token-threshold dbo_decode_token_threshold 1
+--dbo-prefill-token-threshold dbo_prefill_token_threshold 1
+--dcp-comm-backend dcp_comm_backend 1
+--dcp-kv-cache-interleave-size dcp_kv_cache_interleave_size 1
+--dcp-q-replicate dcp_q_replicate 0 on
+--decode-context-parallel-size decode_context_parallel_size 1
+--default-chat-template-kwargs default_chat_template_kwargs 1
+--default-mm-loras default_mm_loras 1
+--device-ids device_ids 1
+--device-memory-utilization gpu_memory_utilization 1
+--diffusion-config diffusion_config 1
+--disable-access-log-for-endpoints disable_access_log_for_endpoints 1
+--disable-auto-tool-choice enable_auto_tool_choice 0 off
+--disable-batch-sharded-sampling enable_batch_sharded_sampling 0 off
+--disable-cascade-attn disable_cascade_attn 0 on
+--disable-chunked-mm-input disable_chunked_mm_input 0 on
+--disable-chunked-prefill enable_chunked_prefill 0 off
+--disable-cumem-allocator enable_cumem_allocator 0 off
+--disable-custom-all-reduce disable_custom_all_reduce 0 on
+--disable-dbo enable_dbo 0 off
+--disable-elastic-ep enable_elastic_ep 0 off
+--disable-ep-weight-filter enable_ep_weight_filter 0 off
+--disable-eplb enable_eplb 0 off
+--disable-expert-parallel enable_expert_parallel 0 off
+--disable-fastapi-docs disable_fastapi_docs 0 on
+--disable-fault-tolerance enable_fault_tolerance 0 off
+--disable-flash-late-interaction enable_flash_late_interaction 0 off
+--disable-flashinfer-autotune enable_flashinfer_autotune 0 off
+--disable-force-include-usage enable_force_include_usage 0 off
+--disable-hc-sp enable_hc_sp 0 off
+--disable-hybrid-kv-cache-manager disable_hybrid_kv_cache_manager 0 on
+--disable-layerwise-nvtx-tracing enable_layerwise_nvtx_tracing 0 off
+--disable-log-deltas enable_log_deltas 0 off
+--disable-log-outputs enable_log_outputs 0 off
+--disable-log-requests enable_log_requests 0 off
+--disable-log-stats disable_log_stats 0
+--disable-logging-iteration-details enable_logging_iteration_details 0 off
+--disable-lora enable_lora 0 off
+--disable-mamba-cache-stochastic-rounding enable_mamba_cache_stochastic_rounding 0 off
+--disable-mamba-shared-prefix-checkpoint enable_mamba_shared_prefix_checkpoint 0 off
+--disable-mfu-metrics enable_mfu_metrics 0 off
+--disable-mixed-moe-lora-format enable_mixed_moe_lora_format 0 off
+--disable-mm-embeds enable_mm_embeds 0 off
+--disable-moe-shared-loras enable_moe_shared_loras 0 off
+--disable-nccl-comm-suspend enable_nccl_comm_suspend 0 off
+--disable-nccl-for-dp-synchronization disable_nccl_for_dp_synchronization 0 on
+--disable-offline-docs enable_offline_docs 0 off
+--disable-per-request-metrics enable_per_request_metrics 0 off
+--disable-prefix-caching enable_prefix_caching 0 off
+--disable-prompt-embeds enable_prompt_embeds 0 off
+--disable-prompt-tokens-details enable_prompt_tokens_details 0 off
+--disable-request-id-headers enable_request_id_headers 0 off
+--disable-return-routed-experts enable_return_routed_experts 0 off
+--disable-scale-out enable_scale_out 0 off
+--disable-server-load-tracking enable_server_load_tracking 0 off
+--disable-shm-tensor-arena enable_shm_tensor_arena 0 off
+--disable-sleep-mode enable_sleep_mode 0 off
+--disable-sliding-window disable_sliding_window 0 on
+--disable-ssl-refresh enable_ssl_refresh 0 off
+--disable-tokenizer-info-endpoint enable_tokenizer_info_endpoint 0 off
+--disable-tower-connector-lora enable_tower_connector_lora 0 off
+--disable-trace-replay enable_trace_replay 0 off
+--disable-uvicorn-access-log disable_uvicorn_access_log 0 on
+--distributed-executor-backend distributed_executor_backend 1
+--distributed-timeout-seconds distributed_timeout_seconds 1
+--download-dir download_dir 1
+--dp-supervisor-probe-failure-threshold dp_supervisor_probe_failure_threshold 1
+--dp-supervisor-probe-interval-s dp_supervisor_probe_interval_s 1
+--dp-supervisor-probe-timeout-s dp_supervisor_probe_timeout_s 1
+--dp-sync-interval dp_sync_interval 1
+--dtype dtype 1
+--ec-manager-config ec_manager_config 1
+--ec-transfer-config ec_transfer_config 1
+--elastic-ep-max-dp-size elastic_ep_max_dp_size 1
+--enable-auto-tool-choice enable_auto_tool_choice 0 on
+--enable-batch-sharded-sampling enable_batch_sharded_sampling 0 on
+--enable-cascade-attn disable_cascade_attn 0 off
+--enable-chunked-mm-input disable_chunked_mm_input 0 off
+--enable-chunked-prefill enable_chunked_prefill 0 on
+--enable-cumem-allocator enable_cumem_allocator 0 on
+--enable-custom-all-reduce disable_custom_all_reduce 0 off
+--enable-dbo enable_dbo 0 on
+--enable-elastic-ep enable_elastic_ep 0 on
+--enable-ep-weight-filter enable_ep_weight_filter 0 on
+--enable-eplb enable_eplb 0 on
+--enable-expert-parallel enable_expert_parallel 0 on
+--enable-fastapi-docs disable_fastapi_docs 0 off
+--enable-fault-tolerance enable_fault_tolerance 0 on
+--enable-flash-late-interaction enable_flash_late_interaction 0 on
+--enable-flashinfer-autotune enable_flashinfer_autotune 0 on
+--enable-force-include-usage enable_force_include_usage 0 on
+--enable-hc-sp enable_hc_sp 0 on
+--enable-hybrid-kv-cache-manager disable_hybrid_kv_cache_manager 0 off
+--enable-layerwise-nvtx-tracing enable_layerwise_nvtx_tracing 0 on
+--enable-log-deltas enable_log_deltas 0 on
+--enable-log-outputs enable_log_outputs 0 on
+--enable-log-requests enable_log_requests 0 on
+--enable-logging-iteration-details enable_logging_iteration_details 0 on
+--enable-lora enable_lora 0 on
+--enable-mamba-cache-stochastic-rounding enable_mamba_cache_stochastic_rounding 0 on
+--enable-mamba-shared-prefix-checkpoint enable_mamba_shared_prefix_checkpoint 0 on
+--enable-mfu-metrics enable_mfu_metrics 0 on
+--enable-mixed-moe-lora-format enable_mixed_moe_lora_format 0 on
+--enable-mm-embeds enable_mm_embeds 0 on
+--enable-moe-shared-loras enable_moe_shared_loras 0 on
+--enable-nccl-comm-suspend enable_nccl_comm_suspend 0 on
+--enable-nccl-for-dp-synchronization disable_nccl_for_dp_synchronization 0 off
+--enable-offline-docs enable_offline_docs 0 on
+--enable-per-request-metrics enable_per_request_metrics 0 on
+--enable-prefix-caching enable_prefix_caching 0 on
+--enable-prompt-embeds enable_prompt_embeds 0 on
+--enable-prompt-tokens-details enable_prompt_tokens_details 0 on
+--enable-request-id-headers enable_request_id_headers 0 on
+--enable-return-routed-experts enable_return_routed_experts 0 on
+--enable-scale-out enable_scale_out 0 on
+--enable-server-load-tracking enable_server_load_tracking 0 on
+--enable-shm-tensor-arena enable_shm_tensor_arena 0 on
+--enable-sleep-mode enable_sleep_mode 0 on
+--enable-sliding-window disable_sliding_window 0 off
+--enable-ssl-refresh enable_ssl_refresh 0 on
+--enable-tokenizer-info-endpoint enable_tokenizer_info_endpoint 0 on
+--enable-tower-connector-lora enable_tower_connector_lora 0 on
+--enable-trace-replay enable_trace_replay 0 on
+--enable-uvicorn-access-log disable_uvicorn_access_log 0 off
+--enforce-eager enforce_eager 0 on
+--engram-config engram_config 1
+--eplb-config eplb_config 1
+--exclude-tools-when-tool-choice-none exclude_tools_when_tool_choice_none 0 on
+--expert-placement-strategy expert_placement_strategy 1
+--fail-on-environ-validation fail_on_environ_validation 0 on
+--fault-tolerance-config fault_tolerance_config 1
+--fingerprint-mode fingerprint_mode 1
+--fingerprint-value fingerprint_value 1
+--fully-sharded-loras fully_sharded_loras 0 on
+--gdn-prefill-backend gdn_prefill_backend 1
+--generation-config generation_config 1
+--gpu-memory-utilization gpu_memory_utilization 1
+--grpc grpc 0
+--grpc-port grpc_port 1
+--h11-max-header-count h11_max_header_count 1
+--h11-max-incomplete-event-size h11_max_incomplete_event_size 1
+--headless headless 0
+--help help 0
+--hf-config-path hf_config_path 1
+--hf-overrides hf_overrides 1
+--hf-token hf_token ?
+--host host 1
+--ignore-patterns ignore_patterns +
+--interleave-mm-strings interleave_mm_strings 0 on
+--io-processor-plugin io_processor_plugin 1
+--ir-op-priority ir_op_priority 1
+--jit-monitor-mode jit_monitor_mode 1
+--jit-monitor-verbose jit_monitor_verbose 0 on
+--kda-decode-backend kda_decode_backend 1
+--kda-prefill-backend kda_prefill_backend 1
+--kernel-config kernel_config 1
+--kv-cache-dtype kv_cache_dtype 1
+--kv-cache-dtype-skip-layers kv_cache_dtype_skip_layers +
+--kv-cache-memory-bytes kv_cache_memory_bytes 1
+--kv-cache-metrics kv_cache_metrics 0 on
+--kv-cache-metrics-sample kv_cache_metrics_sample 1
+--kv-events-config kv_events_config 1
+--kv-offloading-backend kv_offloading_backend 1
+--kv-offloading-size kv_offloading_size 1
+--kv-sharing-fast-prefill kv_sharing_fast_prefill 0 on
+--kv-transfer-config kv_transfer_config 1
+--language-model-only language_model_only 0 on
+--limit-mm-per-prompt limit_mm_per_prompt 1
+--linear-backend linear_backend 1
+--load-format load_format 1
+--log-config-file log_config_file 1
+--log-error-stack log_error_stack 0 on
+--log-level log_level 1
+--logging-config logging_config 1
+--logits-processors logits_processors +
+--logprobs-mode logprobs_mode 1
+--long-prefill-token-threshold long_prefill_token_threshold 1
+--long-prefill-token-threshold-adaptive long_prefill_token_threshold_adaptive 0 on
+--lora-dtype lora_dtype 1
+--lora-modules lora_modules +
+--lora-target-modules lora_target_modules +
+--mamba-backend mamba_backend 1
+--mamba-block-size mamba_block_size 1
+--mamba-cache-dtype mamba_cache_dtype 1
+--mamba-cache-mode mamba_cache_mode 1
+--mamba-cache-philox-rounds mamba_cache_philox_rounds 1
+--mamba-ssm-cache-dtype mamba_ssm_cache_dtype 1
+--mamba-ssu-algorithm mamba_ssu_algorithm 1
+--master-addr master_addr 1
+--master-port master_port 1
+--max-cpu-loras max_cpu_loras 1
+--max-cudagraph-capture-size max_cudagraph_capture_size 1
+--max-log-len max_log_len 1
+--max-logprobs max_logprobs 1
+--max-lora-cls-labels max_lora_cls_labels 1
+--max-lora-rank max_lora_rank 1
+--max-loras max_loras 1
+--max-model-len max_model_len 1
+--max-num-active-seqs max_num_active_seqs 1
+--max-num-batched-tokens max_num_batched_tokens 1
+--max-num-queued-reqs max_num_queued_reqs 1
+--max-num-queued-tokens max_num_queued_tokens 1
+--max-num-scheduled-tokens max_num_scheduled_tokens 1
+--max-num-seqs max_num_seqs 1
+--max-parallel-loading-workers max_parallel_loading_workers 1
+--media-io-kwargs media_io_kwargs 1
+--middleware middleware 1
+--mm-device-do-normalize mm_device_do_normalize 0 on
+--mm-encoder-attn-backend mm_encoder_attn_backend 1
+--mm-encoder-attn-dtype mm_encoder_attn_dtype 1
+--mm-encoder-fp8-scale-path mm_encoder_fp8_scale_path 1
+--mm-encoder-fp8-scale-save-margin mm_encoder_fp8_scale_save_margin 1
+--mm-encoder-fp8-scale-save-path mm_encoder_fp8_scale_save_path 1
+--mm-encoder-only mm_encoder_only 0 on
+--mm-encoder-tp-mode mm_encoder_tp_mode 1
+--mm-hasher-algorithm mm_hasher_algorithm 1
+--mm-ipc-gpu-memory-gb mm_ipc_gpu_memory_gb 1
+--mm-processor-cache-gb mm_processor_cache_gb 1
+--mm-processor-cache-type mm_processor_cache_type 1
+--mm-processor-device mm_processor_device 1
+--mm-processor-kwargs mm_processor_kwargs 1
+--mm-shm-cache-max-object-size-mb mm_shm_cache_max_object_size_mb 1
+--mm-tensor-ipc mm_tensor_ipc 1
+--model model 1
+--model-class-overrides model_class_overrides 1
+--model-impl model_impl 1
+--model-loader-extra-config model_loader_extra_config 1
+--moe-backend moe_backend 1
+--monokernel monokernel 0 on
+--nnodes nnodes 1
+--no-allow-credentials allow_credentials 0 off
+--no-allow-deprecated-quantization allow_deprecated_quantization 0 off
+--no-async-scheduling async_scheduling 0 off
+--no-cohere-is-reasoning-model cohere_is_reasoning_model 0 off
+--no-cudagraph-metrics cudagraph_metrics 0 off
+--no-data-parallel-external-lb data_parallel_external_lb 0 off
+--no-data-parallel-hybrid-lb data_parallel_hybrid_lb 0 off
+--no-dcp-q-replicate dcp_q_replicate 0 off
+--no-disable-cascade-attn disable_cascade_attn 0 off
+--no-disable-chunked-mm-input disable_chunked_mm_input 0 off
+--no-disable-custom-all-reduce disable_custom_all_reduce 0 off
+--no-disable-fastapi-docs disable_fastapi_docs 0 off
+--no-disable-hybrid-kv-cache-manager disable_hybrid_kv_cache_manager 0 off
+--no-disable-nccl-for-dp-synchronization disable_nccl_for_dp_synchronization 0 off
+--no-disable-sliding-window disable_sliding_window 0 off
+--no-disable-uvicorn-access-log disable_uvicorn_access_log 0 off
+--no-enable-auto-tool-choice enable_auto_tool_choice 0 off
+--no-enable-batch-sharded-sampling enable_batch_sharded_sampling 0 off
+--no-enable-chunked-prefill enable_chunked_prefill 0 off
+--no-enable-cumem-allocator enable_cumem_allocator 0 off
+--no-enable-dbo enable_dbo 0 off
+--no-enable-elastic-ep enable_elastic_ep 0 off
+--no-enable-ep-weight-filter enable_ep_weight_filter 0 off
+--no-enable-eplb enable_eplb 0 off
+--no-enable-expert-parallel enable_expert_parallel 0 off
+--no-enable-fault-tolerance enable_fault_tolerance 0 off
+--no-enable-flash-late-interaction enable_flash_late_interaction 0 off
+--no-enable-flashinfer-autotune enable_flashinfer_autotune 0 off
+--no-enable-force-include-usage enable_force_include_usage 0 off
+--no-enable-hc-sp enable_hc_sp 0 off
+--no-enable-layerwise-nvtx-tracing enable_layerwise_nvtx_tracing 0 off
+--no-enable-log-deltas enable_log_deltas 0 off
+--no-enable-log-outputs enable_log_outputs 0 off
+--no-enable-log-requests enable_log_requests 0 off
+--no-enable-logging-iteration-details enable_logging_iteration_details 0 off
+--no-enable-lora enable_lora 0 off
+--no-enable-mamba-cache-stochastic-rounding enable_mamba_cache_stochastic_rounding 0 off
+--no-enable-mamba-shared-prefix-checkpoint enable_mamba_shared_prefix_checkpoint 0 off
+--no-enable-mfu-metrics enable_mfu_metrics 0 off
+--no-enable-mixed-moe-lora-format enable_mixed_moe_lora_format 0 off
+--no-enable-mm-embeds enable_mm_embeds 0 off
+--no-enable-moe-shared-loras enable_moe_shared_loras 0 off
+--no-enable-nccl-comm-suspend enable_nccl_comm_suspend 0 off
+--no-enable-offline-docs enable_offline_docs 0 off
+--no-enable-per-request-metrics enable_per_request_metrics 0 off
+--no-enable-prefix-caching enable_prefix_caching 0 off
+--no-enable-prompt-embeds enable_prompt_embeds 0 off
+--no-enable-prompt-tokens-details enable_prompt_tokens_details 0 off
+--no-enable-request-id-headers enable_request_id_headers 0 off
+--no-enable-return-routed-experts enable_return_routed_experts 0 off
+--no-enable-scale-out enable_scale_out 0 off
+--no-enable-server-load-tracking enable_server_load_tracking 0 off
+--no-enable-shm-tensor-arena enable_shm_tensor_arena 0 off
+--no-enable-sleep-mode enable_sleep_mode 0 off
+--no-enable-ssl-refresh enable_ssl_refresh 0 off
+--no-enable-tokenizer-info-endpoint enable_tokenizer_info_endpoint 0 off
+--no-enable-tower-connector-lora enable_tower_connector_lora 0 off
+--no-enable-trace-replay enable_trace_replay 0 off
+--no-enforce-eager enforce_eager 0 off
+--no-exclude-tools-when-tool-choice-none exclude_tools_when_tool_choice_none 0 off
+--no-fail-on-environ-validation fail_on_environ_validation 0 off
+--no-fully-sharded-loras fully_sharded_loras 0 off
+--no-interleave-mm-strings interleave_mm_strings 0 off
+--no-jit-monitor-verbose jit_monitor_verbose 0 off
+--no-kv-cache-metrics kv_cache_metrics 0 off
+--no-kv-sharing-fast-prefill kv_sharing_fast_prefill 0 off
+--no-language-model-only language_model_only 0 off
+--no-log-error-stack log_error_stack 0 off
+--no-long-prefill-token-threshold-adaptive long_prefill_token_threshold_adaptive 0 off
+--no-mm-device-do-normalize mm_device_do_normalize 0 off
+--no-mm-encoder-only mm_encoder_only 0 off
+--no-monokernel monokernel 0 off
+--no-numa-bind numa_bind 0 off
+--no-ray-workers-use-nsight ray_workers_use_nsight 0 off
+--no-return-sampling-mask return_sampling_mask 0 off
+--no-return-tokens-as-token-ids return_tokens_as_token_ids 0 off
+--no-scheduler-reserve-full-isl scheduler_reserve_full_isl 0 off
+--no-skip-mm-profiling skip_mm_profiling 0 off
+--no-skip-tokenizer-init skip_tokenizer_init 0 off
+--no-sleep-mode-offload-cudagraph sleep_mode_offload_cudagraph 0 off
+--no-specialize-active-lora specialize_active_lora 0 off
+--no-swa-bounded-replay swa_bounded_replay 0 off
+--no-tokens-only tokens_only 0 off
+--no-trust-remote-code trust_remote_code 0 off
+--no-trust-request-chat-template trust_request_chat_template 0 off
+--no-trust-request-mm-kwargs trust_request_mm_kwargs 0 off
+--no-use-fp64-gumbel use_fp64_gumbel 0 off
+--no-use-replayssm use_replayssm 0 off
+--no-use-tqdm-on-load use_tqdm_on_load 0 off
+--node-rank node_rank 1
+--num-gpu-blocks-override num_gpu_blocks_override 1
+--numa-bind numa_bind 0 on
+--numa-bind-cpus numa_bind_cpus +
+--numa-bind-nodes numa_bind_nodes +
+--offload-backend offload_backend 1
+--offload-group-size offload_group_size 1
+--offload-num-in-group offload_num_in_group 1
+--offload-params offload_params +
+--offload-prefetch-step offload_prefetch_step 1
+--optimization-level optimization_level 1
+--otlp-traces-endpoint otlp_traces_endpoint 1
+--override-generation-config override_generation_config 1
+--per-request-spec-decode-metrics per_request_spec_decode_metrics 1
+--performance-mode performance_mode 1
+--pipeline-parallel-size pipeline_parallel_size 1
+--pooler-config pooler_config 1
+--port port 1
+--prefill-context-parallel-size prefill_context_parallel_size 1
+--prefill-schedule-interval prefill_schedule_interval 1
+--prefix-cache-retention-interval prefix_cache_retention_interval 1
+--prefix-caching-hash-algo prefix_caching_hash_algo 1
+--prefix-match-unit prefix_match_unit 1
+--profiler-config profiler_config 1
+--pt-load-map-location pt_load_map_location 1
+--quantization quantization 1
+--quantization-config quantization_config 1
+--ray-workers-use-nsight ray_workers_use_nsight 0 on
+--reasoning-config reasoning_config 1
+--reasoning-effort-map reasoning_effort_map 1
+--reasoning-parser reasoning_parser 1
+--reasoning-parser-plugin reasoning_parser_plugin 1
+--renderer-num-workers renderer_num_workers 1
+--replayssm-buffer-len replayssm_buffer_len 1
+--response-role response_role 1
+--return-sampling-mask return_sampling_mask 0 on
+--return-tokens-as-token-ids return_tokens_as_token_ids 0 on
+--revision revision 1
+--root-path root_path 1
+--runner runner 1
+--safetensors-load-strategy safetensors_load_strategy 1
+--safetensors-prefetch-block-size safetensors_prefetch_block_size 1
+--safetensors-prefetch-num-threads safetensors_prefetch_num_threads 1
+--scheduler-cls scheduler_cls 1
+--scheduler-reserve-full-isl scheduler_reserve_full_isl 0 on
+--scheduling-policy scheduling_policy 1
+--seed seed 1
+--served-model-name served_model_name +
+--show-hidden-metrics-for-version show_hidden_metrics_for_version 1
+--shutdown-timeout shutdown_timeout 1
+--skip-mm-profiling skip_mm_profiling 0 on
+--skip-tokenizer-init skip_tokenizer_init 0 on
+--sleep-mode-backend sleep_mode_backend 1
+--sleep-mode-offload-cudagraph sleep_mode_offload_cudagraph 0 on
+--sleep-preserve-parameter-names sleep_preserve_parameter_names +
+--sparse-indexer-topk-backend sparse_indexer_topk_backend 1
+--spec-method spec_method 1
+--spec-model spec_model 1
+--spec-tokens spec_tokens 1
+--specialize-active-lora specialize_active_lora 0 on
+--speculative-config speculative_config 1
+--sse-keep-alive-interval sse_keep_alive_interval 1
+--ssl-ca-certs ssl_ca_certs 1
+--ssl-cert-reqs ssl_cert_reqs 1
+--ssl-certfile ssl_certfile 1
+--ssl-ciphers ssl_ciphers 1
+--ssl-keyfile ssl_keyfile 1
+--stream-interval stream_interval 1
+--structured-outputs-config structured_outputs_config 1
+--swa-bounded-replay swa_bounded_replay 0 on
+--tensor-parallel-size tensor_parallel_size 1
+--tokenizer tokenizer 1
+--tokenizer-mode tokenizer_mode 1
+--tokenizer-revision tokenizer_revision 1
+--tokens-only tokens_only 0 on
+--tool-call-parser tool_call_parser 1
+--tool-parser-plugin tool_parser_plugin 1
+--tool-server tool_server 1
+--tool-strict-level tool_strict_level 1
+--trust-remote-code trust_remote_code 0 on
+--trust-request-chat-template trust_request_chat_template 0 on
+--trust-request-mm-kwargs trust_request_mm_kwargs 0 on
+--ubatch-size ubatch_size 1
+--uds uds 1
+--use-fp64-gumbel use_fp64_gumbel 0 on
+--use-replayssm use_replayssm 0 on
+--use-tqdm-on-load use_tqdm_on_load 0 on
+--uvicorn-log-level uvicorn_log_level 1
+--video-pruning-method video_pruning_method 1
+--video-pruning-rate video_pruning_rate 1
+--watchdog-config watchdog_config 1
+--watermark watermark 1
+--watermark-config watermark_config 1
+--weight-transfer-config weight_transfer_config 1
+--worker-cls worker_cls 1
+--worker-extension-cls worker_extension_cls 1
+-ac attention_config 1
+-asc api_server_count 1
+-cc compilation_config 1
+-dc diffusion_config 1
+-dcp decode_context_parallel_size 1
+-dp data_parallel_size 1
+-dpa data_parallel_address 1
+-dpb data_parallel_backend 1
+-dpe data_parallel_external_lb 0 on
+-dph data_parallel_hybrid_lb 0 on
+-dpl data_parallel_size_local 1
+-dpm data_parallel_multi_port_external_lb 0
+-dpn data_parallel_rank 1
+-dpp data_parallel_rpc_port 1
+-dpr data_parallel_start_rank 1
+-ep enable_expert_parallel 0 on
+-h help 0
+-n nnodes 1
+-pcp prefill_context_parallel_size 1
+-pp pipeline_parallel_size 1
+-q quantization 1
+-r node_rank 1
+-sc speculative_config 1
+-tp tensor_parallel_size 1
+"""
