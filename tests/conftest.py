@@ -23,41 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("J0_SERVE_ARGS_READER", "table")
 
 
-@pytest.fixture(autouse=True)
-def environment_left_as_found() -> Iterator[None]:
-    """A test that changes os.environ and leaves it changed (os.environ[...] = ..., setdefault,
-    code under test that sets a variable in-process) fails here, and the environment is put back:
-    with two pytest workers, such a leak reaches only the tests that happen to run after it in
-    the same worker (a CUDA_VISIBLE_DEVICES= left set made `mini run`'s GPU check fail now and
-    then). monkeypatch's changes are undone before this runs, so they pass."""
-    before = dict(os.environ)
-    yield
-    after = dict(os.environ)
-    changed = sorted(
-        key
-        for key in before.keys() | after.keys()
-        if before.get(key) != after.get(key) and not set_by_others(key)
-    )
-    if changed:
-        for key in changed:
-            if key in before:
-                os.environ[key] = before[key]
-            else:
-                del os.environ[key]
-        pytest.fail(f"the test left os.environ changed: {', '.join(changed)} (use monkeypatch)")
-
-
-# Set in os.environ by others, not by a test, and kept (the library reads it later): pytest's
-# running test's name, vLLM 0.33's import (AITER_...), torch's and Triton's compilers (their cache
-# folders, TORCHINDUCTOR_CACHE_DIR when torch.compile first runs), tokenizers' thread switch.
-ENVIRONMENT_OTHERS_SET = frozenset({"PYTEST_CURRENT_TEST", "TOKENIZERS_PARALLELISM"})
-ENVIRONMENT_OTHERS_PREFIXES = ("AITER_", "TORCHINDUCTOR_", "TORCH_", "TRITON_CACHE")
-
-
-def set_by_others(key: str) -> bool:
-    return key in ENVIRONMENT_OTHERS_SET or key.startswith(ENVIRONMENT_OTHERS_PREFIXES)
-
-
 @pytest.fixture(scope="session")
 def pins() -> Pins:
     return load_pins(ROOT)
