@@ -82,6 +82,31 @@ def work_dir(keep: Path | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def serve_setting(
+    options: Options,
+    target: Path,
+    draft: Path,
+    j0: bool,
+    work: Path,
+    extra_env: dict[str, str],
+    **scenario: Any,
+) -> ServeSetting:
+    """One server of the check: the options' draft length, graphs, dump steps and port, J0 on or
+    off with its own dump folder under `work`; `scenario` adds the scenario mode's settings."""
+    return ServeSetting(
+        target=target,
+        draft=draft,
+        tokens=options.tokens,
+        graphs=options.graphs,
+        j0=j0,
+        dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
+        dump_steps=options.dump_steps,
+        port=options.port,
+        extra_env=extra_env,
+        **scenario,
+    )
+
+
 def start(options: Options, setting: ServeSetting, work: Path) -> Server:
     log = work / f"server-{setting.name}.log"
     if options.here:
@@ -208,17 +233,7 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
         target, draft = tiny_models(options, client, work, say)
         runs: list[Run] = []
         for j0 in (True, False):
-            setting = ServeSetting(
-                target=target,
-                draft=draft,
-                tokens=options.tokens,
-                graphs=options.graphs,
-                j0=j0,
-                dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
-                dump_steps=options.dump_steps,
-                port=options.port,
-                extra_env=options.extra_env,
-            )
+            setting = serve_setting(options, target, draft, j0, work, options.extra_env)
             runs.append(serve_and_ask(options, setting, work, say))
         on, off = runs
         found: list[checks.Check] = []
@@ -316,16 +331,13 @@ def scenario_check(
         extra = {**options.extra_env}
         if j0:
             extra.update(PYTHONPATH=python_path, VLLM_DFLASH_AUDIT=str(audit))
-        setting = ServeSetting(
-            target=target,
-            draft=draft,
-            tokens=options.tokens,
-            graphs=options.graphs,
-            j0=j0,
-            dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
-            dump_steps=options.dump_steps,
-            port=options.port,
-            extra_env=extra,
+        setting = serve_setting(
+            options,
+            target,
+            draft,
+            j0,
+            work,
+            extra,
             max_model_len=SCENARIO_MAX_MODEL_LEN,
             max_num_batched_tokens=chosen.max_num_batched_tokens,
             num_gpu_blocks_override=chosen.num_gpu_blocks_override,
