@@ -10,6 +10,8 @@
 #   DRAFTER K    (mask7, j07, mask15, j015) a drafter at K draft tokens: J0 off, then J0 on
 #                with each J0 seed; DRAFTER K off|on (mask7off, j015on, ...) one of the two
 #   run7, run15  every drafter part at 7 (15) draft tokens, one after the other
+#   every        every setting (base and every drafter part at 7 and 15) in one `j0 mini run`,
+#                $MINI_SERVERS of them at once on the GPU (`--servers`; default 1)
 #   all          train, base, then every drafter part at 7 and at 15
 #
 # At the defaults (48 prompts per context, 5 contexts: 240 requests a setting, about 60 s to start
@@ -20,8 +22,9 @@
 # already on PYTHONPATH. The models go to $MINI_WORK (default /tmp/mini, which must not exist yet
 # for `train`); $MINI_BUDGET seconds per model (default 140). The run: $MINI_REQUESTS prompts per
 # context (default 48), $MINI_CONTEXTS (default: 0.5, 1, 2, 4, 8 x the drafters' training
-# length), $MINI_SLOTS request slots (default 4), $MINI_MAX_TOKENS (default 256), $MINI_RUN_ARGS
-# more flags for `j0 mini run` (e.g. --graphs). Each phase's exit status is `j0 mini run`'s.
+# length), $MINI_SLOTS request slots (default 4), $MINI_MAX_TOKENS (default 256), $MINI_SERVERS
+# servers at once (default 1), $MINI_RUN_ARGS more flags for `j0 mini run` (e.g. --graphs).
+# Each phase's exit status is `j0 mini run`'s.
 set -euo pipefail
 
 results=${1:?usage: scripts/mini-h200.sh RESULTS [all|train|base|mask7|j07|mask15|j015|run7|run15|...]}
@@ -54,7 +57,8 @@ run_part() {
   echo "==> mini-h200.sh: $parts at $tokens draft tokens" | tee -a "$results/run.log"
   python3 -m j0 mini run "$work" --here --resume --run-dir "$work/run" --parts "$parts" \
     --tokens "$tokens" --requests "${MINI_REQUESTS:-48}" --slots "${MINI_SLOTS:-4}" \
-    --max-tokens "${MINI_MAX_TOKENS:-256}" "${contexts[@]}" "${extra[@]}" \
+    --max-tokens "${MINI_MAX_TOKENS:-256}" --servers "${MINI_SERVERS:-1}" "${contexts[@]}" \
+    "${extra[@]}" \
     2>&1 | tee -a "$results/run.log" || status=$?
   # everything but the dumps themselves (dumps-sha256.txt and dumps-check.json stay beside them)
   mkdir -p "$results/run"
@@ -89,6 +93,7 @@ case $phase in
   base) run_part baseline,ngram 7,15 ;;
   run7) drafter_parts 7 ;;
   run15) drafter_parts 15 ;;
+  every) run_part baseline,ngram,mask,j0 7,15 ;;
   all)
     train
     status=0
@@ -99,7 +104,7 @@ case $phase in
     ;;
   *)
     echo "mini-h200.sh: phase $phase: expected all, train, base, mask7, j07, mask15, j015" \
-      "(each with off or on after it, or neither), run7 or run15" >&2
+      "(each with off or on after it, or neither), run7, run15 or every" >&2
     exit 64
     ;;
 esac

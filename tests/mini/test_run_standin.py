@@ -243,3 +243,56 @@ def test_j0_on_asked_on_a_server_that_ran_the_base_file_is_labelled_off_and_fail
 def test_a_folder_without_training_is_refused(tmp_path: Path) -> None:
     with pytest.raises(J0Error, match=r"mini\.json"):
         run_matrix(options(tmp_path, crosscheck=False), say=lambda line: None)
+
+
+@pytest.mark.slow  # five stand-in servers, three at a time
+def test_settings_served_at_once_each_on_its_own_port_sampled_as_trained(
+    trained: Path, article_vllm: Path
+) -> None:
+    """--servers 3: the five settings run three at a time, each server on a port of its own
+    from --port, with a share of the GPU's memory and a fixed KV cache, and every request is
+    sampled at the temperature `j0 mini train` chose (mini.json), with --sample-seed. Seen
+    failing before: --servers did not exist, and every request was greedy whatever mini.json
+    said."""
+    manifest = json.loads((trained / "mini.json").read_text())
+    manifest["sampling"] = {"temperature": 0.7, "chosen_by": "the test"}
+    (trained / "mini.json").write_text(json.dumps(manifest))
+    port = free_port()
+    chosen = options(
+        trained,
+        crosscheck=False,
+        parts=("baseline", "mask", "j0"),
+        servers=3,
+        port=port,
+        sample_seed=5,
+    )
+    result = run_matrix(chosen, say=lambda line: None)
+    assert result.exit_code == OK, result.verdict
+    run = trained / "run"
+    summary = json.loads((run / "mini-run.json").read_text())
+    names = {
+        "baseline",
+        "drafter-mask/k7-j0-off",
+        "drafter-mask/k7-j0-on",
+        "drafter-j0/k7-j0-off",
+        "drafter-j0/k7-j0-on",
+    }
+    assert set(summary["settings"]) == names
+    ports = {summary["settings"][n]["port"] for n in names}
+    assert ports <= {port, port + 1, port + 2} and len(ports) > 1
+    assert (summary["temperature"], summary["sample_seed"], summary["servers_at_once"]) == (
+        0.7,
+        5,
+        3,
+    )
+    for name in names:
+        args = server_args(run / name)
+        assert args["gpu_memory_utilization"] == 0.283
+        assert args["kv_cache_memory_bytes"] == 2 * 1024**3
+        assert args["port"] == summary["settings"][name]["port"]
+        doc = json.loads((run / name / "result.json").read_text())
+        assert doc["complete"] is True and len(doc["requests"]) == 4
+        assert (doc["manifest"]["options"]["temperature"], doc["manifest"]["options"]["seed"]) == (
+            0.7,
+            5,
+        )

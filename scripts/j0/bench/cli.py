@@ -166,6 +166,13 @@ def _register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore
         help="sampling temperature (default 0: greedy, so J0 on and off generate the same tokens)",
     )
     p.add_argument(
+        "--seed",
+        type=whole_number(0, 2**31 - 1),
+        help="with --temperature above 0: each request's sampling seed, made from SEED and its "
+        "prompt's id (the same prompt draws with the same seed in every run of this SEED); "
+        "default none: vLLM's unseeded sampling",
+    )
+    p.add_argument(
         "--ignore-eos",
         action="store_true",
         help="generate max_tokens tokens whatever the model says",
@@ -270,6 +277,7 @@ def _run(args: argparse.Namespace) -> int:
             thinking=args.thinking,
             endpoint=args.endpoint,
             temperature=args.temperature,
+            seed=args.seed,
             ignore_eos=args.ignore_eos,
             bin_size=args.bin_size,
             status_json=args.status_json,

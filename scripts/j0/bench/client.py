@@ -35,6 +35,7 @@ more tokens than the request's max_tokens, nor more text than MAX_JSON_BYTES.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +83,7 @@ def request_body(
     temperature: float,
     ignore_eos: bool,
     system_prompt: str | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model}
     if endpoint == "chat":
@@ -99,7 +101,19 @@ def request_body(
     )
     if ignore_eos:
         body["ignore_eos"] = True
+    if seed is not None:
+        body["seed"] = seed
     return body
+
+
+def request_seed(seed: int | None, prompt_id: str) -> int | None:
+    """The sampling seed of the request for `prompt_id` in a run of `--seed SEED`: the same
+    prompt gets the same seed in every setting (paired settings draw the target's samples with
+    the same seed), different prompts different seeds; None without --seed."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{prompt_id}".encode()).hexdigest()
+    return int(digest[:8], 16) & 0x7FFFFFFF
 
 
 @dataclass

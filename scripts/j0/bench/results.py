@@ -182,6 +182,7 @@ class BenchResult:
             "endpoint": m.get("endpoint"),
             "thinking": m.get("thinking"),
             "temperature": options.get("temperature"),
+            "seed": options.get("seed"),
             "max_tokens": options.get("max_tokens"),
             "ignore_eos": options.get("ignore_eos"),
             "system_prompt_sha256": options.get("system_prompt_sha256"),

@@ -48,6 +48,10 @@ class ServeSetting:
     max_num_batched_tokens: int | None = None  # chunked prefill of longer prompts
     num_gpu_blocks_override: int | None = None  # a KV cache small enough to preempt
     prefix_caching: bool = False
+    # Several servers on one GPU (j0 mini run --servers): each a share of its memory and a KV
+    # cache of a fixed size (no memory profiling that servers starting together would upset)
+    gpu_memory_utilization: float = 0.3
+    kv_cache_memory_bytes: int | None = None
 
     @property
     def name(self) -> str:
@@ -85,7 +89,7 @@ class ServeSetting:
             "--max-model-len",
             str(self.max_model_len),
             "--gpu-memory-utilization",
-            "0.3",
+            str(self.gpu_memory_utilization),
             "--host",
             "127.0.0.1",
             "--port",
@@ -98,6 +102,8 @@ class ServeSetting:
         ]
         if self.max_num_batched_tokens is not None:
             args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+        if self.kv_cache_memory_bytes is not None:
+            args += ["--kv-cache-memory-bytes", str(self.kv_cache_memory_bytes)]
         if self.num_gpu_blocks_override is not None:
             args += ["--num-gpu-blocks-override", str(self.num_gpu_blocks_override)]
         return args if self.graphs else [*args, "--enforce-eager"]

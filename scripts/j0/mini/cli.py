@@ -9,6 +9,8 @@ from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_nu
 from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
 
+MAX_TEMPERATURE = 2.0  # j0.mini.train's, without importing it for --help
+
 TRAIN_HELP = """\
 Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
 target (6 layers, hidden 512) on this machine's Python source (the standard library and
@@ -18,6 +20,11 @@ path), then two DFlash drafters of the `dflash` package on the target's taps (la
 the query slots, `drafter-j0` with J0's (slot k > 0 a committed token drawn from 0..anchor).
 Each model is a folder vLLM serves (the drafters pass `j0 drafter check`); OUT/logs/ has the
 training logs and the drafters' per-slot accuracy on held-out text; OUT/mini.json what was made.
+The drafters learn as DFlash trains them: on the target's own continuations of its training text
+(--rows, default 12288 rows of 512 tokens, held-out rows' loss logged as a curve), labels the
+target's greedy prediction, slot losses weighted exp(-(k-1)/7). The target samples at the lowest
+temperature at which its continuations are not loops (--temperature auto: a small target loops
+greedily); `j0 mini run` then samples at it, each request with its own seed.
 --smoke: tiny sizes, seconds per model (CI, CPU). Needs `pip install -e '.[mini]'` (dflash with
 --no-deps). Exit 0: trained; 64: bad arguments or OUT not empty; 69: --device cuda without one.
 """
@@ -92,8 +99,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--gamma",
         type=finite_number(0, above=False),
-        default=0.0,
-        help="slot loss weights exp(-(k-1)/GAMMA) (default 0: equal weights)",
+        default=7.0,
+        help="slot loss weights exp(-(k-1)/GAMMA) (default 7, DFlash's for blocks of 16; "
+        "0: equal weights)",
+    )
+    train.add_argument(
+        "--temperature",
+        type=temperature_choice,
+        default=None,
+        metavar="auto|T",
+        help="the temperature the drafters' rows are sampled at and `j0 mini run` samples at "
+        "(default auto: the lowest of 0, 0.5, ..., 1.0 at which 95 %% of the target's "
+        "continuations of its training text are no loop; 0: greedy)",
+    )
+    train.add_argument(
+        "--rows",
+        type=whole_number(1),
+        help="--draft-data generated: rows of the target's own text (default 12288; smoke 16)",
     )
     train.add_argument(
         "--anchors", type=whole_number(1), help="anchors per drafter sequence (default 24)"
@@ -104,9 +126,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     train.add_argument(
         "--draft-data",
-        default="text",
+        default="generated",
         choices=("text", "generated"),
-        help="the drafters' windows: the text, or the target's own greedy continuations of it",
+        help="the drafters' windows: the target's own continuations of the text at the "
+        "temperature (default, as DFlash trains), or the text itself",
     )
     train.add_argument("--no-progress", dest="progress", action="store_false")
     train.set_defaults(func=_train)
@@ -176,7 +199,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument(
         "--max-tokens", type=whole_number(1), default=256, help="tokens per request (256)"
     )
-    run.add_argument("--port", type=whole_number(1, MAX_PORT), default=8765)
+    run.add_argument(
+        "--port",
+        type=whole_number(1, MAX_PORT - 64),
+        default=8765,
+        help="the first server's port (8765; with --servers N, N ports from it)",
+    )
+    run.add_argument(
+        "--servers",
+        type=whole_number(1, 64),
+        default=1,
+        help="settings served at once on the one GPU, each with a share of its memory "
+        "(default 1: one after the other). They share the GPU and the CPU, so speedups then "
+        "compare settings measured side by side, not one server alone; acceptance does not "
+        "depend on it",
+    )
+    run.add_argument(
+        "--sample-seed",
+        type=whole_number(0, MAX_SEED),
+        default=0,
+        help="where the miniature samples (mini.json's temperature above 0): each request's "
+        "seed comes from it and the prompt's id, the same in every setting (default 0)",
+    )
     run.add_argument(
         "--startup-timeout", type=finite_number(0, above=True), default=600.0, metavar="S"
     )
@@ -219,9 +263,18 @@ def _train(args: argparse.Namespace) -> int:
             draft_layers=args.draft_layers,
             draft_lr=args.draft_lr,
             draft_data=args.draft_data,
+            temperature=args.temperature,
+            rows=args.rows,
         )
     )
     return 0
+
+
+def temperature_choice(text: str) -> float | None:
+    """--temperature: `auto` (None) or a finite number from 0 to 2."""
+    if text.strip().lower() == "auto":
+        return None
+    return float(finite_number(0, above=False, maximum=MAX_TEMPERATURE)(text))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -253,6 +306,8 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             crosscheck_requests=args.crosscheck_requests,
             variant=args.variant,
+            servers=args.servers,
+            sample_seed=args.sample_seed,
         )
     )
     print((Path(result.summary["out"]) / "mini-run.md").read_text())

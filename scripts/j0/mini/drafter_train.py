@@ -16,6 +16,8 @@ from j0.mini.schedule import Clock, lr_at
 from j0.mini.sizes import MASK_ID, Sizes
 from j0.mini.target_train import target_config
 
+HELD_EVERY = 100  # steps between two held-out losses
+
 
 @dataclass(frozen=True)
 class DraftRecipe:
@@ -68,9 +70,12 @@ def train_drafter(
     log: Path,
     progress: bool,
     rows: Any | None = None,
+    held_rows: Any | None = None,
 ) -> tuple[Any, int, float, float]:
     """(drafter, steps, seconds, last loss); rows: [N, draft_seq] windows to draw from (the
-    target's own text, `--draft-data generated`) instead of the training stream."""
+    target's own text, `--draft-data generated`) instead of the training stream; held_rows: rows
+    of the same kind from held-out text, whose loss is logged every HELD_EVERY steps
+    (`heldout_loss` in the log: the curve that shows whether the rows are memorised)."""
     import torch
 
     from j0.mini.data import windows
@@ -113,9 +118,40 @@ def train_drafter(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
         optimizer.step()
-        clock.record(float(loss.detach()))
+        extra = {}
+        if held_rows is not None and (clock.steps % HELD_EVERY == 0 or not clock.running()):
+            extra["heldout_loss"] = heldout_loss(
+                drafter, target, held_rows, sizes, recipe, device, seed
+            )
+        clock.record(float(loss.detach()), **extra)
     seconds = clock.close()
     return drafter, clock.steps, seconds, clock.last_loss
+
+
+def heldout_loss(
+    drafter: Any, target: Any, rows: Any, sizes: Sizes, recipe: DraftRecipe, device: str, seed: int
+) -> float:
+    """The training loss on one fixed batch of held-out rows (the same anchors every time)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 9)
+    drafter.eval()
+    with torch.no_grad(), autocast(device):
+        batch = drafter_batch.build(
+            rows[: sizes.draft_batch].to(device),
+            target,
+            sizes.taps,
+            sizes.block,
+            sizes.anchors,
+            recipe.init,
+            recipe.labels,
+            generator,
+        )
+        scores = drafter_batch.logits(drafter, target, batch, sizes.block)
+        weights = drafter_batch.slot_weights(sizes.block, recipe.gamma, device)
+        loss = float(drafter_batch.weighted_loss(scores, batch.labels, weights))
+    drafter.train()
+    return round(loss, 5)
 
 
 def score_slots(
@@ -128,9 +164,11 @@ def score_slots(
     seed: int,
     held_rows: Any | None = None,
 ) -> SlotScores:
-    """Per-slot scores on held-out windows of the text; with held_rows (the target's greedy
-    continuations of held-out text), also the chain estimate on those, closest to what the
-    engine's verify step sees (`greedy_rows_k7`, `greedy_rows_k15`)."""
+    """Per-slot scores on held-out windows of the text; with held_rows (the target's own
+    continuations of held-out text, at the miniature's temperature), also the chain estimate on
+    those, closest to what the engine's verify step sees (`greedy_rows_k7`, `greedy_rows_k15`:
+    the name of greedy days; under sampling it counts agreement with the target's argmax, which
+    the engine accepts with the target's probability of it, so it is an upper estimate)."""
     import torch
 
     from j0.mini.data import windows

@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,8 @@ class MiniRunOptions:
     reuse_files: bool = False
     resume: bool = False
     variant: str = "article"  # the speculator.py J0 must run from: article or prefix-safe
+    servers: int = 1  # settings served at once on the GPU, on ports port, port + 1, ...
+    sample_seed: int = 0  # under sampling: each request's seed from it and its prompt's id
 
 
 @dataclass
@@ -197,6 +199,7 @@ def check_options(options: MiniRunOptions) -> None:
         ("--max-tokens", options.max_tokens, 1),
         ("--ngram-max", options.ngram_max, 1),
         ("--crosscheck-requests", options.crosscheck_requests, 0),
+        ("--servers", options.servers, 1),
     ):
         if value < least:
             raise J0Error(f"{flag} {value}: expected a whole number, {least} or more", USAGE)
@@ -208,7 +211,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini import tokenizer as tok_mod
     from j0.mini.preflight import STARTED, check_run_dir, move_aside, preflight
     from j0.mini.prompts import make_prompts, write_jsonl, write_record
-    from j0.mini.run_setting import run_setting
+    from j0.mini.run_setting import Sampling, run_setting
     from j0.pins import load_pins
 
     check_options(options)
@@ -253,9 +256,16 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         f"{', '.join(map(str, contexts))} tokens), {len({p.source for p in prompts})} files; "
         f"max-model-len {length}; {options.slots} request slots"
     )
+    sampling = Sampling(temperature_of(manifest), options.sample_seed)
+    if sampling.temperature > 0:
+        say(
+            f"==> sampling at temperature {sampling.temperature} (mini.json), each request "
+            f"with its own seed (from --sample-seed {options.sample_seed} and its prompt's id)"
+        )
     result = MiniRunResult()
     started = time.monotonic()
     article: str | None = None
+    todo = []
     for plan in plans(options, work, length, pins.j0_seed):
         if plan.folder.exists():
             if (plan.folder / "result.json").is_file():
@@ -272,12 +282,58 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
             env = seeds_mod.prepare(
                 work / "speculators" / f"seed{plan.seed}", plan.seed, pins, article
             )
-            plan = type(plan)(**{**plan.__dict__, "extra_env": env})
-        outcome = run_setting(options, plan, dataset, prompts, say)
+            plan = replace(plan, extra_env=env)
+        todo.append(plan)
+
+    def serve(plan: Any, port: int) -> None:
+        plan = replace(plan, port=port, servers=min(options.servers, len(todo)))
+        outcome = run_setting(options, plan, dataset, prompts, say, sampling)
         record = {**outcome.summary, "problems": outcome.problems, "missing": outcome.missing}
         write_text_atomic(plan.folder / "setting.json", json.dumps(record, indent=1) + "\n")
+
+    at_once(todo, options.servers, options.port, serve)
     summarize(options, manifest, work, contexts, length, tokenizer, result, started, speculator)
     return result
+
+
+def temperature_of(manifest: dict[str, Any]) -> float:
+    """The miniature's sampling temperature (mini.json's `sampling`; 0, greedy, in folders made
+    before it was chosen)."""
+    sampling = manifest.get("sampling")
+    value = sampling.get("temperature") if isinstance(sampling, dict) else None
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+        raise J0Error(
+            f"mini.json: sampling.temperature {value!r}: expected a number from 0 to 2", USAGE
+        )
+    return float(value)
+
+
+def at_once(todo: list[Any], servers: int, port: int, serve: Any) -> None:
+    """serve(plan, port) for every plan, `servers` at a time, each on a port of its own from
+    port, port + 1, ...: one after the other where servers is 1."""
+    if servers <= 1 or len(todo) <= 1:
+        for plan in todo:
+            serve(plan, port)
+        return
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    ports: queue.Queue[int] = queue.Queue()
+    for n in range(min(servers, len(todo))):
+        ports.put(port + n)
+
+    def one(plan: Any) -> None:
+        mine = ports.get()
+        try:
+            serve(plan, mine)
+        finally:
+            ports.put(mine)
+
+    with ThreadPoolExecutor(max_workers=min(servers, len(todo))) as pool:
+        for future in [pool.submit(one, plan) for plan in todo]:
+            future.result()
 
 
 def summarize(
@@ -319,6 +375,9 @@ def summarize(
             key: manifest.get(key)
             for key in ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
         },
+        "temperature": temperature_of(manifest),
+        "sample_seed": options.sample_seed if temperature_of(manifest) > 0 else None,
+        "servers_at_once": options.servers,
         "contexts": list(contexts),
         "tokens": list(options.tokens),
         "requests_per_context": options.requests,

@@ -37,6 +37,8 @@ class SettingPlan:
     speculative_extra: dict[str, int] = field(default_factory=dict)
     slots: int = 4
     variant: str = "article"  # the speculator.py J0 must run from
+    port: int = 8765
+    servers: int = 1  # servers sharing the GPU at once (each a share of its memory)
 
     @property
     def name(self) -> str:
@@ -55,8 +57,48 @@ class SettingOutcome:
     missing: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How every request of the run is sampled: the miniature's temperature (mini.json's
+    `sampling`, chosen by j0.mini.temperature; 0: greedy) and, above 0, each request's seed made
+    from `seed` and its prompt's id (j0.bench.client.request_seed), the same in every setting,
+    so paired settings draw the target's samples with the same seed."""
+
+    temperature: float = 0.0
+    seed: int = 0
+
+    @property
+    def bench_seed(self) -> int | None:
+        return self.seed if self.temperature > 0 else None
+
+    def body(self, prompt_id: str) -> dict[str, Any]:
+        """The sampling fields of one request's body."""
+        from j0.bench.client import request_seed
+
+        seed = request_seed(self.bench_seed, prompt_id)
+        return {"temperature": self.temperature, **({} if seed is None else {"seed": seed})}
+
+
+KV_CACHE_BYTES = 2 * 1024**3  # per server where several share the GPU
+
+
+def memory_share(servers: int) -> dict[str, Any]:
+    """ServeSetting's memory fields for one of `servers` servers at once on one GPU."""
+    if servers <= 1:
+        return {}
+    return {
+        "gpu_memory_utilization": round(min(0.3, 0.85 / servers), 3),
+        "kv_cache_memory_bytes": KV_CACHE_BYTES,
+    }
+
+
 def run_setting(
-    options: Any, plan: SettingPlan, dataset: Path, prompts: list[Any], say: Any
+    options: Any,
+    plan: SettingPlan,
+    dataset: Path,
+    prompts: list[Any],
+    say: Any,
+    sampling: Sampling = Sampling(),
 ) -> SettingOutcome:
     from j0.bench.run import RunOptions, run
     from j0.engine.endpoints import first_model
@@ -74,14 +116,15 @@ def run_setting(
         j0=plan.j0,
         dumps=plan.folder / "dumps",
         dump_steps=options.dump_steps if plan.j0 else 0,
-        port=options.port,
+        port=plan.port,
         max_model_len=plan.max_model_len,
         max_num_seqs=plan.slots,
         method=None if not speculative else (NGRAM if plan.kind == NGRAM else DFLASH),
         speculative_extra=plan.speculative_extra,
         extra_env=plan.extra_env,
+        **memory_share(plan.servers),
     )
-    say(f"==> {plan.name}: starting the server")
+    say(f"==> {plan.name}: starting the server (port {plan.port})")
     server = LocalServer(setting, plan.folder / "server.log", options.server_command)
     answers: list[dict[str, Any]] = []
     crosscheck = plan.kind == DFLASH and not plan.j0 and options.crosscheck
@@ -89,7 +132,9 @@ def run_setting(
         healthy = wait_healthy(server, options.startup_timeout)
         if plan.kind == DFLASH and plan.j0 and options.dump_steps:
             model = str(first_model(server.url)["id"])
-            outcome.summary["dump_pass"] = dump_pass(server.url, model, prompts, plan, options)
+            outcome.summary["dump_pass"] = dump_pass(
+                server.url, model, prompts, plan, options, sampling
+            )
         say(
             f"    healthy after {healthy:.0f} s; j0 bench run ({len(prompts)} prompts, "
             f"{plan.slots} at a time)"
@@ -108,6 +153,8 @@ def run_setting(
                 j0=plan.j0 if plan.kind == DFLASH else None,
                 log=plan.folder / "server.log",  # the result's J0 label: from the file that ran
                 bin_size=256,
+                temperature=sampling.temperature,
+                seed=sampling.bench_seed,
                 concurrency=plan.slots,
                 keep_outputs=True,
                 progress=False,
@@ -119,7 +166,7 @@ def run_setting(
         if crosscheck:
             model = str(first_model(server.url)["id"])
             chosen = prompts[: options.crosscheck_requests]
-            answers = ask_with_ids(server.url, model, chosen, options.max_tokens)
+            answers = ask_with_ids(server.url, model, chosen, options.max_tokens, sampling)
             write_text_atomic(plan.folder / "crosscheck-answers.json", json.dumps(answers) + "\n")
     except (J0Error, OSError) as exc:  # OSError: the server stopped answering (urllib)
         outcome.problems.append(f"{plan.name}: {exc}")
@@ -133,6 +180,10 @@ def run_setting(
             "j0": plan.j0 if plan.kind == DFLASH else None,
             "seed": plan.seed,
             "slots": plan.slots,
+            "temperature": sampling.temperature,
+            "sample_seed": sampling.bench_seed,
+            "port": plan.port,
+            "servers_at_once": plan.servers,
             "speculative_config": (
                 json.loads(setting.speculative_config(str(setting.draft))) if speculative else None
             ),
@@ -156,7 +207,12 @@ def run_setting(
 
 
 def dump_pass(
-    url: str, model: str, prompts: list[Any], plan: SettingPlan, options: Any
+    url: str,
+    model: str,
+    prompts: list[Any],
+    plan: SettingPlan,
+    options: Any,
+    sampling: Sampling = Sampling(),
 ) -> dict[str, Any]:
     """J0 on, before the measured requests: prompts one at a time until the dumps' budget
     (VLLM_DFLASH_DUMP_STEPS) is spent. The patch dumps only steps that hold one request, so the
@@ -174,7 +230,7 @@ def dump_pass(
                 "model": model,
                 "prompt": prompt.ids,
                 "max_tokens": options.max_tokens,
-                "temperature": 0.0,
+                **sampling.body(prompt.id),
                 "ignore_eos": True,
             },
             timeout=600.0,
@@ -219,8 +275,14 @@ def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
         outcome.problems.append(f"{plan.name}: {differs}")
 
 
-def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> list[dict]:
-    """The prompts as token ids, greedy, one at a time, with return_token_ids."""
+def ask_with_ids(
+    url: str, model: str, prompts: list[Any], max_tokens: int, sampling: Sampling = Sampling()
+) -> list[dict]:
+    """The prompts as token ids, sampled as the run samples, one at a time, with
+    return_token_ids. Under sampling the check still holds: vLLM's DFlash drafts greedily and
+    the rejection sampler treats the draft as one-hot, so a rejected draft token is never the
+    token committed in its place, and the accepted count is the number of leading drafts that
+    equal the committed tokens, as with greedy decoding."""
     answers = []
     for prompt in prompts:
         answers.append(
@@ -230,7 +292,7 @@ def ask_with_ids(url: str, model: str, prompts: list[Any], max_tokens: int) -> l
                     "model": model,
                     "prompt": prompt.ids,
                     "max_tokens": max_tokens,
-                    "temperature": 0.0,
+                    **sampling.body(prompt.id),
                     "ignore_eos": True,
                     "return_token_ids": True,
                 },

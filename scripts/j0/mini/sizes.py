@@ -35,7 +35,11 @@ class Sizes:
     eval_batches: int
     budget_s: float  # default seconds per model
     gen_prompt: int = 64  # --draft-data generated: prompt tokens cut from the training stream
-    gen_batch: int = 256  # rows continued at once
+    gen_batch: int = 1024  # rows continued at once
+    gen_rows: int = 12288  # --draft-data generated: rows of the target's own text (--rows)
+    held_rows: int = 256  # the target's continuations of held-out text: curves and estimates
+    check_prompts: int = 128  # the temperature's choice (j0.mini.temperature): prompts
+    check_tokens: int = 256  # and tokens continued, as many as `j0 mini run` generates
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "taps": list(self.taps)}
@@ -88,7 +92,11 @@ SMOKE = Sizes(
     eval_batches=2,
     budget_s=4.0,
     gen_prompt=16,
-    gen_batch=4,
+    gen_batch=8,
+    gen_rows=16,
+    held_rows=4,
+    check_prompts=4,
+    check_tokens=16,
 )
 
 MIN_FILE_BYTES = 3_000

@@ -17,7 +17,8 @@ from j0.errors import USAGE, J0Error, require
 from j0.mini.sizes import FULL, SMOKE, Sizes
 
 DRAFTERS = ("mask", "j0")
-GENERATE_SHARE = 0.25  # --draft-data generated: this share of the budget, once, before both
+MAX_TEMPERATURE = 2.0
+GENERATE_SHARE = 0.5  # --draft-data generated: at most this share of the budget, once
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,15 @@ class TrainOptions:
     seed: int = 0
     device: str = "auto"
     labels: str = "target"  # the drafters' labels: data | target (the target's greedy argmax)
-    gamma: float = 0.0  # slot weights exp(-(k-1)/gamma); <= 0: equal weights
+    gamma: float = 7.0  # slot weights exp(-(k-1)/gamma) (DFlash's for blocks of 16); 0: equal
     progress: bool = True
     roots: tuple[Path, ...] | None = None  # where the corpus comes from (None: stdlib + site)
     anchors: int | None = None  # anchors per drafter training sequence (None: the sizes')
     draft_layers: int | None = None  # drafter depth (None: the sizes')
     draft_lr: float | None = None  # drafter peak learning rate (None: the sizes')
-    draft_data: str = "text"  # text | generated (the target's greedy continuations)
+    draft_data: str = "generated"  # text | generated (the target's own continuations)
+    temperature: float | None = None  # the sampling temperature; None: chosen by the gate
+    rows: int | None = None  # --draft-data generated: rows of the target's text (None: sizes')
 
 
 @dataclass
@@ -64,6 +67,12 @@ def check(options: TrainOptions) -> Sizes:
         raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
     if options.draft_data not in ("text", "generated"):
         raise J0Error(f"--draft-data {options.draft_data}: expected text or generated", USAGE)
+    if options.temperature is not None and not 0 <= options.temperature <= MAX_TEMPERATURE:
+        raise J0Error(
+            f"--temperature {options.temperature}: expected auto or 0 to {MAX_TEMPERATURE}", USAGE
+        )
+    if options.rows is not None and options.rows < 1:
+        raise J0Error(f"--rows {options.rows}: expected a whole number, 1 or more", USAGE)
     sizes = SMOKE if options.smoke else FULL
     changes = {
         name: value
@@ -105,7 +114,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     from j0.mini import tokenizer as tok_mod
     from j0.mini.data import stream, windows
     from j0.mini.drafter_train import DraftRecipe, save_drafter, score_slots, train_drafter
-    from j0.mini.generate import greedy_rows
+    from j0.mini.generate import continue_rows, device_generator
     from j0.mini.target_train import save_target, train_target
 
     device = device_mod.pick(options.device)
@@ -155,13 +164,20 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         f"{target_run.heldout_loss:.3f}"
     )
 
+    sampling = choose_temperature(options, target, train_tokens, sizes, device, say)
+    temperature = float(sampling["temperature"])
+    times["temperature_s"] = sampling["seconds"]
     rows = None
     generated: dict[str, Any] | None = None
     if options.draft_data == "generated":
         from j0.mini.generate import generate_rows
 
         seconds = GENERATE_SHARE * budget
-        say(f"==> the target's own text: greedy continuations for {seconds:.0f} s")
+        count = options.rows or sizes.gen_rows
+        say(
+            f"==> the target's own text: {count} continuations at temperature {temperature} "
+            f"(at most {seconds:.0f} s)"
+        )
         mark = time.monotonic()
         rows = generate_rows(
             target,
@@ -170,21 +186,28 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             seconds,
             device,
             torch.Generator().manual_seed(options.seed + 50),
+            count=count,
+            temperature=temperature,
+            seed=options.seed + 51,
         )
         generated = {
             "rows": int(rows.shape[0]),
+            "rows_asked": count,
             "tokens": int(rows.numel()),
             "seconds": round(time.monotonic() - mark, 1),
             "prompt_tokens": sizes.gen_prompt,
+            "temperature": temperature,
         }
         times["generate_s"] = generated["seconds"]
         say(f"    {generated['rows']} rows of {sizes.draft_seq} tokens")
     held_prompts = torch.Generator().manual_seed(options.seed + 60)
-    held_rows = greedy_rows(
+    held_rows = continue_rows(
         target,
-        windows(held_tokens, sizes.gen_prompt, sizes.draft_batch, held_prompts),
+        windows(held_tokens, sizes.gen_prompt, sizes.held_rows, held_prompts),
         sizes.draft_seq,
         device,
+        temperature,
+        device_generator(device, options.seed + 61) if temperature > 0 else None,
     ).cpu()
     drafters: dict[str, Any] = {}
     for number, init in enumerate(DRAFTERS):
@@ -202,6 +225,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             out / "logs" / f"drafter-{init}.jsonl",
             options.progress,
             rows,
+            held_rows if rows is not None else None,
         )
         scores = score_slots(drafter, target, held_tokens, sizes, init, device, seed, held_rows)
         folder = out / f"drafter-{init}"
@@ -239,6 +263,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         "labels": options.labels,
         "gamma": options.gamma,
         "draft_data": options.draft_data,
+        "sampling": sampling,
         "generated": generated,
         "target": {
             "steps": target_run.steps,
@@ -254,3 +279,33 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     write_text_atomic(out / "mini.json", json.dumps(manifest, indent=1) + "\n")
     say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
     return TrainResult(out, manifest)
+
+
+def choose_temperature(
+    options: TrainOptions, target: Any, tokens: Any, sizes: Sizes, device: str, say: Any
+) -> dict[str, Any]:
+    """--temperature, or the lowest one of j0.mini.temperature's grid at which the target's
+    continuations of its training text are no loop (with the grid's figures)."""
+    from j0.mini import temperature as temperature_mod
+
+    mark = time.monotonic()
+    if options.temperature is not None:
+        sampling: dict[str, Any] = {
+            "temperature": options.temperature,
+            "passed": None,
+            "chosen_by": "--temperature",
+        }
+    else:
+        sampling = {
+            **temperature_mod.pick(target, tokens, sizes, device, options.seed + 40),
+            "chosen_by": "the repetition gate (j0.mini.temperature)",
+        }
+        shares = ", ".join(
+            f"{g['temperature']}: {g['share_without_loop']:.2f}" for g in sampling["grid"]
+        )
+        say(
+            f"==> temperature {sampling['temperature']} (share of continuations without a loop: "
+            f"{shares}; needed {sampling['share_needed']})"
+        )
+    sampling["seconds"] = round(time.monotonic() - mark, 1)
+    return sampling

@@ -52,6 +52,14 @@ def main(argv: list[str]) -> int:
         "max_num_seqs": int(seqs or 4),
         "speculative_config": spec,
     }
+    for flag, key, kind in (
+        ("--gpu-memory-utilization", "gpu_memory_utilization", float),
+        ("--kv-cache-memory-bytes", "kv_cache_memory_bytes", int),
+        ("--port", "port", int),
+    ):
+        value = arg(argv, flag)
+        if value is not None:  # vLLM logs the arguments given that are not its defaults
+            nondefault[key] = kind(value)
     identity = os.environ.get("STANDIN_IDENTITY")
     if identity:
         from j0.article.identity import Identity

@@ -106,6 +106,7 @@ async def discover(
         "concurrency": opts.concurrency,
         "warmup": opts.warmup,
         "temperature": opts.temperature,
+        "seed": opts.seed,
         "ignore_eos": opts.ignore_eos,
         "bin_size": opts.bin_size,
         "label": opts.label,

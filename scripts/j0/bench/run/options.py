@@ -48,6 +48,7 @@ class RunOptions:
     thinking: bool = True
     endpoint: str = "chat"
     temperature: float = 0.0
+    seed: int | None = None  # each request's sampling seed from it and its prompt's id
     ignore_eos: bool = False
     bin_size: int = 512
     status_json: Path | None = None

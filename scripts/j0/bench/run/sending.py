@@ -125,6 +125,7 @@ class Sender:
                 temperature=self.opts.temperature,
                 ignore_eos=self.opts.ignore_eos,
                 system_prompt=self.opts.system_prompt,
+                seed=client.request_seed(self.opts.seed, prompt.id),
             )
             try:
                 return await client.stream_request(
