@@ -290,3 +290,32 @@ def test_scenarios_on_an_installed_base_file_stop_before_anything_starts(
     assert "--scenario serves the audited article's file" in err and "identity=base" in err
     assert str(article_vllm / SPECULATOR) in err
     assert not list((tmp_path / "kept").glob("server-*.log"))
+
+
+def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_path: Path) -> None:
+    """vLLM 0.33 refuses `--per-request-spec-decode-metrics` without `--speculative-config`
+    ("requires speculative decoding to be enabled", a pydantic error before the server is up):
+    seen on the H200, where `j0 mini run`'s baseline never started
+    (run/baseline/server.log in docs/results/mini-h200/run.tar.xz). Seen failing before: the flag was
+    in every server's arguments."""
+    from j0.engine_check.server import ServeSetting
+
+    def args(method: str | None) -> list[str]:
+        setting = ServeSetting(
+            target=tmp_path / "t",
+            draft=tmp_path / "d",
+            tokens=7,
+            graphs=False,
+            j0=False,
+            dumps=tmp_path / "dumps",
+            dump_steps=0,
+            port=8000,
+            method=method,
+        )
+        return setting.vllm_args("t", "d")
+
+    assert "--per-request-spec-decode-metrics" not in args(None)
+    assert "--speculative-config" not in args(None)
+    for method in ("dflash", "ngram"):
+        spec = args(method)
+        assert spec[spec.index("--per-request-spec-decode-metrics") + 1] == "detailed"

@@ -41,7 +41,7 @@ def test_the_prose_figures_are_the_tables(readme: Path) -> None:
 
 
 def test_changed_data_fails_the_check(tmp_path: Path) -> None:
-    source = ROOT / "docs" / "results" / "mini-h200"
+    source = ROOT / "docs" / "results" / "mini-h200" / "2026-12-01-loops"
     copy = tmp_path / "mini-h200"
     shutil.copytree(source, copy)
     said: list[str] = []
@@ -65,3 +65,29 @@ def test_a_block_without_its_data_is_named(tmp_path: Path) -> None:
     readme.write_text("no blocks\n")
     with pytest.raises(J0Error, match="no <!-- numbers"):
         numbers.run(readme)
+
+
+def test_a_run_kept_as_an_archive_is_read_and_held_to_it(tmp_path: Path) -> None:
+    """docs/results/mini-h200/ keeps its run as run.tar.xz (1.9 MB, 23 MB unpacked): the blocks
+    are made from the archive's contents, and a change inside it fails the check. Seen failing
+    before: a block's PATH had to be a folder."""
+    import tarfile
+
+    source = ROOT / "docs" / "results" / "mini-h200"
+    copy = tmp_path / "results"
+    copy.mkdir()
+    shutil.copy(source / "README.md", copy)
+    shutil.copytree(source / "train", copy / "train")
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(source / "run.tar.xz") as archive:
+        archive.extractall(unpacked, filter="data")
+    summary = unpacked / "run" / "mini-run.json"
+    doc = json.loads(summary.read_text())
+    name = next(n for n, s in doc["settings"].items() if s.get("lines"))
+    doc["settings"][name]["lines"] = ["a line the run never wrote"]
+    summary.write_text(json.dumps(doc))
+    with tarfile.open(copy / "run.tar.xz", "w:xz") as archive:
+        archive.add(unpacked / "run", arcname="run")
+    said: list[str] = []
+    assert numbers.run(copy / "README.md", say=said.append) == CHECK_FAILED
+    assert f"+- {name}: a line the run never wrote" in said[0]

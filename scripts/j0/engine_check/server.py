@@ -94,8 +94,8 @@ class ServeSetting:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--per-request-spec-decode-metrics",
-            "detailed",
+            # vLLM 0.33 refuses per-request spec-decode metrics without speculative decoding
+            *(["--per-request-spec-decode-metrics", "detailed"] if speculative else []),
             "--enable-prompt-tokens-details",
             # J0's history is not written for cached positions: on only where a scenario asks
             "--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching",

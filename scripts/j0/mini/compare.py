@@ -253,6 +253,26 @@ def _j0_as_run(s: dict[str, Any]) -> str:
     return f"{s.get('j0', '?')} ({s.get('j0_from', 'no server log')})"
 
 
+def sampling_words(summary: dict[str, Any]) -> str:
+    """How the requests were sampled: greedy, or at the miniature's temperature (acceptance
+    then under vLLM's rejection sampling: a greedy draft token is kept with the target's
+    probability of it at that temperature)."""
+    temperature = summary.get("temperature") or 0
+    if not temperature:
+        return "greedy"
+    return (
+        f"sampled at temperature {temperature} (mini.json) with a seed per request from "
+        f"--sample-seed {summary.get('sample_seed')} (acceptance under rejection sampling)"
+    )
+
+
+def servers_words(summary: dict[str, Any]) -> str:
+    servers = summary.get("servers_at_once") or 1
+    if servers <= 1:
+        return ""
+    return f"; up to {servers} servers at once on the GPU (speedups measured side by side)"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
 
@@ -261,8 +281,10 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         f"max-model-len {summary['max_model_len']}; {summary['requests_per_context']} prompts per "
         f"context ({', '.join(map(str, summary['contexts']))} tokens), {summary['max_tokens']} "
-        f"tokens each, greedy, prefix caching off; {summary['slots']} request slots (requests "
-        f"in flight); J0 seeds {', '.join(map(str, summary['j0_seeds']))}.",
+        f"tokens each, {sampling_words(summary)}, prefix caching off; {summary['slots']} "
+        f"request slots (requests in flight); J0 seeds "
+        f"{', '.join(map(str, summary['j0_seeds']))}"
+        f"{servers_words(summary)}.",
         "Trained: "
         + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
         "",

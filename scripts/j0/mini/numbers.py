@@ -57,7 +57,7 @@ def training(folders: list[Path]) -> list[str]:
         "| run | target steps | target held-out loss | generated rows | drafter | steps "
         "| last loss "
         "| slot-1 accuracy vs text | slot-1 agreement with target "
-        "| chain estimate k=7 / k=15 (greedy rows) | total (s) |",
+        "| chain estimate k=7 / k=15 (the target's rows) | total (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for folder in folders:
@@ -218,16 +218,46 @@ def checks(run: Path) -> list[str]:
     return lines
 
 
+_UNPACKED: dict[Path, Path] = {}
+
+
+def unpacked(path: Path, spec: str) -> Path:
+    """PATH itself where it is a folder; where it is a `.tar.xz` archive of one folder (a run
+    kept compressed: 2 MB in the place of 23), that folder unpacked once per process into a
+    temporary folder (tarfile's `data` filter: no links out, no absolute paths)."""
+    if path.is_dir():
+        return path
+    if not (path.is_file() and path.name.endswith(".tar.xz")):
+        raise J0Error(
+            f"{path}: no such folder or .tar.xz archive (the numbers block {spec!r})", INPUT_LACKS
+        )
+    key = path.resolve()
+    if key not in _UNPACKED:
+        import atexit
+        import shutil
+        import tarfile
+        import tempfile
+
+        target = Path(tempfile.mkdtemp(prefix="j0-numbers-"))
+        atexit.register(shutil.rmtree, target, True)
+        with tarfile.open(path, "r:xz") as archive:
+            archive.extractall(target, filter="data")
+        tops = [p for p in target.iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            raise J0Error(
+                f"{path}: expected an archive of one folder, found {len(tops)}", INPUT_LACKS
+            )
+        _UNPACKED[key] = tops[0]
+    return _UNPACKED[key]
+
+
 def block(spec: str, folder: Path) -> str:
     kind, *paths = spec.split()
     if kind not in KINDS or not paths:
         raise J0Error(
             f"numbers block {spec!r}: expected one of {', '.join(KINDS)} and a path", INPUT_LACKS
         )
-    where = [folder / p for p in paths]
-    for path in where:
-        if not path.is_dir():
-            raise J0Error(f"{path}: no such folder (the numbers block {spec!r})", INPUT_LACKS)
+    where = [unpacked(folder / p, spec) for p in paths]
     made = {
         "training": lambda: training(where),
         "engine": lambda: engine(where[0]),
