@@ -346,3 +346,27 @@ def test_the_result_document_reads_back_as_written(tmp_path: Path) -> None:
             "ok": 1,
         }
     )
+
+
+def test_seed_gives_each_prompt_its_own_sampling_seed(tmp_path: Path) -> None:
+    """--temperature 0.7 --seed 5: every request is sent with the temperature and a seed made
+    from 5 and its prompt's id, the same prompt the same seed in a second run, and the seed is in
+    the result's options. Seen failing before: bench run had no --seed, so a sampled run could
+    not be paired prompt by prompt with the same randomness."""
+    from j0.bench.client import request_seed
+
+    sent: list[list[tuple[Any, Any]]] = []
+    for name in ("a", "b"):
+        out = tmp_path / f"{name}.json"
+        with VllmStandIn(num_spec_tokens=7, seed=1) as server:
+            args = ("--requests", "3", "--max-tokens", "8", "--temperature", "0.7", "--seed", "5")
+            assert bench(server.url, out, *args) == 0
+            sent.append([(r.temperature, r.seed) for r in server.records])
+        doc = json.loads(out.read_text())
+        assert doc["manifest"]["options"]["seed"] == 5
+    ids = [e["prompt_id"] for e in json.loads((tmp_path / "a.json").read_text())["requests"]]
+    seeds = {request_seed(5, i) for i in ids}
+    assert len(seeds) == 3 and all(0 <= s < 2**31 for s in seeds)
+    assert {seed for _, seed in sent[0]} == seeds
+    assert sorted(sent[0], key=str) == sorted(sent[1], key=str)
+    assert {t for t, _ in sent[0]} == {0.7}

@@ -85,6 +85,8 @@ def generate(handler: VllmHandler, body: dict[str, Any], chat: bool) -> None:
         cached_tokens=cached,
         max_tokens=int(max_tokens),
         enable_thinking=enable_thinking,
+        temperature=body.get("temperature"),
+        seed=body.get("seed"),
     )
     if record is None:  # the server died
         handler.close_connection = True

@@ -30,6 +30,8 @@ class RequestRecord:
     cached_tokens: int
     max_tokens: int
     enable_thinking: bool | None
+    temperature: float | None = None  # the request's sampling fields, as sent
+    seed: int | None = None
     per_step_accepted: list[int] = field(default_factory=list)
     per_step_drafted: list[int] = field(default_factory=list)
     step_context_lengths: list[int] = field(default_factory=list)
