@@ -66,6 +66,15 @@ does not (the difference printed); --write writes them. Exit 2: a block's data i
 """
 
 
+def _curves(args: argparse.Namespace) -> int:
+    from j0.errors import require
+    from j0.mini.curves import plot_curves
+
+    require("matplotlib", "j0 mini curves", extra="mini")
+    print(f"wrote {plot_curves(args.out / 'logs')}")
+    return 0
+
+
 def _numbers(args: argparse.Namespace) -> int:
     from j0.mini.numbers import run
 
@@ -244,6 +253,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--write", action="store_true", help="write the tables into README (default: check)"
     )
     numbers.set_defaults(func=_numbers)
+    curves = add_command(
+        sub,
+        "curves",
+        "plot OUT/logs/curves.png from j0 mini train's logs",
+        "Plot the training curves of a `j0 mini train` folder from its logs (OUT/logs/*.jsonl: the\n"
+        "target's loss, each drafter's training loss and its held-out rows' loss) into\n"
+        "OUT/logs/curves.png; `j0 mini train` makes it too. Exit 0: written; 2: no logs there.\n"
+        "Example: j0 mini curves /tmp/mini",
+    )
+    curves.add_argument("out", type=Path, metavar="OUT", help="a `j0 mini train` folder")
+    curves.set_defaults(func=_curves)
 
 
 def _train(args: argparse.Namespace) -> int:

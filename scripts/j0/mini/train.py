@@ -250,6 +250,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             f"estimate {scores.chain_estimate}"
         )
         del drafter
+    plot_training_curves(out / "logs", say)
     times["total_s"] = round(time.monotonic() - started, 1)
     manifest = {
         "made_by": "j0 mini train",
@@ -309,3 +310,15 @@ def choose_temperature(
         )
     sampling["seconds"] = round(time.monotonic() - mark, 1)
     return sampling
+
+
+def plot_training_curves(logs: Path, say: Any) -> None:
+    """OUT/logs/curves.png (j0.mini.curves), where matplotlib is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        say("    curves not plotted: matplotlib is not installed (pip install -e '.[mini]')")
+        return
+    from j0.mini.curves import plot_curves
+
+    say(f"==> curves: {plot_curves(logs)}")
