@@ -257,8 +257,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         sub,
         "curves",
         "plot OUT/logs/curves.png from j0 mini train's logs",
-        "Plot the training curves of a `j0 mini train` folder from its logs (OUT/logs/*.jsonl: the\n"
-        "target's loss, each drafter's training loss and its held-out rows' loss) into\n"
+        "Plot the training curves of a `j0 mini train` folder from its logs (OUT/logs/*.jsonl:\n"
+        "the target's loss, each drafter's training loss and its held-out rows' loss) into\n"
         "OUT/logs/curves.png; `j0 mini train` makes it too. Exit 0: written; 2: no logs there.\n"
         "Example: j0 mini curves /tmp/mini",
     )
