@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
 from j0.engine.endpoints import wait_for_health
 from j0.engine.processes import start_owned, stop_group
 from j0.errors import CHECK_FAILED
 
-MAX_NUM_SEQS = 4
+MAX_NUM_SEQS = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's, born in article/serving
 MAX_MODEL_LEN = 2048
 CONTAINER_WORK = "/j0-engine-check"
 
@@ -61,13 +62,8 @@ class ServeSetting:
         spec: dict[str, object]
         if self.method == "ngram":
             spec = {"method": "ngram", "num_speculative_tokens": self.tokens}
-        else:
-            spec = {
-                "method": "dflash",
-                "model": draft,
-                "num_speculative_tokens": self.tokens,
-                "kv_cache_dtype": "auto",
-            }
+        else:  # the article's config, key for key (j0.article.serving), then what a test adds
+            spec = json.loads(render_speculative_config(draft, self.tokens))
         spec.update(self.speculative_extra)
         return json.dumps(spec, separators=(",", ":"))
 
