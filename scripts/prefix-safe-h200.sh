@@ -42,7 +42,7 @@ from pathlib import Path
 
 from j0.article.identity import ARTICLE, BASE, identify
 from j0.article.variants import variant_patch
-from j0.overlay.build import build_variant, patch_article
+from j0.article.build import build_variant, patch_article
 from j0.pins import load_pins
 
 pins = load_pins()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.doctor.compose_env import MAX_NESTING, MAX_VALUE_CHARS, parse_dotenv
+from j0.compose.dotenv import MAX_NESTING, MAX_VALUE_CHARS, parse_dotenv
 from j0.engine import causality
 from j0.errors import (
     INPUT_LACKS,
@@ -150,7 +150,7 @@ def test_nested_defaults_are_refused_past_a_depth() -> None:
 
 
 def test_doctor_reads_a_dotenv_that_is_dev_zero_as_bad_input(tmp_path: Path) -> None:
-    from j0.doctor.compose_env import read_dotenv
+    from j0.compose.dotenv import read_dotenv
 
     (tmp_path / ".env").symlink_to("/dev/zero")
     with pytest.raises(J0Error, match="expected a regular file"):

@@ -2,7 +2,8 @@
 subpackage per command, each with a docstring and a `cli.py` that only the entry point imports; a
 shared floor (packages without `cli.py`) that imports no command; no call through the front door
 (`j0.cli`, `importlib`) below it; at most 8 top-level modules; no unit over 200 lines and no module
-over 600 (scripts and tests alike)."""
+over 600 (scripts and tests alike); and commands that meet only at their faces (a command
+imports another only through its package `__init__`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "scripts" / "j0"
@@ -252,3 +255,36 @@ def test_help_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# Issue 32's face rule: a command imports another command only through that package's face (its
+# __init__: the run function, its options and outcome, the document types it owns); what two
+# commands share lives on a floor below both.
+
+
+def into_other_commands_internals() -> set[str]:
+    """'j0.A -> j0.B.module' for every import of a module inside command B from command A."""
+    commands = {p.name for p in command_packages()}
+    found: set[str] = set()
+    for module, deps in import_graph().items():
+        parts = module.split(".")
+        if len(parts) < 2 or parts[1] not in commands:
+            continue
+        for dep in deps:
+            target = dep.split(".")
+            if len(target) > 2 and target[1] in commands and target[1] != parts[1]:
+                found.add(f"j0.{parts[1]} -> {dep}")
+    return found
+
+
+def test_the_face_finder_finds_a_planted_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The finder names a planted import of another command's module, and not the import through
+    that command's face. (Before issue 32's move the rule found 28 such imports in j0.)"""
+    graph = {"j0.mini.run": {"j0.bench", "j0.bench.results"}, "j0.bench.results": set()}
+    monkeypatch.setattr(sys.modules[__name__], "import_graph", lambda: graph)
+    assert into_other_commands_internals() == {"j0.mini -> j0.bench.results"}
+
+
+def test_commands_meet_only_at_their_faces() -> None:
+    found = sorted(into_other_commands_internals())
+    assert not found, f"a command imports another's internals (use its face or a floor): {found}"

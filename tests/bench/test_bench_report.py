@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import pairing, roofline
+from j0.bench import roofline
 from j0.cli import main
 from j0.errors import J0Error
+from j0.measure import pairing
 from servers.vllm_server import VllmStandIn
 
 PROMPTS = [" ".join(f"p{i}w{j}" for j in range(60 + 40 * i)) for i in range(4)]

@@ -1,4 +1,4 @@
-"""j0.bench.repetition: hand-made outputs (text, loops, the loops the H200 miniature's target
+"""j0.measure.repetition: hand-made outputs (text, loops, the loops the H200 miniature's target
 wrote) and properties against a brute-force definition of each measure (hypothesis)."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.bench import acceptance, repetition
+from j0.bench import acceptance
+from j0.measure import repetition
 
 
 def brute_suffix(units: list[int], max_period: int) -> tuple[int, int | None]:

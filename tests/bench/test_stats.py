@@ -1,4 +1,4 @@
-"""j0.bench.stats against references that are not its code: scipy.stats.permutation_test (the
+"""j0.measure.stats against references that are not its code: scipy.stats.permutation_test (the
 paired "samples" permutation is the sign flip of the differences) and scipy.stats.bootstrap
 (percentile), and small cases worked out by hand (every sign pattern, every resample)."""
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from j0.bench import stats
+from j0.measure import stats
 
 # eighths: every sum of them is exact in floating point, so ties are ties in both codes
 eighths = st.integers(min_value=-40, max_value=40).map(lambda i: i / 8)

@@ -1,6 +1,6 @@
 """The `.env` cases of tests/doctor/dotenv_cases.py, read by the real `docker compose`: each
 value that `docker compose config` renders is the one typed in the table, which
-tests/doctor/test_compose_env.py holds j0's reader (j0.doctor.compose_env) to. Rendering needs
+tests/doctor/test_compose_env.py holds j0's reader (j0.compose.dotenv) to. Rendering needs
 the docker CLI with the compose plugin, not an engine; without it this skips, except with
 J0_REQUIRE_DOCKER=1 (CI), where it fails.
 """

@@ -1,6 +1,6 @@
 """`.env` lines and the value Docker Compose gives each, typed by hand from compose's documented
 rules (docs.docker.com, "Syntax for environment files in Docker Compose" and "Interpolation"):
-read by j0.doctor.compose_env in tests/doctor/test_compose_env.py, and by the real
+read by j0.compose.dotenv in tests/doctor/test_compose_env.py, and by the real
 `docker compose config` in tests/compose/test_compose_dotenv.py, so both are held to one table.
 
 The environment of both readers holds OTHER=from-env (and no UNSET_KNOB).

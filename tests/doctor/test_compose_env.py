@@ -1,4 +1,4 @@
-"""`.env` read with Docker Compose's rules (j0.doctor.compose_env on python-dotenv's parser): the
+"""`.env` read with Docker Compose's rules (j0.compose.dotenv on python-dotenv's parser): the
 cases of tests/doctor/dotenv_cases.py (typed by hand from compose's documentation; the same table
 is checked against the real `docker compose config` in tests/compose/test_compose_dotenv.py), the
 lines compose and python-dotenv read differently (refused, naming the line), and the knobs as
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from doctor.dotenv_cases import CASES, ENVIRONMENT
-from j0.doctor import compose_env, settings
+from j0.compose import dotenv as compose_env
+from j0.compose import settings
 from j0.errors import J0Error
 from j0.pins import Pins
 

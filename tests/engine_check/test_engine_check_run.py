@@ -298,7 +298,7 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     seen on the H200, where `j0 mini run`'s baseline never started
     (run/baseline/server.log in docs/results/mini-h200/run.tar.xz). Seen failing before: the
     flag was in every server's arguments."""
-    from j0.engine_check.server import ServeSetting
+    from j0.engine.launcher import ServeSetting
 
     def args(method: str | None) -> list[str]:
         setting = ServeSetting(

@@ -4,7 +4,7 @@
   MetricsFormatError (a ValueError with a message); a huge position label never sizes a list;
 * the speculative config (serving.parse_speculative_config): a SpecConfig or a J0Error (64);
 * the pins file (pins.parse_pins, and load_pins on a file of any bytes): the values or a J0Error;
-* `.env` (j0.doctor.compose_env.parse_dotenv, compose's rules on python-dotenv's parser):
+* `.env` (j0.compose.dotenv.parse_dotenv, compose's rules on python-dotenv's parser):
   a dict of str to str.
 Bounded memory throughout. Inputs: text built from the formats' own pieces (metric names,
 labels, numbers, JSON keys, KEY=VALUE lines) mixed with arbitrary text.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fuzz.fuzzing import outcome
 from j0.article import serving
-from j0.doctor.compose_env import parse_dotenv
+from j0.compose.dotenv import parse_dotenv
 from j0.engine import prometheus_counters
 from j0.errors import J0Error
 from j0.pins import load_pins, parse_pins

@@ -96,8 +96,8 @@ def test_an_edited_audit_patch_is_refused(
     shutil.copytree(ROOT / "overlay", root / "overlay", ignore=shutil.ignore_patterns("vllm"))
     patch = root / "overlay" / "jetspec-j0-audit.patch"
     patch.write_text(patch.read_text().replace("J0_AUDIT_FIRST = 4", "J0_AUDIT_FIRST = 5"))
+    from j0.article.build import audit_patch_file
     from j0.errors import J0Error
-    from j0.overlay.build import audit_patch_file
     from j0.pins import load_pins
 
     with pytest.raises(J0Error, match=r"sha256 .* expected .*AUDIT_PATCH_SHA256.*changed"):
@@ -107,8 +107,8 @@ def test_an_edited_audit_patch_is_refused(
 def test_the_audit_goes_only_on_a_pinned_file(
     base_file: Path, pins: Pins, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from j0.article.build import audit_file
     from j0.errors import J0Error
-    from j0.overlay.build import audit_file
 
     with pytest.raises(J0Error, match=r"goes on the article file .* identity=base"):
         audit_file(base_file.read_bytes(), str(base_file), pins, "article")

@@ -144,8 +144,8 @@ def test_changed_patch_file_is_refused(pins: Pins, tmp_path: Path) -> None:
     """The patch's own sha256 is pinned: an edited patch is refused before use."""
     import dataclasses
 
+    from j0.article import build as overlay
     from j0.errors import J0Error
-    from j0.overlay import build as overlay
 
     edited = tmp_path / "edited.patch"
     edited.write_text(pins.patch_file.read_text().replace("20261031", "20261030"))
@@ -158,8 +158,8 @@ def test_a_result_other_than_the_pinned_file_is_refused(pins: Pins, base_bytes: 
     (as if the patch tool misbehaved), the right base and the right patch are still refused."""
     import dataclasses
 
+    from j0.article import build as overlay
     from j0.errors import J0Error
-    from j0.overlay import build as overlay
 
     other = dataclasses.replace(pins, patched_sha256="0" * 64)
     with pytest.raises(J0Error) as info:

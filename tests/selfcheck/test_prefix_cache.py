@@ -219,8 +219,8 @@ def test_both_files_on_cuda(pins: Pins, tmp_path: Path) -> None:
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
     if subprocess.run([sys.executable, "-c", probe], check=False).returncode != 0:
         pytest.skip("no CUDA GPU")
+    from j0.article import build as overlay
     from j0.engine import base_sources
-    from j0.overlay import build as overlay
 
     base = base_sources.from_installed(pins)
     for variant, want in (("prefix-safe", 0), ("article", 1)):

@@ -5,3 +5,65 @@ document, BenchResult), report (`j0 bench report`: tables and plots of a results
 matrix/ (`j0 bench matrix`: every setting on a restarted server, backends compose/ and k8s/);
 client, prompts, manifest, pairing and roofline are what these share.
 """
+
+from typing import Any
+
+# The face other commands use (issue 32), resolved on first use so that `j0 --help` imports none
+# of it: `j0 bench run` (RunOptions, run_bench), `j0 bench report` (ReportOptions, run_report), the
+# result file's readers (read_result, pooled, entry_counts, entry_problems), the comparison table
+# (comparison_header, comparison_row, STATS_TEXT), a request's sampling seed (request_seed) and
+# `j0 deploy`'s manifests (render_deploy).
+FACE = (
+    "RunOptions",
+    "run_bench",
+    "ReportOptions",
+    "run_report",
+    "read_result",
+    "pooled",
+    "entry_counts",
+    "entry_problems",
+    "comparison_header",
+    "comparison_row",
+    "STATS_TEXT",
+    "request_seed",
+    "render_deploy",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("RunOptions", "run_bench"):
+        from j0.bench.run import RunOptions, run
+
+        return {"RunOptions": RunOptions, "run_bench": run}[name]
+    if name in ("ReportOptions", "run_report"):
+        from j0.bench.report import ReportOptions, report
+
+        return {"ReportOptions": ReportOptions, "run_report": report}[name]
+    if name in ("read_result", "pooled", "entry_counts", "entry_problems"):
+        from j0.bench.results import entry_counts, entry_problems, pooled, read_result
+
+        found: dict[str, Any] = {
+            "read_result": read_result,
+            "pooled": pooled,
+            "entry_counts": entry_counts,
+            "entry_problems": entry_problems,
+        }
+        return found[name]
+    if name in ("comparison_header", "comparison_row", "STATS_TEXT"):
+        from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
+
+        table: dict[str, Any] = {
+            "comparison_header": comparison_header,
+            "comparison_row": comparison_row,
+            "STATS_TEXT": STATS_TEXT,
+        }
+        return table[name]
+    if name == "request_seed":
+        from j0.bench.client import request_seed
+
+        return request_seed
+    if name == "render_deploy":
+        from j0.bench.matrix.k8s.render import render_deploy
+
+        return render_deploy
+    raise AttributeError(f"module 'j0.bench' has no attribute {name!r}")

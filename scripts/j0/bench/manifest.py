@@ -25,7 +25,7 @@ from j0.errors import (
     read_input_text,
 )
 from j0.pins import checkout_revision, load_pins, project_root
-from j0.status.status_report import StatusReport
+from j0.status import StatusReport
 
 
 def read_status(path: Path) -> dict[str, Any]:

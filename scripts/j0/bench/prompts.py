@@ -6,7 +6,7 @@
                               prompts share a prefix (no prefix-cache hit between them)
     FILE.jsonl                one {"prompt": "..."} per line ("id" optional; "source" optional:
                               prompts of one source are one unit of `j0 bench report`'s
-                              statistics, j0.bench.stats)
+                              statistics, j0.measure.stats)
     math500 | aime | gsm8k    through the `datasets` library (HuggingFaceH4/MATH-500,
                               HuggingFaceH4/aime_2024, openai/gsm8k), with the suffix the DFlash
                               authors' benchmark puts after each problem; the prompts are kept in

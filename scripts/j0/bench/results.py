@@ -30,7 +30,7 @@ Top-level keys (format_version 1), in the order they are written:
     warmup                  the warm-up requests sent and how many answered
     manifest                the setup (manifest.py)
     requests                one entry per measured request, in order; each with `repetition`,
-                            how much its output repeats itself (repetition.py), and with
+                            how much its output repeats itself (j0.measure.repetition), and with
                             --keep-outputs the output's text (`output_text`)
 
 Standard library only.
@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.bench import repetition
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
 from j0.bench.result_schema import ENTRY_TIMES, document_problem
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
+from j0.measure import repetition
 
 KIND = "j0-bench-run"
 FORMAT_VERSION = 1
@@ -277,7 +277,7 @@ def request_entry(
 ) -> dict[str, Any]:
     """One measured request as the result file holds it (`repeat`: which pass over the prompts
     sent it, from 0; `keep_output`: with the output's text). `repetition`: how much the output
-    repeats itself (j0.bench.repetition), on its token ids, else its characters."""
+    repeats itself (j0.measure.repetition), on its token ids, else its characters."""
     spec = out.speculative_decoding
     rejected = spec_ranges.spec_problems(spec)
     bad_tokens = {

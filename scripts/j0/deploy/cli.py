@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _render(args: argparse.Namespace) -> int:
-    from j0.bench.matrix.k8s.render import render_deploy
+    from j0.bench import render_deploy
 
     for path in render_deploy(args.dir):
         print(f"wrote {path}")

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    from j0.doctor import doctor, settings
+    from j0.compose import settings
+    from j0.doctor import doctor
     from j0.pins import load_pins
 
     pins = load_pins()

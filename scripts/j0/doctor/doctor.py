@@ -11,8 +11,8 @@ from pathlib import Path
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check, Report
+from j0.compose.settings import Settings
 from j0.doctor import cuda, disk, docker_checks, engine_route, gpu, hub, needs
-from j0.doctor.settings import Settings
 from j0.pins import Pins
 
 GPU_FIX = (

@@ -9,11 +9,11 @@ on the Docker engine's network, which may differ.
 
 from __future__ import annotations
 
+import j0.image as wheel_index
 from j0.checks import FAIL, OK, WARN, Check
+from j0.compose.settings import Settings
 from j0.doctor import docker_checks
-from j0.doctor.settings import Settings
 from j0.engine import urls
-from j0.image import wheel_index
 from j0.pins import ENGINES, Pins, wheel_index_for
 
 TIMEOUT_S = 10.0

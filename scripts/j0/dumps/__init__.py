@@ -7,3 +7,26 @@ its work in folder_check, request_check, step_checks, slot_inference, draw_verif
 slot_history, query_step, check_context, findings and check_report. replay, reference_model and
 reference_weights run the DFlash authors' reference drafter on the dumps.
 """
+
+from typing import Any
+
+# The face other commands use (issue 32): `j0 dumps check`'s run function and options, and the
+# audit's reading of a folder of records, its verdict and its line counts. Resolved on first use,
+# so that `j0 --help` imports none of it.
+FACE = ("CheckOptions", "run_check", "read_audit_folder", "audit_verdict", "audit_line_counts")
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CheckOptions", "run_check"):
+        from j0.dumps.check import CheckOptions, run_check
+
+        return {"CheckOptions": CheckOptions, "run_check": run_check}[name]
+    if name in ("read_audit_folder", "audit_verdict", "audit_line_counts"):
+        from j0.dumps.audit import line_counts, read_folder, verdict
+
+        return {
+            "read_audit_folder": read_folder,
+            "audit_verdict": verdict,
+            "audit_line_counts": line_counts,
+        }[name]
+    raise AttributeError(f"module 'j0.dumps' has no attribute {name!r}")

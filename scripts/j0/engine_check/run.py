@@ -15,10 +15,7 @@ from typing import Any
 
 from j0.atomic import write_text_atomic
 from j0.engine.endpoints import first_model, get_text
-from j0.engine_check import checks
-from j0.engine_check.requests import Exchange, exchange
-from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
-from j0.engine_check.server import (
+from j0.engine.launcher import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
     ContainerServer,
@@ -27,10 +24,12 @@ from j0.engine_check.server import (
     ServeSetting,
     wait_healthy,
 )
+from j0.engine_check import checks
+from j0.engine_check.requests import Exchange, exchange
+from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
 from j0.errors import J0Error
 from j0.pins import load_pins
-from j0.status.run import StatusOptions, run_status
-from j0.status.status_report import StatusReport
+from j0.status import StatusOptions, StatusReport, run_status
 
 # What `j0 status` may object to in this check without it being J0's fault: the tiny models are
 # not the article's target and drafter, and the engine may be a vLLM release, not c50aca14.
@@ -173,7 +172,7 @@ def status_check(run: Run) -> checks.Check:
 
 def dumps_check(folder: Path, run_name: str) -> checks.Check:
     """`j0 dumps check FOLDER` through its entry point; the detail: the line it prints last."""
-    from j0.dumps.check import CheckOptions, run_check
+    from j0.dumps import CheckOptions, run_check
 
     result = run_check(CheckOptions(folder))
     return checks.from_exit(f"j0 dumps check ({run_name})", result.exit_code, result.summary)

@@ -114,7 +114,7 @@ def audited_tree(work: Path, env: dict[str, str], pins: Pins) -> Path:
     """WORK/audit-site: a `vllm` folder of symbolic links to the installed one, its
     speculator.py the audited article's file (made from the installed file, which must be the
     article's). Returns the folder to put first on PYTHONPATH."""
-    from j0.overlay.build import audit_file
+    from j0.article.build import audit_file
 
     package = installed_vllm_dir(env)
     relative = Path(pins.speculator_relpath).relative_to("vllm")

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from j0.dumps.audit import read_folder, verdict
+from j0.dumps import audit_verdict as verdict
+from j0.dumps import read_audit_folder as read_folder
 from j0.errors import INPUT_LACKS, J0Error
 
 # What the issue expects of each file: the article's file right without prefix caching and

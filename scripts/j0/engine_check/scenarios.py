@@ -131,7 +131,7 @@ def run_scenario(
     max_tokens: int,
     audit: Path | None,
 ) -> dict[str, Any]:
-    from j0.dumps.audit import line_counts
+    from j0.dumps import audit_line_counts as line_counts
 
     before_lines = line_counts(audit) if audit is not None else {}
     before = preemptions(url)

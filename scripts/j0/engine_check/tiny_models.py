@@ -48,7 +48,7 @@ def make_models(out: Path, seed: int = SEED) -> TinyModels:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-    from j0.drafter import config as drafter_config
+    from j0.drafter import patch_config
 
     common = dict(
         vocab_size=VOCAB,
@@ -99,7 +99,7 @@ def make_models(out: Path, seed: int = SEED) -> TinyModels:
     else:
         written_by = "dflash"
         DFlashDraftModel(draft_config).to(torch.bfloat16).save_pretrained(draft_dir)
-    drafter_config.patch_config(draft_dir, None)  # "causal": true, as for the article's drafter
+    patch_config(draft_dir, None)  # "causal": true, as for the article's drafter
     return TinyModels(target=target_dir, draft=draft_dir, draft_written_by=written_by)
 
 

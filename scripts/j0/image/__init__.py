@@ -1,2 +1,29 @@
 """`j0 image`: the article's image (vLLM's base image plus the overlay), its build step that runs
 inside the base image on the standard library alone, its smoke checks and its identity."""
+
+from typing import Any
+
+# The face other commands use (issue 32), resolved on first use: the image's default tag
+# (default_tag) and the wheel index the build step asks (WheelIndexError, VariantError, PROJECT,
+# project_url, variant_of_cuda, variant_wheels).
+FACE = (
+    "default_tag",
+    "WheelIndexError",
+    "VariantError",
+    "PROJECT",
+    "project_url",
+    "variant_of_cuda",
+    "variant_wheels",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_tag":
+        from j0.image.build import default_tag
+
+        return default_tag
+    if name in FACE:
+        from j0.image import wheel_index
+
+        return getattr(wheel_index, name)
+    raise AttributeError(f"module 'j0.image' has no attribute {name!r}")

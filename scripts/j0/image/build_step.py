@@ -8,7 +8,7 @@ a base image may lack, and it never imports vLLM. What it does:
 1. finds vLLM's package directory with importlib.util.find_spec (no literal site-packages path);
 2. checks the base speculator.py's sha256 against BASE_SHA256 (overlay/pins.env) and refuses a
    different file, naming the file, both hashes and `--build-arg ALLOW_BASE_DRIFT=1`;
-3. patches it with j0.overlay.build_variant, the code path of `j0 overlay build`, which checks
+3. patches it with j0.article.build_variant, the code path of `j0 overlay build`, which checks
    the result against PATCHED_SHA256 (and, for the prefix-safe variant, applies its patch on top
    and checks PREFIX_SAFE_SHA256);
 4. replaces the file atomically (same mode), drops its stale __pycache__ entries and compiles a
@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j0 import __version__
+from j0.article.build import build_variant
 from j0.article.identity import identify
 from j0.article.patching import available_tool
 from j0.article.variants import (
@@ -45,7 +46,6 @@ from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
-from j0.overlay.build import build_variant
 from j0.pins import Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")

@@ -37,7 +37,7 @@ run` on the same prompts (--requests per --contexts length, each from a file no 
 trained on, none a prefix of another; --slots requests in flight, spread over the request
 slots). Then `j0 bench report` per drafter, `j0 dumps check` on every J0-on dump set (with its
 seed), the teacher-forced cross-check on each J0-off setting, the repetition gate on every
-setting's outputs, and the comparisons by name with intervals and verdicts (j0.bench.stats): the
+setting's outputs, and the comparisons by name with intervals and verdicts (j0.measure.stats): the
 article's (J0-trained drafter, J0 on vs off), the systems' (J0-trained with J0 on vs
 mask-trained with J0 off), the negative control (mask drafter, J0 on vs off), J0's seeds, the
 n-gram speculator, the speedups. --here serves with this Python's vLLM. Writes OUT/run/

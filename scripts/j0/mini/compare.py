@@ -1,5 +1,5 @@
 """`j0 mini run`'s figures over its settings' result files: the repetition gate, the comparisons
-by name (j0.bench.stats, paired by prompt id), the speedups over the baseline, and mini-run.md.
+by name (j0.measure.stats, paired by prompt id), the speedups over the baseline, and mini-run.md.
 
 Per prompt, a setting's figure is its request's own acceptance length (1 + accepted / verify
 steps of that request) and tok/s; a comparison's effect is the mean over prompts of the paired
@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from j0.bench import repetition, results, stats
+from j0.bench import entry_counts, entry_problems, pooled, read_result
 from j0.engine import spec_counts
+from j0.measure import repetition, stats
 
 LABELS = {
     "article": "the article's: the J0-trained drafter, J0 on (mean over J0's seeds) against J0 off",
@@ -36,7 +37,7 @@ def context_of(prompt_id: str) -> int | None:
 def request_length(entry: dict[str, Any]) -> float | None:
     if entry.get("acceptance_length") is not None:
         return float(entry["acceptance_length"])
-    counts = results.entry_counts(entry)
+    counts = entry_counts(entry)
     return spec_counts.acceptance_length(counts) if counts else None
 
 
@@ -48,9 +49,9 @@ def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict
         path = work / name / "result.json"
         if not path.is_file():
             continue
-        doc = results.read_result(path)
-        ok = [e for e in doc.requests if e.get("ok") and not results.entry_problems(e)]
-        counts, _ = results.pooled(ok)
+        doc = read_result(path)
+        ok = [e for e in doc.requests if e.get("ok") and not entry_problems(e)]
+        counts, _ = pooled(ok)
         mine: dict[str, Any] = {
             "pooled": spec_counts.acceptance_length(counts) if counts and counts.drafts else None,
             "length": {},
@@ -274,7 +275,7 @@ def servers_words(summary: dict[str, Any]) -> str:
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
+    from j0.bench import STATS_TEXT, comparison_header, comparison_row
 
     lines = [
         "# j0 mini run",

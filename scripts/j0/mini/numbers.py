@@ -14,7 +14,7 @@ with PATH relative to the README's folder:
     engine RUN         per setting of a `j0 mini run` folder: acceptance length pooled and the
                        request mean, overall and by prompt context, from its result files
     comparisons RUN    the named comparisons of j0.mini.compare (request means paired by prompt,
-                       j0.bench.stats: bootstrap interval, sign-flip p, verdict, prompts needed)
+                       j0.measure.stats: bootstrap interval, sign-flip p, verdict, prompts needed)
     gate RUN           the repetition gate of every setting's outputs, by prompt context
     checks RUN         each setting's check lines (cross-check, dumps check)
 
@@ -125,7 +125,7 @@ def _contexts(data: dict[str, Any]) -> list[int]:
 
 
 def engine(run: Path) -> list[str]:
-    from j0.bench import results
+    from j0.bench import pooled, read_result
     from j0.engine import spec_counts
 
     settings, data = _data(run)
@@ -143,14 +143,14 @@ def engine(run: Path) -> list[str]:
     for name in settings:
         if name not in data:
             continue
-        doc = results.read_result(run / name / "result.json")
+        doc = read_result(run / name / "result.json")
         ok = [e for e in doc.requests if e.get("ok")]
         cells = []
         for c in [None, *contexts]:
             mine = [
                 e for e in ok if c is None or data[name]["context"].get(str(e["prompt_id"])) == c
             ]
-            counts, _ = results.pooled(mine)
+            counts, _ = pooled(mine)
             pooled = spec_counts.acceptance_length(counts) if counts and counts.drafts else None
             own = data[name]["length"]
             lengths = [own[str(e["prompt_id"])] for e in mine if str(e["prompt_id"]) in own]
@@ -161,7 +161,7 @@ def engine(run: Path) -> list[str]:
 
 
 def comparisons(run: Path) -> list[str]:
-    from j0.bench.report.markdown import comparison_header, comparison_row
+    from j0.bench import comparison_header, comparison_row
     from j0.mini import compare
 
     settings, data = _data(run)

@@ -33,7 +33,7 @@ WORDS = {ARTICLE: "the article's J0 file", PREFIX_SAFE: "the prefix-safe variant
 def preflight(variant: str, stand_in: bool) -> dict[str, Any]:
     """Refuse (69) what this machine cannot run as asked; else the identity of the speculator.py
     the servers will import (`j0 image identity --json`)."""
-    from j0.engine_check import preflight as needs
+    import j0.engine_check as needs
 
     if not stand_in:
         needs.require_gpu(PURPOSE, NOTHING)

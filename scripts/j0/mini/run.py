@@ -14,7 +14,7 @@ same):
 then `j0 bench report`'s function on each drafter's folder, `j0 dumps check` (with the setting's
 seed) on each J0-on dump set, the teacher-forced cross-check on each J0-off setting (the first
 --crosscheck-requests prompts), the repetition gate on every setting's outputs
-(j0.bench.repetition), and the comparisons by name (j0.bench.stats), per draft-token count, over
+(j0.measure.repetition), and the comparisons by name (j0.measure.stats), per draft-token count, over
 all prompts and per context bin:
 
     article    the J0-trained drafter, J0 on (the mean over J0's seeds) against J0 off
@@ -401,7 +401,8 @@ def summarize(
 def make_report(folder: Path, contexts: tuple[int, ...], result: MiniRunResult) -> str:
     """`j0 bench report FOLDER` through its function (bins at the contexts); what it wrote, or
     why it could not."""
-    from j0.bench.report import ReportOptions, report
+    from j0.bench import ReportOptions
+    from j0.bench import run_report as report
 
     edges = sorted(set(contexts))
     try:

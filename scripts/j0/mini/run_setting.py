@@ -73,7 +73,7 @@ class Sampling:
 
     def body(self, prompt_id: str) -> dict[str, Any]:
         """The sampling fields of one request's body."""
-        from j0.bench.client import request_seed
+        from j0.bench import request_seed
 
         seed = request_seed(self.bench_seed, prompt_id)
         return {"temperature": self.temperature, **({} if seed is None else {"seed": seed})}
@@ -100,9 +100,10 @@ def run_setting(
     say: Any,
     sampling: Sampling = Sampling(),
 ) -> SettingOutcome:
-    from j0.bench.run import RunOptions, run
+    from j0.bench import RunOptions
+    from j0.bench import run_bench as run
     from j0.engine.endpoints import first_model
-    from j0.engine_check.server import LocalServer, ServeSetting, wait_healthy
+    from j0.engine.launcher import LocalServer, ServeSetting, wait_healthy
 
     outcome = SettingOutcome()
     lines: list[str] = []
@@ -304,11 +305,11 @@ def ask_with_ids(
 
 def by_context(result_path: Path) -> dict[str, Any]:
     """Pooled acceptance length, and per context the mean of per-request acceptance lengths."""
-    from j0.bench import results
+    from j0.bench import pooled, read_result
     from j0.engine import spec_counts
 
-    doc = results.read_result(result_path)
-    counts, _ = results.pooled(doc.requests)
+    doc = read_result(result_path)
+    counts, _ = pooled(doc.requests)
     groups: dict[str, list[float]] = {}
     for entry in doc.requests:
         if entry.get("ok") and entry.get("acceptance_length") is not None:
@@ -330,7 +331,7 @@ def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
     """`j0 dumps check` (with the setting's J0 seed) on its dumps; its per-request report is
     written to dumps-check.json and the dumps' sha256 to dumps-sha256.txt (the dumps themselves
     stay where they are: too large to keep with the results)."""
-    from j0.dumps.check import CheckOptions, run_check
+    from j0.dumps import CheckOptions, run_check
 
     dumps = plan.folder / "dumps"
     checked = run_check(CheckOptions(dumps, seed=plan.seed))

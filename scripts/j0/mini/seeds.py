@@ -82,7 +82,7 @@ def article_text(pins: Pins) -> str:
     if digest == pins.patched_sha256:
         return data.decode()
     if digest == pins.base_sha256:
-        from j0.overlay.build import patch_base
+        from j0.article.build import patch_base
 
         return patch_base(data, str(path), pins).decode()
     raise J0Error(

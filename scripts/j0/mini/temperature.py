@@ -4,7 +4,7 @@ an earlier run's outputs: 4-33 distinct tokens in 256), and acceptance measured 
 nothing about drafting. So the target continues windows of its own training stream (never the
 run's prompts, which come from held-out files) at each temperature of TEMPERATURES, greedy
 first, and the lowest one at which at least PICK_SHARE of the continuations are no loop
-(j0.bench.repetition: no loop of period <= 64 covering the second half) is the miniature's: the
+(j0.measure.repetition: no loop of period <= 64 covering the second half) is the miniature's: the
 drafters learn from the target's text at it, and `j0 mini run` samples at it. PICK_SHARE is
 above the run's gate (90 %) so that the choice holds on other prompts."""
 
@@ -20,7 +20,7 @@ PICK_SHARE = 0.95
 
 def loop_share(rows: Any, prompt_tokens: int) -> tuple[int, int]:
     """(outputs, loops) of the rows' continuations (the tokens after the prompt)."""
-    from j0.bench.repetition import is_loop
+    from j0.measure.repetition import is_loop
 
     outputs = rows[:, prompt_tokens:].tolist()
     return len(outputs), sum(1 for units in outputs if is_loop(units))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from j0.article import build as overlay
 from j0.article.identity import ARTICLE, identify
 from j0.article.variants import ARTICLE_VARIANT, VARIANTS, default_output
 from j0.commands import add_command
 from j0.engine import base_sources
 from j0.errors import J0Error
-from j0.overlay import build as overlay
 from j0.pins import Pins, load_pins
 
 BUILD_HELP = """\

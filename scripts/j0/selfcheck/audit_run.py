@@ -145,7 +145,8 @@ def check_with_audit(
     path: Path, device: str, seed: int, cases: int, prefix_cache: bool, out: Path | None
 ) -> tuple[int, str]:
     """Run the audit over the batteries and read its records back: (exit code, report)."""
-    from j0.dumps.audit import read_folder, verdict
+    from j0.dumps import audit_verdict as verdict
+    from j0.dumps import read_audit_folder as read_folder
     from j0.selfcheck.kernels import load_speculator
 
     with tempfile.TemporaryDirectory(prefix="j0-audit-") as tmp:

@@ -171,8 +171,8 @@ def build_overlay(path: Path, pins: Pins) -> None:
     """Make the file `j0 overlay build [--variant V]` makes at `path` (a fresh clone has none):
     the pinned vllm wheel's base (downloaded once, cached), its sha256, the patch's and the
     result's all checked against the pins, as that command does."""
+    from j0.article.build import build_variant, write_overlay
     from j0.engine.base_sources import from_wheel
-    from j0.overlay.build import build_variant, write_overlay
 
     variant = overlay_variant(path, pins) or "article"
     command = "j0 overlay build" + ("" if variant == "article" else f" --variant {variant}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j0.doctor import host
-from j0.doctor.settings import Settings
+from j0.compose.settings import Settings
+from j0.doctor import run_host_command
 from j0.engine import server_log
 from j0.engine.secret_file import read_secret_file
 from j0.errors import J0Error, read_input_bytes
@@ -21,7 +21,7 @@ def read_log(log: Path | None, compose: bool, pins: Pins) -> server_log.LogFacts
         return server_log.parse(text, str(log))
     if compose:
         compose_file = pins.root / "compose.yaml"
-        ran = host.run(
+        ran = run_host_command(
             ["docker", "compose", "-f", str(compose_file), "logs", "--no-color", "server"],
             timeout=60,
         )

@@ -6,7 +6,7 @@ speculative outputs with plain decoding.
 
     speedup          mean over prompts of (tok/s of the setting / tok/s of the baseline) for that
                      prompt (each the mean over the prompt's repeats), with a 95 % interval
-                     (Student's t); speedup["stats"]: j0.bench.stats' comparison of the ratios
+                     (Student's t); speedup["stats"]: j0.measure.stats' comparison of the ratios
                      with 1 (bootstrap interval, sign-flip test of ratio - 1, verdict)
     speedup_of_means the setting's mean tok/s / the baseline's
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench import pairing, stats
 from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
 from j0.bench.report.settings import Setting, prompt_key
+from j0.measure import pairing, stats
 
 MISSING = (
     "no baseline setting (a folder `baseline`, as `j0 bench matrix --baseline` writes): no "

@@ -11,10 +11,10 @@ repeats, and J0 on minus off paired by prompt.
     ttft_ms                         mean over requests
     itl_ms                          mean gap between streamed chunks (one engine step each)
     repetition_by_context           per context bin of the prompts: the outputs that loop and
-                                    the gate (j0.bench.repetition)
+                                    the gate (j0.measure.repetition)
 
 Per prompt (for pairing), a figure is the mean over the prompt's repeats. J0 on minus off: a
-Student's t interval over prompts (`ci95`, as before) and j0.bench.stats' comparison (`stats`:
+Student's t interval over prompts (`ci95`, as before) and j0.measure.stats' comparison (`stats`:
 the sign-flip test, the bootstrap interval clustered by source where prompts share one, the
 verdict, the prompts needed). Standard library only.
 """
@@ -25,9 +25,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from j0.bench import acceptance, pairing, repetition, results, stats
+from j0.bench import acceptance, results
 from j0.bench.report.settings import Setting, prompt_key
 from j0.engine import spec_counts
+from j0.measure import pairing, repetition, stats
 
 SPEED_KEYS = ("output_tok_s", "ttft_ms", "itl_ms")
 REPEAT_KEYS = ("acceptance_length", "acceptance_length_request_mean", *SPEED_KEYS)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench import repetition, stats
 from j0.bench.report.settings import Setting
+from j0.measure import repetition, stats
 
 DEFINITIONS = (
     "Acceptance length (pooled) = 1 + accepted / verify steps over all steps of a setting's "
@@ -45,7 +45,7 @@ def comparison_header(first: str) -> list[str]:
 
 
 def comparison_row(first: str, c: dict[str, Any], spec: str = ".3f") -> str:
-    """One row of comparison_header's table from a j0.bench.stats comparison."""
+    """One row of comparison_header's table from a j0.measure.stats comparison."""
     if not c["prompts"]:
         return f"| {first} | 0 | n/a (no prompt in both) |" + " |" * 8
     units = f" ({c['units']})" if c["clustered_by_source"] else ""
@@ -244,7 +244,7 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
         f"{_fmt(block['baseline_ttft_ms'], '.1f')} ms, ITL {_fmt(block['baseline_itl_ms'], '.2f')} "
         "ms. Speedup = mean over prompts of the setting's tok/s / the baseline's for that prompt, "
         "its 95 % bootstrap interval and verdict (not resolved while the interval holds 1; "
-        "j0.bench.stats, as below); outputs compared token by token with the baseline's "
+        "j0.measure.stats, as below); outputs compared token by token with the baseline's "
         "(greedy decoding is lossless only if they agree).",
         "",
         "| setting | speedup (paired) | tok/s ratio | TTFT ratio | ITL ratio | outputs equal to "

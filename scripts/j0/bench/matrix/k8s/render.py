@@ -67,7 +67,7 @@ SERVING_SETTING = Setting(num_speculative_tokens=15, j0=True, prefix_caching=Tru
 
 def default_image(pins: Pins) -> str:
     """The tag `j0 image build` gives the image (push it where the cluster pulls from)."""
-    from j0.image.build import default_tag
+    from j0.image import default_tag
 
     return default_tag(pins)
 

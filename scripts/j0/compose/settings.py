@@ -1,7 +1,7 @@
 """The knobs of compose.yaml as `docker compose up` would resolve them, without Docker.
 
 Precedence as compose's: the environment, then the project's .env (read by compose's rules:
-j0.doctor.compose_env), then overlay/pins.env (which
+j0.compose.dotenv), then overlay/pins.env (which
 compose.yaml includes as the services' env_file), then the `${NAME:-default}` defaults written in
 compose.serve.yaml (read from that file, so that no default is typed twice). As in compose, an
 empty value counts as unset where a default exists. Paths are taken relative to the project folder.
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from j0.doctor.compose_env import braced_end, interpolate, read_dotenv
+from j0.compose.dotenv import braced_end, interpolate, read_dotenv
 from j0.pins import Pins
 
 __all__ = ["Settings", "compose_defaults", "interpolate", "resolve"]

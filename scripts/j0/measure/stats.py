@@ -41,7 +41,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from j0.bench import pairing
+from j0.measure import pairing
 
 RESAMPLES = 10_000
 EXACT_MAX = 20  # units; beyond this many the sign-flip test is a Monte Carlo

@@ -1,0 +1,3 @@
+"""The measurement floor: what the figures of a run mean, shared by bench and mini.
+pairing (settings' requests paired by prompt), stats (paired differences: bootstrap interval,
+sign-flip test, verdict, prompts needed) and repetition (how much an output repeats itself)."""
