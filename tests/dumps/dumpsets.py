@@ -102,15 +102,24 @@ def cached_simulation(
     inputs: list[Path], options: object, workdir: Path, make: Callable[[Path], Path]
 ) -> Path:
     """workdir/sets: a copy of the cached output of `make(tmp) -> folder` for these inputs and
-    options, made (into a temporary folder beside the cache, then moved in place) where missing."""
+    options, made (into a temporary folder beside the cache, then moved in place) where missing.
+    One process makes it while the others wait on a lock (pytest-xdist's workers start together);
+    a complete cache is never replaced, so a copy from it cannot lose files halfway. Before the
+    lock, two workers both made the sets and the second one's replace removed the first one's
+    cache while the first was copying it (12 errors in one fresh `.ci/run`)."""
+    import fcntl
+
     cached = cache_root() / cache_key(inputs, options)
     if not (cached / ".complete").is_file():
         cached.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cached.parent, prefix=".making-") as tmp:
-            made = make(Path(tmp))
-            (made / ".complete").write_text(json.dumps(options) + "\n")
-            shutil.rmtree(cached, ignore_errors=True)
-            os.replace(made, cached)
+        with (cached.parent / f".{cached.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (cached / ".complete").is_file():  # another process may have made it
+                with tempfile.TemporaryDirectory(dir=cached.parent, prefix=".making-") as tmp:
+                    made = make(Path(tmp))
+                    (made / ".complete").write_text(json.dumps(options) + "\n")
+                    shutil.rmtree(cached, ignore_errors=True)  # an incomplete leftover only
+                    os.replace(made, cached)
     out = workdir / "sets"
     shutil.copytree(cached, out, ignore=shutil.ignore_patterns(".complete"))
     return out
