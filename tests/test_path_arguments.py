@@ -90,6 +90,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("mini run", "out", "file", ["{file}", "--here"]),
     ("mini run", "--run-dir", "file", ["{trained}", "--here", "--run-dir", "{file}"]),
     ("mini numbers", "readme", "dir", ["{dir}"]),
+    ("mini curves", "out", "file", ["{file}"]),
 ]  # fmt: skip
 
 

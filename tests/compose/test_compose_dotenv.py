@@ -15,7 +15,7 @@ import pytest
 from compose_cli import compose_env, require_compose
 
 from doctor.dotenv_cases import CASES, ENVIRONMENT
-from j0.doctor import compose_env as j0_compose_env
+from j0.compose import dotenv as j0_compose_env
 
 COMPOSE = ("docker", "compose")
 CONFIG_JSON = ("config", "--format", "json")

@@ -70,6 +70,8 @@ def _curves(args: argparse.Namespace) -> int:
     from j0.errors import require
     from j0.mini.curves import plot_curves
 
+    if not args.out.is_dir():
+        raise J0Error(f"{args.out}: not a folder; expected a folder made by `j0 mini train`", USAGE)
     require("matplotlib", "j0 mini curves", extra="mini")
     print(f"wrote {plot_curves(args.out / 'logs')}")
     return 0

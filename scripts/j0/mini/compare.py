@@ -303,8 +303,8 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     for name, s in summary["settings"].items():
         checks = "; ".join(s.get("lines", []))
-        pooled = s.get("pooled_acceptance_length")
-        pooled_text = "n/a" if pooled is None else pooled
+        length = s.get("pooled_acceptance_length")
+        pooled_text = "n/a" if length is None else length
         lines.append(
             f"| {name} | {_j0_as_run(s)} | {pooled_text} | {_pooled_by_context(s)} | {checks} |"
         )

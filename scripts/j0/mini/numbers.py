@@ -151,11 +151,11 @@ def engine(run: Path) -> list[str]:
                 e for e in ok if c is None or data[name]["context"].get(str(e["prompt_id"])) == c
             ]
             counts, _ = pooled(mine)
-            pooled = spec_counts.acceptance_length(counts) if counts and counts.drafts else None
+            length = spec_counts.acceptance_length(counts) if counts and counts.drafts else None
             own = data[name]["length"]
             lengths = [own[str(e["prompt_id"])] for e in mine if str(e["prompt_id"]) in own]
             mean = sum(lengths) / len(lengths) if lengths else None
-            cells += [_f(pooled), _f(mean)]
+            cells += [_f(length), _f(mean)]
         lines.append(f"| {name} | {len(ok)} | " + " | ".join(cells) + " |")
     return lines
 
