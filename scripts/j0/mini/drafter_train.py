@@ -100,20 +100,8 @@ def train_drafter(
             ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator)
         else:
             ids = row_batch(rows, sizes.draft_batch, generator)
-        ids = ids.to(device)
         with autocast(device):
-            batch = drafter_batch.build(
-                ids,
-                target,
-                sizes.taps,
-                sizes.block,
-                sizes.anchors,
-                recipe.init,
-                recipe.labels,
-                generator,
-            )
-            scores = drafter_batch.logits(drafter, target, batch, sizes.block)
-            loss = drafter_batch.weighted_loss(scores, batch.labels, weights)
+            loss = batch_loss(drafter, target, ids.to(device), sizes, recipe, generator, weights)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
@@ -135,23 +123,38 @@ def heldout_loss(
     import torch
 
     generator = torch.Generator().manual_seed(seed + 9)
+    weights = drafter_batch.slot_weights(sizes.block, recipe.gamma, device)
     drafter.eval()
     with torch.no_grad(), autocast(device):
-        batch = drafter_batch.build(
-            rows[: sizes.draft_batch].to(device),
-            target,
-            sizes.taps,
-            sizes.block,
-            sizes.anchors,
-            recipe.init,
-            recipe.labels,
-            generator,
-        )
-        scores = drafter_batch.logits(drafter, target, batch, sizes.block)
-        weights = drafter_batch.slot_weights(sizes.block, recipe.gamma, device)
-        loss = float(drafter_batch.weighted_loss(scores, batch.labels, weights))
+        ids = rows[: sizes.draft_batch].to(device)
+        loss = float(batch_loss(drafter, target, ids, sizes, recipe, generator, weights))
     drafter.train()
     return round(loss, 5)
+
+
+def batch_loss(
+    drafter: Any,
+    target: Any,
+    ids: Any,
+    sizes: Sizes,
+    recipe: DraftRecipe,
+    generator: Any,
+    weights: Any,
+) -> Any:
+    """The weighted slot loss of the drafter on windows `ids` (anchors drawn with `generator`):
+    what training minimises and what the held-out curve shows."""
+    batch = drafter_batch.build(
+        ids,
+        target,
+        sizes.taps,
+        sizes.block,
+        sizes.anchors,
+        recipe.init,
+        recipe.labels,
+        generator,
+    )
+    scores = drafter_batch.logits(drafter, target, batch, sizes.block)
+    return drafter_batch.weighted_loss(scores, batch.labels, weights)
 
 
 def score_slots(
