@@ -8,8 +8,7 @@ from pathlib import Path
 from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_number, whole_number
 from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
-
-MAX_TEMPERATURE = 2.0  # j0.mini.train's, without importing it for --help
+from j0.mini.temperature import MAX_TEMPERATURE
 
 TRAIN_HELP = """\
 Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
@@ -293,7 +292,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def temperature_choice(text: str) -> float | None:
-    """--temperature: `auto` (None) or a finite number from 0 to 2."""
+    """--temperature: `auto` (None) or a finite number from 0 to MAX_TEMPERATURE."""
     if text.strip().lower() == "auto":
         return None
     return float(finite_number(0, above=False, maximum=MAX_TEMPERATURE)(text))

@@ -303,9 +303,14 @@ def temperature_of(manifest: dict[str, Any]) -> float:
     value = sampling.get("temperature") if isinstance(sampling, dict) else None
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+    from j0.mini.temperature import MAX_TEMPERATURE
+
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0 <= value <= MAX_TEMPERATURE:
         raise J0Error(
-            f"mini.json: sampling.temperature {value!r}: expected a number from 0 to 2", USAGE
+            f"mini.json: sampling.temperature {value!r}: expected a number from 0 to "
+            f"{MAX_TEMPERATURE}",
+            USAGE,
         )
     return float(value)
 
@@ -375,8 +380,8 @@ def summarize(
             key: manifest.get(key)
             for key in ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
         },
-        "temperature": temperature_of(manifest),
-        "sample_seed": options.sample_seed if temperature_of(manifest) > 0 else None,
+        "temperature": (temperature := temperature_of(manifest)),
+        "sample_seed": options.sample_seed if temperature > 0 else None,
         "servers_at_once": options.servers,
         "contexts": list(contexts),
         "tokens": list(options.tokens),

@@ -15,6 +15,7 @@ from typing import Any
 from j0.mini.sizes import Sizes
 
 TEMPERATURES = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+MAX_TEMPERATURE = 2.0  # the most --temperature takes, and mini.json may hold
 PICK_SHARE = 0.95
 
 

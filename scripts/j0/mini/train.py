@@ -15,9 +15,9 @@ from typing import Any
 from j0.atomic import sha256_file, write_text_atomic
 from j0.errors import USAGE, J0Error, require
 from j0.mini.sizes import FULL, SMOKE, Sizes
+from j0.mini.temperature import MAX_TEMPERATURE
 
 DRAFTERS = ("mask", "j0")
-MAX_TEMPERATURE = 2.0
 # --draft-data generated: at most this share of the per-model budget, once. On the H200 half of
 # 90 s made 5,120 of the 12,288 rows asked (docs/results/mini-h200/): a whole budget now.
 GENERATE_SHARE = 1.0
