@@ -12,6 +12,9 @@
 #   run7, run15  every drafter part at 7 (15) draft tokens, one after the other
 #   every        every setting (base and every drafter part at 7 and 15) in one `j0 mini run`,
 #                $MINI_SERVERS of them at once on the GPU (`--servers`; default 1)
+#   every7       the baseline, then n-gram and both drafters at 7 draft tokens, in one `j0 mini run`
+#                (9 settings); every15 the n-gram and both drafters at 15 (6 settings): `every`
+#                in two commands, each under 10 minutes with all its servers at once
 #   all          train, base, then every drafter part at 7 and at 15
 #
 # At the defaults (48 prompts per context, 5 contexts: 240 requests a setting, about 60 s to start
@@ -94,6 +97,8 @@ case $phase in
   run7) drafter_parts 7 ;;
   run15) drafter_parts 15 ;;
   every) run_part baseline,ngram,mask,j0 7,15 ;;
+  every7) run_part baseline,ngram,mask,j0 7 ;;
+  every15) run_part ngram,mask,j0 15 ;;
   all)
     train
     status=0
@@ -104,7 +109,7 @@ case $phase in
     ;;
   *)
     echo "mini-h200.sh: phase $phase: expected all, train, base, mask7, j07, mask15, j015" \
-      "(each with off or on after it, or neither), run7, run15 or every" >&2
+      "(each with off or on after it, or neither), run7, run15, every, every7 or every15" >&2
     exit 64
     ;;
 esac
