@@ -296,7 +296,8 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     """vLLM 0.33 refuses `--per-request-spec-decode-metrics` without `--speculative-config`
     ("requires speculative decoding to be enabled", a pydantic error before the server is up):
     seen on the H200, where `j0 mini run`'s baseline never started
-    (run/baseline/server.log in docs/results/mini-h200/run.tar.xz). Seen failing before: the
+    (run/baseline/server.log in docs/results/mini-h200/run.tar.xz at commit b604bf9; the run
+    after the fix has its baseline). Seen failing before: the
     flag was in every server's arguments."""
     from j0.engine.launcher import ServeSetting
 

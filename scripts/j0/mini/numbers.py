@@ -191,23 +191,12 @@ def gate(run: Path) -> list[str]:
 
     _, data = _data(run)
     g = compare.gate(data, _contexts(data))
-    lines = [
-        f"Rule: {g['rule']}.",
+    return [
+        f"Rule: {g['rule']}; judged on the target's outputs ({g['target_outputs']}), the other "
+        "settings' bins in brackets.",
         "",
-        "| setting | context | outputs | loops | without a loop | gate | distinct-1/2/3 (mean) "
-        "| repeating suffix (mean) |",
-        "|---|---|---|---|---|---|---|---|",
+        *compare.gate_table(g),
     ]
-    for name, s in g["settings"].items():
-        for b in s["bins"]:
-            word = {True: "pass", False: "fail", None: "n/a"}[b["passed"]]
-            distinct = "/".join(_f(b[f"mean_distinct_{n}"], ".2f") for n in (1, 2, 3))
-            lines.append(
-                f"| {name} | {b['context']} | {b['outputs']} | {b['loops']} | "
-                f"{_f(b['share_without_loop'], '.0%')} | {word} | {distinct} | "
-                f"{_f(b['mean_repeating_suffix'], '.1f')} |"
-            )
-    return lines
 
 
 def checks(run: Path) -> list[str]:

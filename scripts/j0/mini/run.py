@@ -368,10 +368,8 @@ def summarize(
             reports[drafter] = make_report(work / f"drafter-{drafter}", contexts, result)
     data = compare.load(work, settings, tokenizer)
     gate = compare.gate(data, contexts)
-    for name, g in gate["settings"].items():
-        if g["passed"] is False:
-            failed = ", ".join(str(b["context"]) for b in g["bins"] if b["passed"] is False)
-            result.problems.append(f"{name}: the repetition gate failed at context {failed}")
+    if (failed := compare.gate_problem(gate)) is not None:
+        result.problems.append(failed)
     comparisons = compare.comparisons(data, settings, contexts, options.tokens)
     result.summary = {
         "out": str(work),
