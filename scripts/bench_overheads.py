@@ -3,7 +3,7 @@
 by hand and quoted in docs/bench.md:
 
 - the bench client's overhead: decode tok/s as `j0 bench run` measures it against the rate at
-  which our vLLM stand-in (tests/servers/vllm_server.py, on 127.0.0.1) wrote the tokens, and
+  which our vLLM stand-in (tests/servers/vllm/server.py, on 127.0.0.1) wrote the tokens, and
   the client's own parsing time as a fraction of the requests' time (client_time_fraction);
 - the result file written after every finished request: the time to write one (serialised and
   fsynced, j0.atomic) of a run with --write-requests requests;
@@ -36,7 +36,7 @@ sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
 def client_overhead(requests: int, max_tokens: int, step_delay: float) -> tuple[float, float]:
     """(relative difference of client and server decode tok/s, client_time_fraction)."""
     from j0.cli import main
-    from servers.vllm_server import VllmStandIn
+    from servers.vllm.server import VllmStandIn
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
@@ -62,7 +62,7 @@ def result_write_s(requests: int, max_tokens: int) -> float:
     """Seconds to write (serialise, fsync, rename) the result of a run of `requests` requests."""
     from j0.bench.results import read_result
     from j0.cli import main
-    from servers.vllm_server import VllmStandIn
+    from servers.vllm.server import VllmStandIn
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"

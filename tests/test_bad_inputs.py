@@ -3,7 +3,7 @@ lacks what is read), never exit 70 (an internal error) or a traceback: files tha
 folders where a file goes, result files with keys of other types, option values that are not
 finite or out of range, URLs that cannot name a server, output paths that cannot be written.
 
-The result files are made by a real `j0 bench run` against tests/servers/vllm_server.py (a vLLM
+The result files are made by a real `j0 bench run` against tests/servers/vllm/server.py (a vLLM
 stand-in of ours on 127.0.0.1), then edited here; each case names the key it breaks.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "tests" / "data" / "engine-h200" / "j0-on"

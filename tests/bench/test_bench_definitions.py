@@ -1,6 +1,6 @@
 """Both acceptance definitions, the histogram, re-binning, repeats and the system prompt.
 
-Hand-worked numbers first; then `j0 bench run` against tests/servers/vllm_server.py (a vLLM 0.33
+Hand-worked numbers first; then `j0 bench run` against tests/servers/vllm/server.py (a vLLM 0.33
 stand-in of ours on 127.0.0.1), every new figure computed here from the server's own records,
 by the references' formulas (the dflash benchmark's
 `statistics.mean(statistics.mean(x) for x in per_request)`), never by j0's code.
@@ -17,7 +17,7 @@ import pytest
 from j0.bench import acceptance
 from j0.cli import main
 from j0.errors import J0Error
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 
 def entry(steps: list[int], prompt_tokens: int = 100, drafted: int = 4) -> dict:

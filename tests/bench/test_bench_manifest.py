@@ -1,5 +1,5 @@
 """`j0 bench run --status-json FILE` with FILE what `j0 status --json` really printed against our
-vLLM stand-in (tests/servers/vllm_server.py): J0 on/off, the overlay identity and the speculative
+vLLM stand-in (tests/servers/vllm/server.py): J0 on/off, the overlay identity and the speculative
 config read from it, and into the run's manifest."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from doctor.doctor_env import Host
 from j0.bench import manifest
 from j0.cli import main
 from j0.errors import INPUT_LACKS, J0Error
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import SPEC_15, article_log, status_json
 
 

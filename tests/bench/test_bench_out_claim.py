@@ -1,7 +1,7 @@
 """One `--out`, one writer: `j0 bench run` claims its result file (j0.atomic.claimed_output, an
 flock on a lock file beside it) before it asks the server anything, and judges whether the file
 exists under that claim. Two real `j0 bench run` processes started together on the same --out
-against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py, slowed by step_delay so that
+against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py, slowed by step_delay so that
 both are running at once): one writes it, the other is refused with exit 64.
 
 Before the claim both passed the "exists?" check (it ran before either had written anything) and
@@ -21,7 +21,7 @@ import pytest
 
 from j0.atomic import claim_name, claimed_output
 from j0.errors import USAGE, J0Error
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 
 def bench_process(url: str, out: Path, label: str) -> subprocess.Popen[str]:

@@ -1,4 +1,4 @@
-"""`j0 bench report DIR` on results that `j0 bench run` measured from tests/servers/vllm_server.py
+"""`j0 bench report DIR` on results that `j0 bench run` measured from tests/servers/vllm/server.py
 (a vLLM stand-in of ours on 127.0.0.1), one setting of them sharded; expected values from the
 server's own record."""
 
@@ -17,7 +17,7 @@ from j0.bench import roofline
 from j0.cli import main
 from j0.errors import J0Error
 from j0.measure import pairing
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 PROMPTS = [" ".join(f"p{i}w{j}" for j in range(60 + 40 * i)) for i in range(4)]
 

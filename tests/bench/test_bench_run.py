@@ -1,4 +1,4 @@
-"""`j0 bench run` against tests/servers/vllm_server.py, a vLLM 0.33 stand-in of ours on 127.0.0.1.
+"""`j0 bench run` against tests/servers/vllm/server.py, a vLLM 0.33 stand-in of ours on 127.0.0.1.
 
 No mocks: the real client (aiohttp, prometheus_client's parser) talks HTTP to a server that decides
 every step's accepted count from a seed or a script and records what it did; the expected figures
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,7 +201,7 @@ def test_a_server_that_dies_mid_run(tmp_path: Path) -> None:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "tests" / "servers" / "vllm_server.py"),
+            str(ROOT / "tests" / "servers" / "vllm" / "server.py"),
             "--port",
             "0",
             "--num-spec-tokens",

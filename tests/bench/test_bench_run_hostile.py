@@ -1,8 +1,8 @@
 """`j0 bench run` against a hostile vLLM stand-in of ours on 127.0.0.1 (tests/servers/
-vllm_hostile.py: the stand-in of vllm_server.py with answers that misbehave): a stream that never
-ends or sends only comments, fields of the wrong type, bodies over their caps, redirects to
-another origin. The real client (aiohttp) reads real HTTP; each bad request is kept as failed,
-with its reason, and the run goes on to the next; nothing is a traceback.
+vllm/hostile_server.py: the stand-in of vllm/server.py with answers that misbehave): a stream that
+never ends or sends only comments, fields of the wrong type, bodies over their caps, redirects to
+another origin. The real client (aiohttp) reads real HTTP; each bad request is kept as failed, with
+its reason, and the run goes on to the next; nothing is a traceback.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from j0.cli import main
-from servers.vllm_hostile import HostileVllm
-from servers.vllm_server import VllmStandIn
+from servers.vllm.hostile_server import HostileVllm
+from servers.vllm.server import VllmStandIn
 
 
 def bench(url: str, out: Path, *extra: str) -> int:

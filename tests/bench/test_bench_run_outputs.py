@@ -3,8 +3,8 @@ file after every finished request (atomically), on SIGINT/SIGTERM before exiting
 existing --out refused unless --force; no output that is one of the command's own inputs
 (`bench run` and `bench report`); option values checked as usage errors (exit 64).
 
-The servers are our vLLM stand-in and its hostile variant (tests/servers/vllm_server.py,
-vllm_hostile.py) on 127.0.0.1; `j0 bench run` runs as the real command, in a subprocess where
+The servers are our vLLM stand-in and its hostile variant (tests/servers/vllm/server.py,
+vllm/hostile_server.py) on 127.0.0.1; `j0 bench run` runs as the real command, in a subprocess where
 a signal is sent to it.
 """
 
@@ -24,8 +24,8 @@ import pytest
 from j0.bench.run.options import RunOptions, check_options
 from j0.cli import main
 from j0.errors import USAGE, J0Error
-from servers.vllm_hostile import HostileVllm
-from servers.vllm_server import VllmStandIn
+from servers.vllm.hostile_server import HostileVllm
+from servers.vllm.server import VllmStandIn
 
 DEAD_URL = "http://127.0.0.1:9"  # nothing is asked: the checks come first
 

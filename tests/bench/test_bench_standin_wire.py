@@ -1,4 +1,4 @@
-"""tests/servers/vllm_server.py speaks vLLM 0.33.0's wire format: every body it sends is parsed by
+"""tests/servers/vllm/server.py speaks vLLM 0.33.0's wire format: every body it sends is parsed by
 vLLM's own pydantic models (the installed wheel, vllm/entrypoints/...) and written back with the
 serialisation options vLLM's servers use, which must give the same bytes (field names, order,
 nulls kept or left out). A chunk recorded from the real engine on an H200 is parsed the same way.
@@ -12,7 +12,7 @@ import os
 import pytest
 import requests
 
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 # vLLM fixes its platform at its first import; this machine has no GPU, and a failed inference
 # there ("Failed to infer device type") would break tests/serve's use of vLLM's own parser.

@@ -3,7 +3,7 @@ talks to, not believed. A status of another server (another URL, model, context 
 or speculative config than --log shows, or another draft length than the responses report) is
 refused, exit 2, naming both values; the status of this server is taken. Real processes: `j0
 status --json` and `j0 bench run` in this process against our vLLM stand-ins on 127.0.0.1
-(tests/servers/vllm_server.py), one per setup."""
+(tests/servers/vllm/server.py), one per setup."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from bench.test_bench_manifest import status_file
 from doctor.doctor_env import Host
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import article_log
 
 

@@ -1,7 +1,7 @@
 """A setting is labelled "J0 on" from the file that ran, never from what was asked
 (j0.engine.j0_ran): the server log's identity line must name a J0 file and the patch must have
 logged DFLASH_CTX_NOISE=1. Shown where j0 labels settings: `j0 bench run --log` (against our vLLM
-stand-in, tests/servers/vllm_server.py, its log saying identity=base while `--j0 on` was asked),
+stand-in, tests/servers/vllm/server.py, its log saying identity=base while `--j0 on` was asked),
 what `j0 bench report` reads of such results, and `j0 bench matrix`'s record of each setting
 (judge_ran, for compose's one server and k8s's shards)."""
 
@@ -18,7 +18,7 @@ from j0.bench.report.settings import find_settings
 from j0.cli import main
 from j0.engine import server_log
 from j0.engine.j0_ran import asked_differs, j0_ran
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import BASE_SHA, article_log
 
 BASE_LOG = article_log(sha=BASE_SHA, kind="base (the unpatched vLLM base)")

@@ -1,11 +1,11 @@
 """`j0 bench matrix --backend k8s`, without a cluster: the real `kubernetes` Python client against
-tests/servers/k8s_api.py, a small stand-in of the Kubernetes API of ours on 127.0.0.1 (create the
+tests/servers/k8s/api.py, a small stand-in of the Kubernetes API of ours on 127.0.0.1 (create the
 PVC, ConfigMap and Jobs, watch and list pods, read logs).
 
 The stand-in's kubelet is this module's: for each pod of the Indexed Job it runs the containers'
 rendered commands as local processes, as a node would run them: the sidecar
 (`python3 -m j0.bench.matrix.k8s.pod serve`, which execs `j0 serve -- ARGS`; here `j0` is
-tests/bench/matrix_bin/vllm, which starts our vLLM stand-in tests/servers/vllm_server.py with the
+tests/bench/matrix_bin/vllm, which starts our vLLM stand-in tests/servers/vllm/server.py with the
 setting the arguments and switches name), its startup probe, then the main container
 (`python3 -m j0.bench.matrix.k8s.pod bench`: the real `j0 bench run` on the index's shard), with the
 ConfigMap and the PVC as local folders. So sharding, the result's trip through the pod log and the
@@ -38,11 +38,11 @@ from j0.bench.matrix.k8s.render import POD_PYTHONPATH
 from j0.cli import main as j0_main
 from j0.errors import J0Error
 from servers.base import free_port
-from servers.k8s_api import INDEX, K8sApiStandIn, PodResult
+from servers.k8s.api import INDEX, K8sApiStandIn, PodResult
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN_BIN = ROOT / "tests" / "bench" / "matrix_bin" / "vllm"
-VLLM_SERVER = ROOT / "tests" / "servers" / "vllm_server.py"
+VLLM_SERVER = ROOT / "tests" / "servers" / "vllm" / "server.py"
 
 
 def get(url: str) -> tuple[int, bytes]:

@@ -2,9 +2,9 @@
 the stand-in image with compose.
 
 The docker tests run compose.yaml + compose.ci.yaml (stand-in image B, no GPU, host networking,
-the drafter fetched from tests/servers/hub_server.py on 127.0.0.1) and
+the drafter fetched from tests/servers/hub/server.py on 127.0.0.1) and
 tests/bench/compose.matrix-ci.yaml, which makes the server's `vllm` our vLLM stand-in
-(tests/servers/vllm_server.py via tests/bench/matrix_bin/vllm) on the host's 127.0.0.1:PORT;
+(tests/servers/vllm/server.py via tests/bench/matrix_bin/vllm) on the host's 127.0.0.1:PORT;
 `j0 bench run` is the real one. Without an engine or the compose plugin they skip, except with
 J0_REQUIRE_DOCKER=1 (CI), where they fail.
 """

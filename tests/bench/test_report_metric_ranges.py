@@ -2,7 +2,7 @@
 pooled figures: by `j0 bench run` as the server sends them, and by `j0 bench report` in the files
 it reads.
 
-The server is tests/servers/vllm_server.py (a vLLM stand-in of ours on 127.0.0.1, no GPU server
+The server is tests/servers/vllm/server.py (a vLLM stand-in of ours on 127.0.0.1, no GPU server
 being here) with `spec_metrics_faults`: the listed requests' `metrics.speculative_decoding` carry
 the given fields instead of the true ones. The expected figures come from the server's own record
 of the other requests. The report's inputs are a real run's result file, with entries edited as a
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 FAULTS: dict[int, dict[str, Any]] = {
     1: {"num_accepted_draft_tokens": -3},

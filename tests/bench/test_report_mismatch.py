@@ -1,6 +1,6 @@
 """`j0 bench report` refuses to pair J0 on/off runs measured under different setups.
 
-The runs are real: `j0 bench run` against tests/servers/vllm_server.py (a vLLM stand-in of ours on
+The runs are real: `j0 bench run` against tests/servers/vllm/server.py (a vLLM stand-in of ours on
 127.0.0.1, since no GPU server is here), once with --j0 off and once with --j0 on, on the same
 prompts. Each test copies them and edits one manifest field (or the prompts) as a run under
 another setup would have recorded it, then asks for the report.
@@ -18,7 +18,7 @@ import pytest
 
 from j0.cli import main
 from j0.errors import INPUT_LACKS
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 SPEC = {"method": "dflash", "model": "/drafter", "num_speculative_tokens": 5}
 Doc = dict[str, Any]

@@ -1,6 +1,6 @@
 """`j0 bench run --url http://user:password@host` writes no password into the result file and
 prints none, and still measures the server; the matrix's log line of each run masks it too. The
-server is our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py). Before, the URL went into
+server is our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py). Before, the URL went into
 the manifest whole, and with a bearer key set aiohttp refused the request (a credentials URL and an
 Authorization header together)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from j0.bench.matrix.settings import SettingBench
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 
 def secret_url(url: str) -> str:

@@ -1,7 +1,7 @@
 """compose's drafter service on the dependency floor vLLM 0.33 allows: the image built (route
 image) on stand-in F (tests/standin/build.py: stand-in A plus huggingface_hub 1.31.0 and httpx, no
 httpx2, the packages pinned by requirements/hub-floor.txt and requirements/test.txt), then
-`docker compose run drafter` against our Hub stand-in (tests/servers/hub_server.py) on 127.0.0.1,
+`docker compose run drafter` against our Hub stand-in (tests/servers/hub/server.py) on 127.0.0.1,
 host networking (compose.ci.yaml). The same service runs on huggingface_hub 2.4 in
 test_compose_up.py; a real vLLM image may hold either.
 """

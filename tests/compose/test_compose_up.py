@@ -1,6 +1,6 @@
 """`docker compose up` of compose.yaml + compose.ci.yaml, the whole wiring on the stand-in image
 without a GPU: needs an engine (tests/standin/build.py makes the base image locally) and runs
-the drafter service against our Hub stand-in (tests/servers/hub_server.py) on 127.0.0.1, with
+the drafter service against our Hub stand-in (tests/servers/hub/server.py) on 127.0.0.1, with
 compose.ci.yaml putting a check (tests/compose/bin/vllm) in the place of `vllm serve`. Without the
 compose plugin or an engine these tests skip, except with J0_REQUIRE_DOCKER=1 (CI), where they
 fail.

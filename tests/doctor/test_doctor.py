@@ -1,6 +1,6 @@
 """`j0 doctor` on hosts made of stand-ins: a PATH holding only our `docker` and `nvidia-smi`
 stand-ins (tests/doctor/bin, answering in the real tools' formats) and the real huggingface_hub
-client against our Hub look-alike on 127.0.0.1 (tests/servers/hub_server.py)."""
+client against our Hub look-alike on 127.0.0.1 (tests/servers/hub/server.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from doctor_env import DOCKER_READY, H200, Host
 
 from j0.cli import main
 from j0.pins import Pins
-from servers.hub_server import (
+from servers.hub.server import (
     FakeCommit,
     FakeRepo,
     HubServer,
@@ -41,7 +41,7 @@ TARGET_CONFIG = {
 }
 TARGET_WEIGHTS = safetensors_bytes("w", 1 << 20, seed=3)
 # KV bytes per token: K and V x 8 heads x 128 x 2 bytes, for the target's 64 layers and the
-# drafter's 5 (tests/servers/hub_server.py's DRAFTER_CONFIG: 8 KV heads of 128, BF16).
+# drafter's 5 (tests/servers/hub/server.py's DRAFTER_CONFIG: 8 KV heads of 128, BF16).
 TARGET_KV_PER_TOKEN = 2 * 8 * 128 * 2 * 64
 DRAFT_KV_PER_TOKEN = 2 * 8 * 128 * 2 * 5
 GIB = 1 << 30

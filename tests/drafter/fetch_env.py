@@ -1,5 +1,5 @@
 """What the `j0 drafter fetch` tests share: the article's fake repo on our Hub-like server
-(tests/servers/hub_server.py), a temporary J0_HOME with a copy of the pins, and `j0 drafter fetch`
+(tests/servers/hub/server.py), a temporary J0_HOME with a copy of the pins, and `j0 drafter fetch`
 run as a subprocess with HF_ENDPOINT pointing at the server. Not a test module: each test module
 makes its fixtures (repo, article_sha, hub, env) with these helpers.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.pins import load_pins
-from servers.hub_server import FakeRepo, HubServer
+from servers.hub.server import FakeRepo, HubServer
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = "model-00001-of-00002.safetensors"

@@ -2,7 +2,7 @@
 exact bytes, and a config.json that is neither the Hub's bytes nor what patch-config writes from
 them (a hand edit) is refused, exit 2, and left as it is.
 
-The Hub is tests/servers/hub_server.py, a small HTTP server of ours on 127.0.0.1 (the real Hub
+The Hub is tests/servers/hub/server.py, a small HTTP server of ours on 127.0.0.1 (the real Hub
 cannot be reached from the tests); huggingface_hub is the real client, `j0` a subprocess with
 HF_ENDPOINT pointing at the server (fetch_env.py). What the project writes from the Hub's bytes
 is computed here as the article's one-key edit by string replacement, not with j0's code.
@@ -18,7 +18,7 @@ import pytest
 from fetch_env import Env, default_dir, make_env, pinned_sha, serving
 
 from j0.cli import main
-from servers.hub_server import FakeRepo, HubServer, article_repo
+from servers.hub.server import FakeRepo, HubServer, article_repo
 
 
 @pytest.fixture(scope="module")

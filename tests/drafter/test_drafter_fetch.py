@@ -2,7 +2,7 @@
 download and its re-runs (resumed, completed, unchanged), the token, revisions, offline runs,
 folder names, and where the pin is recorded (and where it is not).
 
-No mocks: tests/servers/hub_server.py is a small HTTP server of ours on 127.0.0.1 that answers the
+No mocks: tests/servers/hub/server.py is a small HTTP server of ours on 127.0.0.1 that answers the
 Hub endpoints huggingface_hub 2.4 uses; `j0` runs as a subprocess with HF_ENDPOINT pointing at it,
 as a user (or the compose drafter service) runs it. The pins file is a copy in a temporary
 J0_HOME, so the checkout's overlay/pins.env is never written (fetch_env.py).
@@ -37,7 +37,7 @@ from fetch_env import (
 
 from j0.drafter import fetch as drafter_fetch
 from j0.errors import J0Error
-from servers.hub_server import FakeRepo, HubServer, article_repo
+from servers.hub.server import FakeRepo, HubServer, article_repo
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +305,7 @@ def test_a_different_pin_is_a_conflict(env: Env) -> None:
 
 def test_standalone_server_from_a_repo_dir(tmp_path: Path, env: Env, article_sha: str) -> None:
     """The server as the compose test runs it: a process of its own, on a free port."""
-    script = ROOT / "tests" / "servers" / "hub_server.py"
+    script = ROOT / "tests" / "servers" / "hub" / "server.py"
     repo_dir = tmp_path / "repo"
     subprocess.run(
         [sys.executable, str(script), "--write-repo", str(repo_dir), "--weight-mb", "1"],

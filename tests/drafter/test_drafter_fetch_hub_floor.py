@@ -6,7 +6,7 @@ The 1.31 packages (requirements/hub-floor.txt) are installed by scripts/test int
 $J0_VENV/hub-floor and put on PYTHONPATH here ahead of the test environment's 2.x;
 tests/drafter/without_httpx2/sitecustomize.py goes first and makes `import httpx2` fail, as it
 does in an image without huggingface_hub 2.x. The Hub is our Hub-like server on 127.0.0.1
-(tests/servers/hub_server.py), which the real huggingface_hub client talks to as to the Hub.
+(tests/servers/hub/server.py), which the real huggingface_hub client talks to as to the Hub.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from fetch_env import NEEDED, ROOT, Env, default_dir, make_env, pinned_commit, pinned_sha, serving
 
-from servers.hub_server import FakeRepo, HubServer, article_repo
+from servers.hub.server import FakeRepo, HubServer, article_repo
 
 
 def hub_floor() -> Path:

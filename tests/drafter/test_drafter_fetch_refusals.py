@@ -4,7 +4,7 @@ errors (5xx retried, then given up; 4xx not retried), an index naming missing sh
 and folders that cannot be trusted, offline folders that are incomplete, and a config.json.orig
 that is not the Hub's.
 
-No mocks: tests/servers/hub_server.py is a small HTTP server of ours on 127.0.0.1; `j0` runs as a
+No mocks: tests/servers/hub/server.py is a small HTTP server of ours on 127.0.0.1; `j0` runs as a
 subprocess with HF_ENDPOINT pointing at it (fetch_env.py).
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from fetch_env import BIG, Env, default_dir, make_env, pinned_commit, pinned_sha, serving
 
-from servers.hub_server import FakeRepo, HubServer, article_repo, git_blob_id
+from servers.hub.server import FakeRepo, HubServer, article_repo, git_blob_id
 
 
 @pytest.fixture(scope="module")

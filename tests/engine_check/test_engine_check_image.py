@@ -2,7 +2,7 @@
 `j0 image build` on stand-in base A (the real vllm 0.33.0 wheel's files, patched by the real build
 step), run by the real docker-py code path (host network, the work folder and the models mounted,
 the image's own entrypoint and identity line). Inside, `vllm` is tests/engine_check/container_bin/
-vllm: our vLLM stand-in (tests/servers/vllm_server.py) on 127.0.0.1 with the patch's log lines and
+vllm: our vLLM stand-in (tests/servers/vllm/server.py) on 127.0.0.1 with the patch's log lines and
 recorded real engine dumps. `--no-gpu` is the only difference from a GPU host's run."""
 
 from __future__ import annotations

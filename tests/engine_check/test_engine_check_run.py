@@ -1,7 +1,7 @@
 """`j0 engine-check --here` from start to verdict without a GPU: the real orchestration (server
 processes, /health, requests, /metrics, `j0 dumps check`, `j0 status`, the report) with
 `--server-command` putting bin/vllm_serve_standin.py in the place of `vllm serve`: our vLLM
-stand-in server on 127.0.0.1 (tests/servers/vllm_server.py), the patch's log lines as the real
+stand-in server on 127.0.0.1 (tests/servers/vllm/server.py), the patch's log lines as the real
 engine prints them, and real recorded engine dumps (tests/data/engine-h200/). The identity line
 comes from the real `j0 image identity` over a vLLM folder holding the article's speculator.py."""
 

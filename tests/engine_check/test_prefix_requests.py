@@ -1,5 +1,5 @@
 """The prefix-cache run's sender (j0.engine_check.prefix_requests, used by
-scripts/prefix-safe-h200.sh) against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py:
+scripts/prefix-safe-h200.sh) against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py:
 completions with `return_token_ids`, prefix caching counted by 16-token blocks, per-request
 spec-decode metrics). No GPU server can be reached here."""
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from j0.engine_check import prefix_requests
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 
 def test_text_prompts_in_the_given_order(tmp_path: Path) -> None:

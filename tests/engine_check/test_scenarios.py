@@ -1,7 +1,7 @@
 """The serving scenarios' sender (j0.engine_check.scenarios), the results table over several runs
 (j0.engine_check.scenario_table) and scripts/engine-scenarios-h200.sh's checks, on the CPU.
 
-The sender runs against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py:
+The sender runs against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py:
 completions with `return_token_ids`, prefix caching by 16-token blocks, /metrics as
 prometheus_client writes vLLM's, `vllm:num_preemptions` included); no GPU server can be reached
 here. The table is built from runs written by the test in the sender's format, with audit
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from j0.engine_check import scenario_table, scenarios
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "engine-scenarios-h200.sh"
@@ -252,12 +252,12 @@ def test_the_script_checks_its_settings(tmp_path: Path, fake_site: Path) -> None
 
 
 FAKE_VLLM_MAIN = '''\
-"""`vllm serve` stand-in for the script's test: our vLLM stand-in (tests/servers/vllm_server.py)
+"""`vllm serve` stand-in for the script's test: our vLLM stand-in (tests/servers/vllm/server.py)
 on the port the script gives; with J0 on and VLLM_DFLASH_AUDIT set it writes the audit's start
 line, as the audited speculator.py does at start-up (no step: nothing a stand-in could check)."""
 import json, os, sys
 sys.path.insert(0, {tests!r})
-from servers import vllm_server
+from servers.vllm import server as vllm_server
 
 args = sys.argv[sys.argv.index("serve") + 2:]
 port = args[args.index("--port") + 1]

@@ -1,5 +1,5 @@
 """Property: what a server streams or answers is read into an outcome or a problem, never an
-exception. A real client against a real socket: our vLLM stand-in (tests/servers/vllm_server.py,
+exception. A real client against a real socket: our vLLM stand-in (tests/servers/vllm/server.py,
 on 127.0.0.1) serves each generated body as it is (hostile mode `raw:`), and
 
 * `j0 bench run`'s stream client (j0.bench.client.stream_request, through aiohttp) reads an
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from fuzz.fuzzing import outcome
 from j0.bench import client
 from j0.status import server_facts
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 
 scalars = st.one_of(
     st.none(),

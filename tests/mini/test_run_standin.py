@@ -1,7 +1,7 @@
 """`j0 mini run --here` from start to verdict without a GPU: the real orchestration (a server
 process per setting, /health, `j0 bench run`, `j0 bench report`, `j0 dumps check`, the cross-check's
 requests) with tests/engine_check/bin/vllm_serve_standin.py in the place of `vllm serve`: our vLLM
-stand-in on 127.0.0.1 (tests/servers/vllm_server.py) with real recorded engine dumps for J0 on,
+stand-in on 127.0.0.1 (tests/servers/vllm/server.py) with real recorded engine dumps for J0 on,
 and a `vllm` folder holding the article's speculator.py first on PYTHONPATH (the identity line
 each server's log starts with, and the run's own check before it starts any).
 The stand-in returns no token ids, so the cross-check is reported as not run (exit 2)."""

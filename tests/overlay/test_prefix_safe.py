@@ -236,10 +236,10 @@ def test_j0_serve_names_the_variant_and_drops_the_prefix_caching_warning(
 def test_j0_status_says_prefix_safe_never_article(tmp_path: Path) -> None:
     """`j0 status` on a server log whose identity line names the variant: the speculator check
     passes as the prefix-safe variant, and the verdict says it is not the article's file. The
-    server is our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py)."""
+    server is our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py)."""
     import json
 
-    from servers.vllm_server import VllmStandIn
+    from servers.vllm.server import VllmStandIn
     from status.status_logs import article_log, status_json
 
     log = tmp_path / "server.log"

@@ -1,4 +1,4 @@
-"""The Hub stand-in (hub_server.py) in a process of its own on 127.0.0.1, for clients in
+"""The Hub stand-in (hub/server.py) in a process of its own on 127.0.0.1, for clients in
 containers or other processes. (A free port on 127.0.0.1 is base.py's free_port.)"""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-HUB_SERVER = Path(__file__).resolve().parent / "hub_server.py"
+HUB_SERVER = Path(__file__).resolve().parent / "hub" / "server.py"
 
 
 class HubProcess:
-    """tests/servers/hub_server.py as its own process on 127.0.0.1; ARGS go to its command line.
+    """tests/servers/hub/server.py as its own process on 127.0.0.1; ARGS go to its command line.
     Its first output line names its URL; a server that does not start fails the test."""
 
     def __init__(self, *args: str) -> None:

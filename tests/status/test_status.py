@@ -1,4 +1,4 @@
-"""`j0 status` against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py: /health,
+"""`j0 status` against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py: /health,
 /v1/models, /metrics as vLLM 0.33.0 writes them, completions) and server logs: the real engine's
 recorded logs (tests/status/data) and logs written as our entrypoint and `j0 serve` write them.
 /metrics is parsed by the real prometheus_client."""
@@ -20,7 +20,7 @@ from j0.image.identity import identity_line
 from j0.pins import Pins
 from j0.status import server_facts
 from servers.base import free_port
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, BASE_SHA, INSTALLED, SPEC_15, article_log
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -1,7 +1,7 @@
-"""`j0 status` against a hostile server: our vLLM stand-in (tests/servers/vllm_server.py on
+"""`j0 status` against a hostile server: our vLLM stand-in (tests/servers/vllm/server.py on
 127.0.0.1) with one route answered as a broken or malicious server would (tests/servers/
-hostile_vllm.py): wrong JSON types, truncated or deeply nested JSON, bytes that are not UTF-8,
-bodies far over the clients' caps, redirects to another origin, connection resets.
+vllm/hostile_routes.py): wrong JSON types, truncated or deeply nested JSON, bytes that are not
+UTF-8, bodies far over the clients' caps, redirects to another origin, connection resets.
 
 Each one is a clear "NOT the article's setup" (exit 1) naming the route, with the real
 engine's log given so that the server's answers are all that is wrong; never an internal error
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import article_log
 
 ROUTES = {

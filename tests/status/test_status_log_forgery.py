@@ -4,7 +4,7 @@
 that hold a line break or a marker of the log's grammar; the log reader believes each kind only
 from its own writer's line (`j0 serve: ` lines give the speculative config only, `j0-entrypoint: `
 lines the identity only). Real processes: `j0 serve --dry-run` in a subprocess, its stderr read
-back by `j0 status --log` against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py).
+back by `j0 status --log` against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from doctor.doctor_env import Host
 from j0.engine import server_log
 from serve.test_serve_command import drafter, serve_args
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, INSTALLED, SPEC_15, article_log, status_json
 
 ROOT = Path(__file__).resolve().parents[2]

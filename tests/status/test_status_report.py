@@ -1,5 +1,5 @@
 """The StatusReport type against what `j0 status --json` really prints: the stand-in server
-(tests/servers/vllm_server.py) with logs as our entrypoint and the patch write them, the real
+(tests/servers/vllm/server.py) with logs as our entrypoint and the patch write them, the real
 engine's recorded logs, no log and no server. Read back, each prints the same bytes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from doctor.doctor_env import Host
 from j0.errors import INPUT_LACKS, J0Error
 from j0.status.status_report import StatusReport
 from servers.base import free_port
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import article_log, status_json
 
 DATA = Path(__file__).resolve().parent / "data"

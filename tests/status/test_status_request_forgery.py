@@ -5,8 +5,8 @@ can put whole lines there that look like the patch's, the entrypoint's or vLLM's
 `j0 status` reads only the start-up (the lines before the server is up) and each kind only from
 its writer's logger, so those lines are never read.
 
-Real processes: our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py) writes its log as
-vLLM does (tests/servers/vllm_log.py), hostile requests are sent to it over HTTP with
+Real processes: our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py) writes its log as
+vLLM does (tests/servers/vllm/log.py), hostile requests are sent to it over HTTP with
 http.client, then `j0 status --log` reads that log and asks the same server.
 """
 
@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from doctor.doctor_env import Host
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, BASE_SHA, INSTALLED, article_log, status_json
 
 

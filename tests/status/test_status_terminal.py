@@ -11,7 +11,7 @@ import pytest
 
 from doctor.doctor_env import Host
 from j0.cli import main
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import article_log
 
 FORGED = "==> the article's setup (J0 on)"

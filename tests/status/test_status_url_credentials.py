@@ -1,6 +1,6 @@
 """`j0 status --url http://user:password@host` never prints the password, in text or `--json`,
 and still asks the server (the credentials as a Basic header, to that server only). The server is
-our vLLM stand-in on 127.0.0.1 (tests/servers/vllm_server.py) and a stand-in log as `j0 serve`
+our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py) and a stand-in log as `j0 serve`
 writes it; before, the URL was printed whole and urllib took `user:s3cret@127.0.0.1` for the
 host, so no server answered."""
 
@@ -14,7 +14,7 @@ import pytest
 from doctor.doctor_env import Host
 from j0.cli import main
 from servers.base import free_port
-from servers.vllm_server import VllmStandIn
+from servers.vllm.server import VllmStandIn
 from status.status_logs import article_log
 
 

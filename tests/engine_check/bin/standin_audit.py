@@ -1,7 +1,7 @@
 """The stand-in's J0 audit records and preemptions (vllm_serve_standin.py, J0 on with
 VLLM_DFLASH_AUDIT=DIR): DIR/audit-<pid>.jsonl in the audited speculator.py's format
 (overlay/jetspec-j0-audit.patch, docs/overlay.md "The J0 audit"): a `start` line at start-up, then
-one `step` line per engine step of our simulated engine (tests/servers/vllm_engine.py), written
+one `step` line per engine step of our simulated engine (tests/servers/vllm/engine.py), written
 before the step's tokens go out, as the audit writes its line before propose returns. The stand-in
 runs one request per step, so each line holds one request in its request slot, all of its history
 and draws matching.
@@ -21,8 +21,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from servers.vllm_engine import SimulatedEngine
-from servers.vllm_records import RequestRecord
+from servers.vllm.engine import SimulatedEngine
+from servers.vllm.records import RequestRecord
 
 BLOCK = 16
 SLOTS = 4

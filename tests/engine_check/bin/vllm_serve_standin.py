@@ -27,7 +27,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TESTS))
 
-from servers import vllm_server  # noqa: E402
+from servers.vllm import server as vllm_server  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standin_audit  # noqa: E402

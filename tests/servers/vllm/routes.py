@@ -1,12 +1,12 @@
 """The vLLM stand-in's request handler and its routes, a dispatch table per method:
 
     GET  /health /version /v1/models /metrics /_standin/record
-    POST /v1/completions /v1/chat/completions (vllm_generate.py)
+    POST /v1/completions /v1/chat/completions (vllm/generate.py)
 
 As vLLM's API server (uvicorn) answers: lower-case content-type / content-length, compact JSON,
 `{"detail": "Not Found"}` for an unknown route, OpenAI-style errors, and with --api-key a 401
 `{"error": "Unauthorized"}` on every /v1 route without the bearer token (vllm/entrypoints/serve/
-middleware/authenticate.py). Part of vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+middleware/authenticate.py). Part of vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from . import hostile_vllm
-from .base import StandInHandler
-from .vllm_generate import generate
+from ..base import StandInHandler
+from . import hostile_routes
+from .generate import generate
 
 if TYPE_CHECKING:
-    from .vllm_server import VllmStandIn
+    from .server import VllmStandIn
 
 
 class VllmHandler(StandInHandler):
@@ -52,7 +52,7 @@ class VllmHandler(StandInHandler):
         return True
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """uvicorn's access-log line, into the server's log where it keeps one (vllm_log.py)."""
+        """uvicorn's access-log line, into the server's log where it keeps one (vllm/log.py)."""
         if self.server.log is None or not isinstance(code, int):
             return
         # uvicorn writes scope["path"] (percent-decoded: %0A is a line break) and the raw query.
@@ -62,11 +62,11 @@ class VllmHandler(StandInHandler):
         self.server.log.access(client, f"{self.command} {target} {self.request_version}", code)
 
     def _hostile(self, path: str) -> bool:
-        """A route the test made hostile (tests/servers/hostile_vllm.py) is answered there."""
+        """A route the test made hostile (tests/servers/hostile_routes.py) is answered there."""
         behaviour = self.server.hostile.get(path)
         if behaviour is None:
             return False
-        hostile_vllm.answer(self, path, behaviour)
+        hostile_routes.answer(self, path, behaviour)
         return True
 
     def do_GET(self) -> None:

@@ -1,7 +1,7 @@
 """A stand-in for the Kubernetes API server, of ours: tests run the real `kubernetes` Python
 client against it (`j0 bench matrix --backend k8s`) without a cluster, and it listens on 127.0.0.1
-only. Not Kubernetes: it keeps objects in memory (k8s_objects.py) and plays the Job controller and
-the kubelet (k8s_jobs.py) just far enough for `j0 bench matrix --backend k8s` (k8s_routes.py):
+only. Not Kubernetes: it keeps objects in memory (k8s/objects.py) and plays the Job controller and
+the kubelet (k8s/jobs.py) just far enough for `j0 bench matrix --backend k8s` (k8s/routes.py):
 
     POST /api/v1/namespaces/{ns}/persistentvolumeclaims     create (409 AlreadyExists, as the API)
     POST /api/v1/namespaces/{ns}/configmaps                 create
@@ -30,7 +30,7 @@ The kubelet is the test's: `kubelet(pod) -> PodResult(exit_code, logs)` runs in 
 thread and decides what the pod's containers did and printed (a test runs the rendered
 commands there). Without one, every pod succeeds and prints nothing.
 
-Standalone (standard library only): python3 tests/servers/k8s_api.py --port 0 --token T
+Standalone (standard library only): python3 tests/servers/k8s/api.py --port 0 --token T
 prints `k8s_api: serving at http://127.0.0.1:PORT` on its first line.
 """
 
@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a file: import this folder as the package it is
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-    __package__ = Path(__file__).resolve().parent.name
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = ".".join(Path(__file__).resolve().parts[-3:-1])
 
-from .base import LOCALHOST, StandInServer
-from .k8s_jobs import INDEX, JOB_NAME, JobController, Kubelet, PodResult, ranges
-from .k8s_objects import ApiError, Obj, ObjectStore
-from .k8s_routes import K8sHandler
+from ..base import LOCALHOST, StandInServer
+from .jobs import INDEX, JOB_NAME, JobController, Kubelet, PodResult, ranges
+from .objects import ApiError, Obj, ObjectStore
+from .routes import K8sHandler
 
 __all__ = [
     "INDEX",

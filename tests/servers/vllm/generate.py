@@ -1,8 +1,8 @@
 """The vLLM stand-in's POST /v1/completions and /v1/chat/completions: the request read as vLLM
 reads it (model, prompt or messages, max_tokens / max_completion_tokens, stream, stream_options,
 chat_template_kwargs.enable_thinking), its errors, and the whole (not streamed) answer; a streamed
-one is vllm_stream.py's. `die_after=N`: the request after the first N stops at its fourth step.
-Part of vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+one is vllm/stream.py's. `die_after=N`: the request after the first N stops at its fourth step.
+Part of vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import vllm_bodies as bodies
-from .vllm_engine import Step
-from .vllm_prompts import chat_tokens, tokenize
-from .vllm_records import RequestRecord
-from .vllm_stream import DYING_STEP, StreamOptions, send_stream
+from . import bodies
+from .engine import Step
+from .prompts import chat_tokens, tokenize
+from .records import RequestRecord
+from .stream import DYING_STEP, StreamOptions, send_stream
 
 if TYPE_CHECKING:
-    from .vllm_routes import VllmHandler
+    from .routes import VllmHandler
 
 Prompt = tuple[list[str], bool | None]  # its tokens, and whether thinking is on (chat only)
 

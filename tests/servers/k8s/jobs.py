@@ -3,7 +3,7 @@
 0..completions-1; otherwise one), at most `parallelism` at a time, named `<job>-<index>-<5 chars>`
 and labelled as Kubernetes 1.29 labels them; each goes Pending -> Running -> Succeeded or Failed
 as the test's kubelet decides; a failed index gets a new pod up to `backoffLimitPerIndex` (else
-`backoffLimit`) times; the Job's status follows. Part of k8s_api.py, our Kubernetes API stand-in
+`backoffLimit`) times; the Job's status follows. Part of k8s/api.py, our Kubernetes API stand-in
 on 127.0.0.1.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .k8s_objects import Obj, ObjectStore, copy_of, now_stamp
+from .objects import Obj, ObjectStore, copy_of, now_stamp
 
 JOB_NAME = "batch.kubernetes.io/job-name"
 INDEX = "batch.kubernetes.io/job-completion-index"

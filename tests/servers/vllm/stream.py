@@ -2,7 +2,7 @@
 engine step (`--stream-interval 1`), with `stream_options.include_usage` a final usage chunk (with
 `metrics.speculative_decoding`), `continuous_usage_stats` usage in every chunk, then
 `data: [DONE]`. A dying request (die_after) has its connection cut and the server stop listening
-mid-stream. Part of vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+mid-stream. Part of vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import vllm_bodies as bodies
-from .vllm_engine import Step
-from .vllm_records import RequestRecord
+from . import bodies
+from .engine import Step
+from .records import RequestRecord
 
 if TYPE_CHECKING:
-    from .vllm_routes import VllmHandler
+    from .routes import VllmHandler
 
 # The step at which a dying request stops (after three steps' tokens).
 DYING_STEP = 3

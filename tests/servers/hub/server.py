@@ -32,13 +32,13 @@ list keeps the real file's size and hashes, as a broken CDN or disk would; `fail
 their X-Repo-Commit): an endpoint that serves another commit than the one asked.
 Every request is recorded in `log`.
 
-The built-in fake repo (`article_repo`, hub_article.py) holds the commits of a JetSpec++-like
+The built-in fake repo (`article_repo`, hub/article.py) holds the commits of a JetSpec++-like
 drafter, one of them starting with 3147a351, and two commits sharing the prefix 5eed1234.
 `--repo-dir` serves a repo written by `--write-repo` (and edited, if you like) instead. The
-server's parts: hub_repo.py (repos), hub_handler.py (dispatch), hub_api.py, hub_files.py (routes).
+server's parts: hub/repo.py (repos), hub/handler.py (dispatch), hub/api.py, hub/files.py (routes).
 
 Standalone (standard library only):
-    python3 tests/servers/hub_server.py --port 8765 [--token-file FILE] [--repo-dir DIR]
+    python3 tests/servers/hub/server.py --port 8765 [--token-file FILE] [--repo-dir DIR]
 then HF_ENDPOINT=http://127.0.0.1:8765.
 """
 
@@ -51,19 +51,19 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a file: import this folder as the package it is
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-    __package__ = Path(__file__).resolve().parent.name
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = ".".join(Path(__file__).resolve().parts[-3:-1])
 
-from .base import LOCALHOST, StandInServer
-from .hub_article import (
+from ..base import LOCALHOST, StandInServer
+from .article import (
     DEFAULT_REPO_ID,
     DRAFTER_CONFIG,
     article_repo,
     fake_commit_id,
     safetensors_bytes,
 )
-from .hub_handler import HubHandler
-from .hub_repo import FakeCommit, FakeRepo, git_blob_id
+from .handler import HubHandler
+from .repo import FakeCommit, FakeRepo, git_blob_id
 
 __all__ = [
     "DEFAULT_REPO_ID",

@@ -1,6 +1,6 @@
 """What the vLLM stand-in keeps: one record per generation request (what it did, step by step),
 and each engine's Prometheus counters, which start from an earlier value as on a server that has
-run before. Part of vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+run before. Part of vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Hub stand-in's request handler: the token check (and a gated repo's), the request log, and
-dispatch of each path to its route (hub_api.py for /api/models/..., hub_files.py for
+dispatch of each path to its route (hub/api.py for /api/models/..., hub/files.py for
 /{repo}/resolve/...). Errors carry the Hub's X-Error-Code / X-Error-Message headers. Part of
-hub_server.py, our Hugging Face Hub stand-in on 127.0.0.1.
+hub/server.py, our Hugging Face Hub stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from . import hub_api, hub_files
-from .base import StandInHandler
-from .hub_repo import FakeCommit, FakeRepo
+from ..base import StandInHandler
+from . import api as hub_api
+from . import files as hub_files
+from .repo import FakeCommit, FakeRepo
 
 if TYPE_CHECKING:
-    from .hub_server import HubServer
+    from .server import HubServer
 
 _API = re.compile(
     r"^/api/models/([^/]+/[^/]+)/(revision|tree|commits|refs)(?:/([^/]+)(?:/(.*))?)?$"

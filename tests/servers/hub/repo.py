@@ -1,6 +1,6 @@
 """The Hub stand-in's repos: commits with their files, branches and tags, how a revision
 resolves (a branch, a tag, a full commit or a unique prefix), and their form on disk
-(--write-repo / --repo-dir). Part of hub_server.py, our Hugging Face Hub stand-in on 127.0.0.1.
+(--write-repo / --repo-dir). Part of hub/server.py, our Hugging Face Hub stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations

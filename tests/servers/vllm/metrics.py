@@ -2,7 +2,7 @@
 the spec-decode counters `vllm:spec_decode_num_drafts_total`, `..._num_draft_tokens_total`,
 `..._num_accepted_tokens_total` and `..._num_accepted_tokens_per_pos_total{position}` per engine,
 each with its `_created` gauge (vllm/v1/spec_decode/metrics.py), plus prompt/generation/request
-counters and `vllm:cache_config_info`. Part of vllm_server.py, our vLLM 0.33 stand-in on
+counters and `vllm:cache_config_info`. Part of vllm/server.py, our vLLM 0.33 stand-in on
 127.0.0.1.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .vllm_records import BLOCK_SIZE, EngineCounters
+from .records import BLOCK_SIZE, EngineCounters
 
 
 def go_float(value: float) -> str:

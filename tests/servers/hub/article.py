@@ -1,6 +1,6 @@
 """The Hub stand-in's built-in repo: a JetSpec++-like drafter (config, two safetensors shards,
 tokenizer and training files) over five commits, one of them starting with 3147a351 (the
-article's) and two sharing the prefix 5eed1234. Part of hub_server.py, our Hugging Face Hub
+article's) and two sharing the prefix 5eed1234. Part of hub/server.py, our Hugging Face Hub
 stand-in on 127.0.0.1.
 """
 
@@ -12,7 +12,7 @@ import random
 import struct
 from typing import Any
 
-from .hub_repo import FakeCommit, FakeRepo
+from .repo import FakeCommit, FakeRepo
 
 DEFAULT_REPO_ID = "JetSpec/jetspec-plus-plus-qwen3p8-27b"
 MiB = 1 << 20

@@ -11,7 +11,7 @@ server-j0-on.log and vLLM 0.33.0's vllm/entrypoints/serve/engine/serving.py):
         it: `%0A` is a line break) and its raw query
 
 So a client of the stand-in can write into its log what a client of vLLM can write into vLLM's.
-Standard library only; part of vllm_server.py, on 127.0.0.1.
+Standard library only; part of vllm/server.py, on 127.0.0.1.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How the vLLM stand-in reads a prompt: whitespace-separated words as tokens, a Qwen3-like chat
 template (with `enable_thinking` off, an empty think block), and vLLM's prefix cache over full
 16-token blocks (at most len - 1 tokens count as cached: vLLM computes the last token). Part of
-vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import hashlib
 import threading
 from typing import Any
 
-from .vllm_records import BLOCK_SIZE
+from .records import BLOCK_SIZE
 
 
 def tokenize(text: str) -> list[str]:

@@ -63,17 +63,17 @@ final chunk.
 
 Hostile: `hostile={ROUTE: BEHAVIOUR}` answers ROUTE as a broken or malicious server would (wrong
 types, truncated or deeply nested JSON, bodies that are huge or never end, redirects to another
-origin, connection resets): hostile_vllm.py lists them. `log=PATH` (with `log_startup`, the
+origin, connection resets): hostile_routes.py lists them. `log=PATH` (with `log_startup`, the
 start-up lines) writes the server's log as vLLM does, with what a request puts into it: an unknown
-model's name as sent, uvicorn's access line with the raw query (vllm_log.py); a hostile client
+model's name as sent, uvicorn's access line with the raw query (vllm/log.py); a hostile client
 writes there what it could write into vLLM's log.
 
-Its parts: vllm_records.py (records, counters), vllm_prompts.py (tokens, chat template, prefix
-cache), vllm_engine.py (the steps), vllm_metrics.py (/metrics), vllm_routes.py (the routes),
-vllm_generate.py and vllm_stream.py (generation answers), vllm_bodies.py (their JSON).
+Its parts: vllm/records.py (records, counters), vllm/prompts.py (tokens, chat template, prefix
+cache), vllm/engine.py (the steps), vllm/metrics.py (/metrics), vllm/routes.py (the routes),
+vllm/generate.py and vllm/stream.py (generation answers), vllm/bodies.py (their JSON).
 
 Standalone (standard library only):
-    python3 tests/servers/vllm_server.py --port 0 [--num-spec-tokens 15] [--seed 0] ...
+    python3 tests/servers/vllm/server.py --port 0 [--num-spec-tokens 15] [--seed 0] ...
 prints `vllm_server: serving MODEL at http://127.0.0.1:PORT ...` on its first line.
 """
 
@@ -88,17 +88,17 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a file: import this folder as the package it is
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-    __package__ = Path(__file__).resolve().parent.name
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = ".".join(Path(__file__).resolve().parts[-3:-1])
 
-from . import hostile_vllm
-from .base import LOCALHOST, StandInServer
-from .vllm_engine import AcceptanceModel, SimulatedEngine
-from .vllm_log import StandInLog
-from .vllm_metrics import metrics_text
-from .vllm_prompts import PrefixCache
-from .vllm_records import DEFAULT_MODEL, VERSION, EngineCounters, RequestRecord
-from .vllm_routes import VllmHandler
+from ..base import LOCALHOST, StandInServer
+from . import hostile_routes
+from .engine import AcceptanceModel, SimulatedEngine
+from .log import StandInLog
+from .metrics import metrics_text
+from .prompts import PrefixCache
+from .records import DEFAULT_MODEL, VERSION, EngineCounters, RequestRecord
+from .routes import VllmHandler
 
 __all__ = ["DEFAULT_MODEL", "VERSION", "EngineCounters", "RequestRecord", "VllmStandIn", "main"]
 
@@ -143,14 +143,14 @@ class VllmStandIn(StandInServer):
         log_startup: str = "",
     ) -> None:
         super().__init__(VllmHandler, host, port)
-        # The server's log as vLLM writes it (vllm_log.py): `log_startup`, the server coming up,
+        # The server's log as vLLM writes it (vllm/log.py): `log_startup`, the server coming up,
         # then what requests put there; None: no log.
         self.log = StandInLog(log, log_startup) if log is not None else None
-        # route -> a hostile behaviour instead of vLLM's answer (hostile_vllm.py)
+        # route -> a hostile behaviour instead of vLLM's answer (hostile_routes.py)
         self.hostile = dict(hostile or {})
         for behaviour in self.hostile.values():
-            if behaviour not in hostile_vllm.BEHAVIOURS and not behaviour.startswith("raw:"):
-                known = ", ".join(hostile_vllm.BEHAVIOURS)
+            if behaviour not in hostile_routes.BEHAVIOURS and not behaviour.startswith("raw:"):
+                known = ", ".join(hostile_routes.BEHAVIOURS)
                 raise ValueError(f"hostile={behaviour!r}: expected one of {known} or raw:BYTES")
         if spec_metrics not in ("none", "summary", "detailed"):
             raise ValueError(f"spec_metrics={spec_metrics!r}: expected none, summary or detailed")

@@ -2,14 +2,14 @@
 nulls, what is left out) as vLLM 0.33.0 writes them (vllm/entrypoints/openai/completion/
 serving.py, .../chat_completion/serving.py): the streamed chunks, the whole answers, `usage`, and
 `metrics.speculative_decoding` as RequestSpecDecodeMetrics.to_dict writes it. Part of
-vllm_server.py, our vLLM 0.33 stand-in on 127.0.0.1.
+vllm/server.py, our vLLM 0.33 stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .vllm_records import RequestRecord
+from .records import RequestRecord
 
 Body = dict[str, Any]
 

@@ -2,7 +2,7 @@
 token (401 Status otherwise); paths resolve to (plural, namespace, name, subresource) under
 /api/v1 (persistentvolumeclaims, configmaps, pods) and /apis/batch/v1 (jobs); POST creates, GET
 reads an object, lists or watches pods (one JSON event a line, chunked), or reads a pod's log.
-Part of k8s_api.py, our Kubernetes API stand-in on 127.0.0.1.
+Part of k8s/api.py, our Kubernetes API stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from .base import StandInHandler
-from .k8s_objects import ApiError, Obj
+from ..base import StandInHandler
+from .objects import ApiError, Obj
 
 if TYPE_CHECKING:
-    from .k8s_api import K8sApiStandIn
+    from .api import K8sApiStandIn
 
 PLURALS_V1 = {"persistentvolumeclaims", "configmaps", "pods"}
 Route = tuple[str, str, str | None, str | None]  # plural, namespace, name, subresource

@@ -1,6 +1,6 @@
 """The Kubernetes API stand-in's objects: kept in memory by (kind plural, namespace, name), each
 stamped with a uid, a creation time and a resourceVersion from one counter, with every change of a
-pod logged as a watch event; errors as the API's `Status` objects. Part of k8s_api.py, our
+pod logged as a watch event; errors as the API's `Status` objects. Part of k8s/api.py, our
 Kubernetes API stand-in on 127.0.0.1.
 """
 

@@ -1,4 +1,4 @@
-"""The vLLM stand-in (vllm_server.py) turned hostile, for `j0 bench run`'s bounds: its
+"""The vLLM stand-in (vllm/server.py) turned hostile, for `j0 bench run`'s bounds: its
 generation answers misbehave as `mode` says, for the generation requests numbered in `bad`
 (from 0, over every generation request the server gets; None: all of them), and the others are
 the stand-in's own. On 127.0.0.1 only, like every stand-in here.
@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .vllm_routes import VllmHandler
-from .vllm_server import VllmStandIn
+from .routes import VllmHandler
+from .server import VllmStandIn
 
 GENERATION = ("/v1/completions", "/v1/chat/completions")
 REDIRECT_MODES = ("redirect", "post-redirect", "same-redirect")

@@ -1,6 +1,6 @@
 """The Hub stand-in's /api/models/{repo}/... routes, as huggingface_hub 2.4 reads them: model info
 at a revision, the file tree and the commit list (paginated with a `Link: <...>; rel="next"`
-header), and the refs. Part of hub_server.py, our Hugging Face Hub stand-in on 127.0.0.1.
+header), and the refs. Part of hub/server.py, our Hugging Face Hub stand-in on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from .hub_repo import LFS_SUFFIXES, FakeCommit, FakeRepo, git_blob_id
+from .repo import LFS_SUFFIXES, FakeCommit, FakeRepo, git_blob_id
 
 if TYPE_CHECKING:
-    from .hub_handler import HubHandler
+    from .handler import HubHandler
 
 Query = dict[str, list[str]]
 

@@ -1,4 +1,4 @@
-"""Hostile answers of the vLLM stand-in (tests/servers/vllm_server.py), route by route: what a
+"""Hostile answers of the vLLM stand-in (tests/servers/vllm/server.py), route by route: what a
 broken or malicious server at the URL a user gave could send instead of vLLM's answer. A test
 picks them with `VllmStandIn(hostile={"/v1/models": "bad-types", ...})`; the other routes stay
 vLLM's.
@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .vllm_routes import VllmHandler
+    from .routes import VllmHandler
 
 BEHAVIOURS = (
     "bad-types",

@@ -1,6 +1,6 @@
 """The Hub stand-in's file route, HEAD and GET /{repo}/resolve/{rev}/{path}: X-Repo-Commit, ETag
 (sha256 for LFS files, the git blob id otherwise), `Range: bytes=a-[b]` (206), and the faults
-tests set on the server (drop_once, stall, corrupt, fail_next). Part of hub_server.py, our Hugging
+tests set on the server (drop_once, stall, corrupt, fail_next). Part of hub/server.py, our Hugging
 Face Hub stand-in on 127.0.0.1.
 """
 
@@ -11,10 +11,10 @@ import re
 import socket
 from typing import TYPE_CHECKING
 
-from .hub_repo import LFS_SUFFIXES, git_blob_id
+from .repo import LFS_SUFFIXES, git_blob_id
 
 if TYPE_CHECKING:
-    from .hub_handler import HubHandler
+    from .handler import HubHandler
 
 
 def resolve(handler: HubHandler, repo_id: str, rev: str, path: str) -> None:

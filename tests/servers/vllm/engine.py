@@ -2,7 +2,7 @@
 (vllm/v1/core/sched/scheduler.py, vllm/v1/metrics/stats.py RequestSpecDecodeMetrics): a prefill
 step gives the first token, then every verify step drafts `num_spec_tokens` (fewer only near
 max_model_len) and accepts some of them; requests go to the engines in turn; every step lands in
-the request's record and in its engine's counters. Part of vllm_server.py, our vLLM 0.33
+the request's record and in its engine's counters. Part of vllm/server.py, our vLLM 0.33
 stand-in on 127.0.0.1.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from .vllm_records import EARLIER_DRAFTS, EngineCounters, RequestRecord
+from .records import EARLIER_DRAFTS, EngineCounters, RequestRecord
 
 # One engine step: the token ids it gives and the finish reason (None: the output goes on).
 Step = tuple[list[int], str | None]
