@@ -25,6 +25,7 @@ debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -192,6 +193,36 @@ def docker_build(tag: str, context: Path) -> None:
     drop_older(tag)
 
 
+def _debootstrap(packages: tuple[str, ...], state: Path, tarball: Path) -> None:
+    """TARBALL from a debootstrap of SUITE with PACKAGES (the caller holds the tarball's lock)."""
+    missing = missing_prerequisite()
+    if missing is not None:
+        raise MissingPrerequisite(missing)
+    started = time.monotonic()
+    log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(packages)}) from {MIRROR}")
+    with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
+        target = Path(tmp) / "root"
+        _run(
+            [
+                "debootstrap",
+                f"--variant={VARIANT}",
+                f"--include={','.join(packages)}",
+                SUITE,
+                str(target),
+                MIRROR,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for entry in (target / junk).glob("*"):
+                if entry.is_file():
+                    entry.unlink()
+        partial = tarball.with_suffix(".tar.partial")
+        _run(["tar", "--numeric-owner", "-C", str(target), "-cf", str(partial), "."])
+        partial.rename(tarball)
+    log(f"rootfs tarball {tarball} in {time.monotonic() - started:.0f} s")
+
+
 def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
     key = _key(SUITE, VARIANT, packages)
     name = "rootfs" if packages == PACKAGES else "rootfs-pip"
@@ -200,33 +231,12 @@ def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
         return tag
     state = state_dir()
     tarball = state / f"rootfs-{key}.tar"
-    if not tarball.is_file():
-        missing = missing_prerequisite()
-        if missing is not None:
-            raise MissingPrerequisite(missing)
-        started = time.monotonic()
-        log(f"debootstrap {SUITE} ({VARIANT} + {', '.join(packages)}) from {MIRROR}")
-        with tempfile.TemporaryDirectory(prefix="rootfs-", dir=state) as tmp:
-            target = Path(tmp) / "root"
-            _run(
-                [
-                    "debootstrap",
-                    f"--variant={VARIANT}",
-                    f"--include={','.join(packages)}",
-                    SUITE,
-                    str(target),
-                    MIRROR,
-                ],
-                stdout=subprocess.DEVNULL,
-            )
-            for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
-                for entry in (target / junk).glob("*"):
-                    if entry.is_file():
-                        entry.unlink()
-            partial = tarball.with_suffix(".tar.partial")
-            _run(["tar", "--numeric-owner", "-C", str(target), "-cf", str(partial), "."])
-            partial.rename(tarball)
-        log(f"rootfs tarball {tarball} in {time.monotonic() - started:.0f} s")
+    # One debootstrap per tarball: test workers that need it at once wait for the first (seen in
+    # CI: two workers built it side by side and raced on one partial file).
+    with open(state / f"rootfs-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not tarball.is_file():
+            _debootstrap(packages, state, tarball)
     _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
     drop_older(tag)
     log(f"imported {tag}")
