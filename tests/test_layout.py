@@ -176,7 +176,7 @@ def test_front_door_finder_finds_planted_uses(tmp_path: Path) -> None:
     planted = PACKAGE / "bench" / "_planted_front_door.py"
     planted.write_text(
         "import importlib\nfrom j0.cli import main\nfrom j0.dumps.cli import register\n"
-        "def f(name):\n    importlib.import_module('j0.dumps.check')\n"
+        "def f(name):\n    importlib.import_module('j0.dumps.check.run')\n"
         "    importlib.import_module(name)\n    importlib.import_module('numpy')\n"
     )
     try:
@@ -184,7 +184,7 @@ def test_front_door_finder_finds_planted_uses(tmp_path: Path) -> None:
     finally:
         planted.unlink()
     assert len(found) == 4, found  # the numpy import is not one
-    assert front_door_uses(PACKAGE / "dumps" / "check.py") == []
+    assert front_door_uses(PACKAGE / "dumps" / "check" / "run.py") == []
 
 
 def test_no_call_through_the_front_door_below_the_roof() -> None:

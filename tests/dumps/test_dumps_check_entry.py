@@ -14,7 +14,7 @@ import pytest
 from dumpsets import ENGINE, ENGINE_PREFIX, make_sets
 
 from j0.cli import main
-from j0.dumps.check import CheckOptions, run_check
+from j0.dumps.check.run import CheckOptions, run_check
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,10 @@
 against the selfcheck's reference, compare two dump sets, and replay them on a reference drafter.
 
 load reads and groups the dumps, show and compare tabulate them, printing prints and writes the
-reports. check is `j0 dumps check`'s entry point (run_check(CheckOptions) -> CheckResult), with
-its work in folder_check, request_check, step_checks, slot_inference, draw_verification,
-slot_history, query_step, check_context, findings and check_report. replay, reference_model and
-reference_weights run the DFlash authors' reference drafter on the dumps.
+reports. check/ is `j0 dumps check` (check/run.py: run_check(CheckOptions) -> CheckResult), with
+its work in folder, request, steps, slot_inference, draws, slot_history, query_step, context,
+findings and report. replay/ runs the DFlash authors' reference drafter on the dumps (run, model,
+weights).
 """
 
 from typing import Any
@@ -18,7 +18,7 @@ FACE = ("CheckOptions", "run_check", "read_audit_folder", "audit_verdict", "audi
 
 def __getattr__(name: str) -> Any:
     if name in ("CheckOptions", "run_check"):
-        from j0.dumps.check import CheckOptions, run_check
+        from j0.dumps.check.run import CheckOptions, run_check
 
         return {"CheckOptions": CheckOptions, "run_check": run_check}[name]
     if name in ("read_audit_folder", "audit_verdict", "audit_line_counts"):

@@ -242,7 +242,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "dir")
-    from j0.dumps import check, printing
+    from j0.dumps import printing
+    from j0.dumps.check import run as check
 
     options = check.CheckOptions(
         folder=args.dir,
@@ -301,12 +302,12 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "dir")
     try:
-        from j0.dumps import replay
+        from j0.dumps.replay import run as replay
     except ModuleNotFoundError as exc:
-        if exc.name != "j0.dumps.replay":
+        if exc.name != "j0.dumps.replay.run":
             raise
         raise J0Error(
-            "j0 dumps replay is not in this checkout: scripts/j0/dumps/replay.py is missing",
+            "j0 dumps replay is not in this checkout: scripts/j0/dumps/replay/run.py is missing",
             CHECK_FAILED,
         ) from None
     return int(replay.main(args))

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.atomic import write_text_atomic
-from j0.dumps.check_report import CheckReport, summary_after_verdict
-from j0.dumps.findings import FAIL, NOTE, UNVERIFIABLE
+from j0.dumps.check.findings import FAIL, NOTE, UNVERIFIABLE
+from j0.dumps.check.report import CheckReport, summary_after_verdict
 
 SHOW_FINDINGS = 12  # failures printed in full; the JSON report has all of them
 
@@ -71,7 +71,7 @@ def render(report: CheckReport, console: Any) -> None:
         if f.level == NOTE:
             console.print(f"note: {escape(f.text())}")
     style = VERDICT_STYLE.get(report.verdict, "bold")
-    # The summary has no markup of its own: escaped, it prints as check_report.summary_line.
+    # The summary has no markup of its own: escaped, it prints as check.report.summary_line.
     console.print(f"[{style}]{report.verdict}[/{style}]{escape(summary_after_verdict(report))}")
 
 

@@ -1,7 +1,7 @@
 """One request through `j0 dumps check`, step by step: each step's own checks, the request's
 committed tokens rebuilt from the dumps as the patch's `_ctx_pool_write_kernel` writes them (each
 step's inputs except the rejected ones at their positions, then the anchor: the next step's first
-input), and, with J0 on, the query steps whose draws draw_verification then checks."""
+input), and, with J0 on, the query steps whose draws draws.py then checks."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from j0.dumps import bounds, load
-from j0.dumps.check_context import CheckContext
-from j0.dumps.check_report import RequestReport
-from j0.dumps.draw_verification import check_draws
-from j0.dumps.findings import FAIL
-from j0.dumps.query_step import QueryStep
-from j0.dumps.slot_history import UNWRITTEN
-from j0.dumps.step_checks import check_continuity, check_counts, check_mask, check_query_positions
+from j0.dumps.check.context import CheckContext
+from j0.dumps.check.draws import check_draws
+from j0.dumps.check.findings import FAIL
+from j0.dumps.check.query_step import QueryStep
+from j0.dumps.check.report import RequestReport
+from j0.dumps.check.slot_history import UNWRITTEN
+from j0.dumps.check.steps import (
+    check_continuity,
+    check_counts,
+    check_mask,
+    check_query_positions,
+)
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
@@ -70,7 +75,7 @@ def check_request(
 def _below_start(ctx: CheckContext, req: load.Request) -> tuple[str, np.ndarray | None]:
     """The request's note, and its own tokens below its first dumped position where they are
     known and the file that ran reads them there (the prefix-safe variant, with --prompts)."""
-    from j0.dumps.own_prefix import ARTICLE, PREFIX_SAFE, own_prefix
+    from j0.dumps.check.own_prefix import ARTICLE, PREFIX_SAFE, own_prefix
 
     start = req.start_pos
     unchecked = (

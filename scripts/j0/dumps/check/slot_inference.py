@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from j0.dumps.query_step import QueryStep
-from j0.dumps.slot_history import UNWRITTEN
+from j0.dumps.check.query_step import QueryStep
+from j0.dumps.check.slot_history import UNWRITTEN
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from j0.dumps.findings import Findings
-from j0.dumps.slot_history import SlotHistories
+from j0.dumps.check.findings import Findings
+from j0.dumps.check.slot_history import SlotHistories
 
 if TYPE_CHECKING:
     import numpy as np

@@ -3,7 +3,7 @@ dumped query step and say, per query slot, how often it drafts what vLLM drafted
 
 For each request (positions restart at 0) the committed context's taps (`aux`, the rows that were
 not rejected) are accumulated from the dumps since the request's first chunk and fed, with the
-dumped query ids and positions, to `DFlashDraftModel` (j0.dumps.reference_model). The reference's
+dumped query ids and positions, to `DFlashDraftModel` (j0.dumps.replay.model). The reference's
 draft tokens are written as a dump set (same file names and keys, `draft_tokens` replaced) that
 `j0 dumps compare` reads. Where the two differ, the reference's logit margins say whether it was
 a near tie (top1 - top2, and the reference's top1 logit minus its logit for vLLM's token).
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import torch
 
     from j0.dumps.load import Request, Step
-    from j0.dumps.reference_model import Reference
+    from j0.dumps.replay.model import Reference
 
 NOT_REPLAYED = -1  # draft token written for query steps the reference could not replay
 # A disagreement whose reference logit gap to vLLM's token is at most this is a near tie: two
@@ -204,7 +204,7 @@ def replay_steps(
     name, the reference's draft tokens (NOT_REPLAYED where it could not run)."""
     import torch
 
-    from j0.dumps.reference_model import RequestContext
+    from j0.dumps.replay.model import RequestContext
 
     results: list[StepReplay] = []
     disagreements: list[Disagreement] = []
@@ -301,7 +301,7 @@ def default_out(dump_dir: Path) -> Path:
 def replay(dump_dir: Path, drafter: Path, target: Path, device: str, out_dir: Path) -> ReplayReport:
     from importlib.metadata import version
 
-    from j0.dumps.reference_model import load_reference
+    from j0.dumps.replay.model import load_reference
 
     if out_dir.exists() and any(out_dir.iterdir()):
         raise J0Error(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.dumps.reference_weights import read_config, read_target_heads, tensor_index
+from j0.dumps.replay.weights import read_config, read_target_heads, tensor_index
 from j0.engine import causality as drafter_causality
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 

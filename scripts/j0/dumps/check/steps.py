@@ -6,9 +6,9 @@ J0 is off."""
 from __future__ import annotations
 
 from j0.dumps import load
-from j0.dumps.check_context import CheckContext
-from j0.dumps.check_report import RequestReport
-from j0.dumps.findings import FAIL
+from j0.dumps.check.context import CheckContext
+from j0.dumps.check.findings import FAIL
+from j0.dumps.check.report import RequestReport
 
 
 def check_positions(ctx: CheckContext, req: load.Request, step: load.Step) -> None:

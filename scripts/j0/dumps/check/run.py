@@ -28,10 +28,10 @@ actual, why), UNVERIFIABLE (exit 2 unless allow_unverifiable: nothing failed, bu
 could not be checked), and exit 2 for a folder that is not a dump folder or has nothing to check.
 
 This module is the entry point, for the CLI and for other commands alike: `run_check(CheckOptions(
-folder))` returns a CheckResult. The work is in the modules named for it: folder_check (the
-folder, request by request), request_check (one request's steps and rebuilt history), step_checks,
-slot_inference (which request slot), draw_verification (each J0 draw), slot_history (what each
-slot's history holds), findings and check_report (the report, its verdict and summary line).
+folder))` returns a CheckResult. The work is in the modules beside it: folder (the folder,
+request by request), request (one request's steps and rebuilt history), steps, slot_inference
+(which request slot), draws (each J0 draw), slot_history (what each slot's history holds),
+findings and report (the report, its verdict and summary line).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.dumps import bounds, load
-from j0.dumps.check_report import CheckReport, summary_line
-from j0.dumps.folder_check import check_dumps
+from j0.dumps.check.folder import check_dumps
+from j0.dumps.check.report import CheckReport, summary_line
 from j0.errors import OK, USAGE, J0Error
 
 DEFAULT_MAX_SLOTS = 1024  # request slots tried (vLLM's max_num_seqs is at most this in practice)
@@ -155,7 +155,7 @@ def _checked(options: CheckOptions) -> CheckReport:
         raise J0Error(
             f"--mask-token {options.mask_token}: expected a token id, 0 to 2^31 - 1", USAGE
         )
-    from j0.dumps.own_prefix import read_prompts, settle_variant
+    from j0.dumps.check.own_prefix import read_prompts, settle_variant
 
     variant = settle_variant(options.variant, options.log)
     prompts = read_prompts(options.prompts) if options.prompts is not None else None

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from j0.dumps import load
-from j0.dumps.check_context import CheckContext
-from j0.dumps.check_report import RequestReport
-from j0.dumps.findings import FAIL, UNVERIFIABLE, Finding
-from j0.dumps.query_step import QueryStep
-from j0.dumps.slot_history import UNWRITTEN
-from j0.dumps.slot_inference import SlotFit, infer_slot
+from j0.dumps.check.context import CheckContext
+from j0.dumps.check.findings import FAIL, UNVERIFIABLE, Finding
+from j0.dumps.check.query_step import QueryStep
+from j0.dumps.check.report import RequestReport
+from j0.dumps.check.slot_history import UNWRITTEN
+from j0.dumps.check.slot_inference import SlotFit, infer_slot
 
 if TYPE_CHECKING:
     import numpy as np

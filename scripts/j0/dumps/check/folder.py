@@ -9,10 +9,10 @@ from collections import Counter
 from typing import Any
 
 from j0.dumps import load
-from j0.dumps.check_context import CheckContext
-from j0.dumps.check_report import CheckReport, RequestReport, decide_verdict, request_report
-from j0.dumps.findings import FAIL, Finding
-from j0.dumps.request_check import check_request
+from j0.dumps.check.context import CheckContext
+from j0.dumps.check.findings import FAIL, Finding
+from j0.dumps.check.report import CheckReport, RequestReport, decide_verdict, request_report
+from j0.dumps.check.request import check_request
 
 
 def check_dumps(

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from j0.dumps import load
-from j0.dumps.findings import FAIL, UNVERIFIABLE, Finding
+from j0.dumps.check.findings import FAIL, UNVERIFIABLE, Finding
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK
 
 
