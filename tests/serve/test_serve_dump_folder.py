@@ -26,6 +26,7 @@ def serve(tmp_path: Path, dumps: Path, *extra: str) -> subprocess.CompletedProce
     then.chmod(0o755)
     env = {
         "PATH": os.environ["PATH"],
+        "J0_SERVE_ARGS_READER": "table",  # tests/conftest.py says why
         "PYTHONPATH": str(ROOT / "scripts"),
         "VLLM_DFLASH_DUMP": str(dumps),
         "VLLM_DFLASH_DUMP_STEPS": "8",

@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from j0.engine import spec_counts
 from j0.engine.spec_counts import Counts
 
 SCALAR_COUNTS = (
@@ -78,6 +79,8 @@ def _array_problems(name: str, values: Any) -> list[str]:
         return []
     if not isinstance(values, list):
         return [f"{name}={_show(values)}: expected a list of counts"]
+    if spec_counts.all_counts(values):
+        return []
     return [p for i, v in enumerate(values) if (p := count_problem(f"{name}[{i}]", v))][:3]
 
 

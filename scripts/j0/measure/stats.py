@@ -28,15 +28,15 @@ would need.
                       approximation); and the power those prompts have now for an effect of
                       `delta` (0.1 acceptance length by default)
 
-tests/bench/test_stats.py checks the p-values and intervals against scipy.stats. Standard
-library only.
+tests/bench/test_stats.py checks the p-values and intervals against scipy.stats. The draws are
+random.Random(SEED)'s, made many at once with numpy (j0.measure.draws: the same numbers as the
+loops over random.Random and math.fsum that tests/bench/test_draws.py runs beside them).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-import random
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -115,14 +115,12 @@ def sign_flip(
             "draws": None,
             "seed": None,
         }
-    rng = random.Random(seed)
+    from j0.measure import draws as drawn
+
+    # each draw: the sum of the units whose bit of random.Random(seed).getrandbits(g) is set
     total = math.fsum(totals)
-    hits = 0
-    for _ in range(draws):
-        bits = rng.getrandbits(g)
-        flipped = math.fsum(t for i, t in enumerate(totals) if bits >> i & 1)
-        if abs(total - 2.0 * flipped) >= threshold:
-            hits += 1
+    flipped = drawn.row_sums(drawn.bit_rows(seed, g, draws), list(totals))
+    hits = sum(1 for f in flipped if abs(total - 2.0 * f) >= threshold)
     return {
         "p_value": (1 + hits) / (1 + draws),
         "method": "monte carlo",
@@ -151,15 +149,16 @@ def bootstrap(
     g = len(cells)
     if g == 0:
         return {"ci": None, "resamples": resamples, "seed": seed}
-    rng = random.Random(seed + 1)
-    sums = [c[0] for c in cells]
-    counts = [c[1] for c in cells]
-    index = range(g)
-    stats = []
-    for _ in range(resamples):
-        drawn = rng.choices(index, k=g)
-        stats.append(math.fsum(sums[i] for i in drawn) / sum(counts[i] for i in drawn))
-    stats.sort()
+    import numpy as np
+
+    from j0.measure import draws
+
+    # each resample: random.Random(seed + 1).choices(range(g), k=g), the drawn units' exact sum
+    # (math.fsum's) over their prompts
+    times = draws.counts(draws.choices(seed + 1, g, g, resamples), g)
+    sums = draws.row_sums(times, [c[0] for c in cells])
+    prompts = (times @ np.array([c[1] for c in cells], dtype=np.int64)).tolist()
+    stats = sorted(total / n for total, n in zip(sums, prompts, strict=True))
     tail = (1 - level) / 2
     ci = [quantile(stats, tail), quantile(stats, 1 - tail)]
     return {"ci": ci, "resamples": resamples, "seed": seed}

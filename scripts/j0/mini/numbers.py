@@ -109,7 +109,23 @@ def settings_of(run: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+# What one regenerate() has read, by path: a README's blocks read the same runs (three blocks
+# of one run read its 60 result files once, not three times). Emptied when regenerate() ends.
+_READ: dict[tuple[str, Path], Any] = {}
+
+
+def _once(kind: str, path: Path, read: Any) -> Any:
+    key = (kind, path.resolve())
+    if key not in _READ:
+        _READ[key] = read()
+    return _READ[key]
+
+
 def _data(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    return _once("data", run, lambda: _read_data(run))  # type: ignore[no-any-return]
+
+
+def _read_data(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from j0.mini import compare
 
     settings = settings_of(run)
@@ -143,7 +159,8 @@ def engine(run: Path) -> list[str]:
     for name in settings:
         if name not in data:
             continue
-        doc = read_result(run / name / "result.json")
+        path = run / name / "result.json"
+        doc = _once("result", path, lambda p=path: read_result(p))
         ok = [e for e in doc.requests if e.get("ok")]
         cells = []
         for c in [None, *contexts]:
@@ -258,10 +275,13 @@ def block(spec: str, folder: Path) -> str:
 
 
 def regenerate(text: str, folder: Path) -> str:
-    return BLOCK.sub(
-        lambda m: m["head"] + block(m["spec"], folder) + m["tail"],
-        text,
-    )
+    try:
+        return BLOCK.sub(
+            lambda m: m["head"] + block(m["spec"], folder) + m["tail"],
+            text,
+        )
+    finally:
+        _READ.clear()
 
 
 def run(readme: Path, write: bool = False, say: Any = print) -> int:
