@@ -12,17 +12,15 @@ makes them again. Each test session gets its own copy, so no test can alter the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+import content_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -61,29 +59,11 @@ SIMULATED_CODE = ("scripts/j0/selfcheck", "scripts/j0/reference", "scripts/j0/ar
 
 def cache_key(inputs: list[Path], options: object) -> str:
     """A sha256 of `inputs`' bytes, `options` (JSON), the simulation's code and its stack."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps(options).encode())
-    digest.update(sys.version.encode())
-    for package in ("torch", "triton", "numpy", "vllm"):
-        try:
-            digest.update(f"{package}=={version(package)}".encode())
-        except PackageNotFoundError:
-            digest.update(f"{package} absent".encode())
     files = [*inputs, HERE / "simulate.py", Path(__file__).resolve()]
     files += sorted((ROOT / "scripts" / "j0").glob("*.py"))
     for folder in SIMULATED_CODE:
         files += sorted((ROOT / folder).rglob("*.py"))
-    for path in files:
-        digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else "").encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:24]
-
-
-def cache_root() -> Path:
-    base = os.environ.get("J0_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "j0"
-    )
-    return Path(base) / "dumpsets"
+    return content_cache.key(files, options, ("torch", "triton", "numpy", "vllm"))
 
 
 def make_sets(article_file: Path, workdir: Path) -> Path:
@@ -102,27 +82,8 @@ def cached_simulation(
     inputs: list[Path], options: object, workdir: Path, make: Callable[[Path], Path]
 ) -> Path:
     """workdir/sets: a copy of the cached output of `make(tmp) -> folder` for these inputs and
-    options, made (into a temporary folder beside the cache, then moved in place) where missing.
-    One process makes it while the others wait on a lock (pytest-xdist's workers start together);
-    a complete cache is never replaced, so a copy from it cannot lose files halfway. Before the
-    lock, two workers both made the sets and the second one's replace removed the first one's
-    cache while the first was copying it (12 errors in one fresh `.ci/run`)."""
-    import fcntl
-
-    cached = cache_root() / cache_key(inputs, options)
-    if not (cached / ".complete").is_file():
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        with (cached.parent / f".{cached.name}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (cached / ".complete").is_file():  # another process may have made it
-                with tempfile.TemporaryDirectory(dir=cached.parent, prefix=".making-") as tmp:
-                    made = make(Path(tmp))
-                    (made / ".complete").write_text(json.dumps(options) + "\n")
-                    shutil.rmtree(cached, ignore_errors=True)  # an incomplete leftover only
-                    os.replace(made, cached)
-    out = workdir / "sets"
-    shutil.copytree(cached, out, ignore=shutil.ignore_patterns(".complete"))
-    return out
+    options (tests/content_cache.py), made where missing."""
+    return content_cache.cached_folder("dumpsets", cache_key(inputs, options), workdir, make)
 
 
 def simulate_sets(article_file: Path, workdir: Path) -> Path:

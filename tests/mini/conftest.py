@@ -9,23 +9,35 @@ from pathlib import Path
 
 import pytest
 
-from j0.mini.train import TrainOptions, TrainResult, run_train
+from j0.mini.train import TrainOptions, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> TrainResult:
-    out = tmp_path_factory.mktemp("mini") / "out"
-    return run_train(
-        TrainOptions(out=out, smoke=True, device="cpu", budget=3.0, progress=False),
-        say=lambda line: None,
-    )
+SMOKE = {"smoke": True, "device": "cpu", "budget": 3.0, "progress": False}
+# What the smoke training reads: all of j0's code (the miniature imports across the package), this
+# file, and the stack that runs it.
+SMOKE_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "dflash", "numpy")
+
+
+def _train_smoke(tmp: Path) -> Path:
+    out = tmp / "out"
+    run_train(TrainOptions(out=out, **SMOKE), say=lambda line: None)  # type: ignore[arg-type]
+    return out
 
 
 @pytest.fixture(scope="session")
-def smoke_out(smoke: TrainResult) -> Path:
-    return smoke.out
+def smoke_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke miniature's folder (target and drafters, mini.json): trained once and cached by
+    content (tests/content_cache.py: the key takes in every file under scripts/j0/, so a change
+    to the code trains it again); each session reads a copy of its own. About 14 s of training
+    per pytest worker that needs it, before the cache."""
+    import content_cache
+
+    files = [*sorted((ROOT / "scripts" / "j0").rglob("*.py")), Path(__file__).resolve()]
+    key = content_cache.key(files, SMOKE, SMOKE_PACKAGES)
+    work = tmp_path_factory.mktemp("mini")
+    return content_cache.cached_folder("mini-smoke", key, work, _train_smoke, name="out")
 
 
 @pytest.fixture
