@@ -229,6 +229,8 @@ def broken_results(variant_file: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.mark.slow
+# one pytest-xdist worker for all four, so that the module's fixture runs once, not per worker
+@pytest.mark.xdist_group("prefix-cache-broken")
 @pytest.mark.parametrize(("name", "old", "new", "said"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_variants_fail(
     broken_results: dict[str, Any], name: str, old: str, new: str, said: str
