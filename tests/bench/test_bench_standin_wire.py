@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -17,15 +18,34 @@ from servers.vllm.server import VllmStandIn
 # vLLM fixes its platform at its first import; this machine has no GPU, and a failed inference
 # there ("Failed to infer device type") would break tests/serve's use of vLLM's own parser.
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-protocol = pytest.importorskip(
-    "vllm.entrypoints.openai.completion.protocol", reason="vllm==0.33.0 (installed --no-deps)"
-)
-from vllm.entrypoints.generate.base.protocol import SpeculativeDecodingMetrics  # noqa: E402
-from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
-    ChatCompletionResponse,
-    ChatCompletionStreamResponse,
-)
-from vllm.entrypoints.serve.engine.protocol import ModelList  # noqa: E402
+# The tests of this module share one worker (pytest-xdist) and import vLLM's protocol modules
+# once there, in `wire`: at module level every worker paid that import (about 8 s) while
+# collecting, whether it ran these tests or not.
+pytestmark = pytest.mark.xdist_group("vllm-wire")
+
+
+@pytest.fixture(scope="module")
+def wire() -> SimpleNamespace:
+    """vLLM 0.33.0's own pydantic models of the routes' bodies (skipped without vLLM)."""
+    protocol = pytest.importorskip(
+        "vllm.entrypoints.openai.completion.protocol", reason="vllm==0.33.0 (installed --no-deps)"
+    )
+    from vllm.entrypoints.generate.base.protocol import SpeculativeDecodingMetrics
+    from vllm.entrypoints.openai.chat_completion.protocol import (
+        ChatCompletionResponse,
+        ChatCompletionStreamResponse,
+    )
+    from vllm.entrypoints.serve.engine.protocol import ModelList
+
+    return SimpleNamespace(
+        CompletionStreamResponse=protocol.CompletionStreamResponse,
+        CompletionResponse=protocol.CompletionResponse,
+        SpeculativeDecodingMetrics=SpeculativeDecodingMetrics,
+        ChatCompletionResponse=ChatCompletionResponse,
+        ChatCompletionStreamResponse=ChatCompletionStreamResponse,
+        ModelList=ModelList,
+    )
+
 
 # The real engine's final usage chunk of a J0-on response, from the run whose dumps are
 # tests/data/engine-h200/j0-on/ (tests/data/README.md; 7 draft tokens, random weights: nothing
@@ -52,8 +72,8 @@ def same_after_vllm(model: type, text: str, **dump: bool) -> None:
     assert model.model_validate_json(text).model_dump_json(**dump) == text
 
 
-def test_real_final_chunk_round_trips() -> None:
-    same_after_vllm(protocol.CompletionStreamResponse, REAL_FINAL, exclude_none=True)
+def test_real_final_chunk_round_trips(wire: SimpleNamespace) -> None:
+    same_after_vllm(wire.CompletionStreamResponse, REAL_FINAL, exclude_none=True)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +82,7 @@ def server():
         yield s
 
 
-def test_completions_stream(server: VllmStandIn) -> None:
+def test_completions_stream(server: VllmStandIn, wire: SimpleNamespace) -> None:
     body = {
         "prompt": "a b c d " * 40,
         "max_tokens": 40,
@@ -71,16 +91,16 @@ def test_completions_stream(server: VllmStandIn) -> None:
     }
     chunks = events(requests.post(server.url + "/v1/completions", json=body, stream=True))
     for text in chunks[:-1]:
-        same_after_vllm(protocol.CompletionStreamResponse, text, exclude_unset=True)
-    same_after_vllm(protocol.CompletionStreamResponse, chunks[-1], exclude_none=True)
+        same_after_vllm(wire.CompletionStreamResponse, text, exclude_unset=True)
+    same_after_vllm(wire.CompletionStreamResponse, chunks[-1], exclude_none=True)
     final = json.loads(chunks[-1])
-    spec = SpeculativeDecodingMetrics.model_validate(final["metrics"]["speculative_decoding"])
+    spec = wire.SpeculativeDecodingMetrics.model_validate(final["metrics"]["speculative_decoding"])
     assert spec.per_step_accepted == server.records[-1].per_step_accepted
     assert final["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
     assert list(final) == list(json.loads(REAL_FINAL))
 
 
-def test_chat_stream_with_continuous_usage(server: VllmStandIn) -> None:
+def test_chat_stream_with_continuous_usage(server: VllmStandIn, wire: SimpleNamespace) -> None:
     body = {
         "messages": [{"role": "user", "content": "x y " * 30}],
         "max_tokens": 80,
@@ -89,26 +109,28 @@ def test_chat_stream_with_continuous_usage(server: VllmStandIn) -> None:
     }
     chunks = events(requests.post(server.url + "/v1/chat/completions", json=body, stream=True))
     for text in chunks[:-1]:
-        same_after_vllm(ChatCompletionStreamResponse, text, exclude_unset=True)
-    same_after_vllm(ChatCompletionStreamResponse, chunks[-1], exclude_unset=True, exclude_none=True)
+        same_after_vllm(wire.ChatCompletionStreamResponse, text, exclude_unset=True)
+    same_after_vllm(
+        wire.ChatCompletionStreamResponse, chunks[-1], exclude_unset=True, exclude_none=True
+    )
     reasoning = [json.loads(c)["choices"][0]["delta"].get("reasoning") for c in chunks[1:-1]]
     assert reasoning[0]  # thinking on by default: the first tokens are reasoning
 
 
-def test_non_streaming_and_models(server: VllmStandIn) -> None:
+def test_non_streaming_and_models(server: VllmStandIn, wire: SimpleNamespace) -> None:
     chat = requests.post(
         server.url + "/v1/chat/completions",
         json={"messages": [{"role": "user", "content": "q"}], "max_tokens": 12},
     ).json()
-    assert ChatCompletionResponse.model_validate(chat).model_dump(mode="json") == chat
+    assert wire.ChatCompletionResponse.model_validate(chat).model_dump(mode="json") == chat
     done = requests.post(server.url + "/v1/completions", json={"prompt": "q", "max_tokens": 9})
     completion = done.json()
-    parsed = protocol.CompletionResponse.model_validate(completion)
+    parsed = wire.CompletionResponse.model_validate(completion)
     assert parsed.model_dump(mode="json") == completion
     assert list(parsed.model_dump()) == list(completion)
     models = requests.get(server.url + "/v1/models").json()
     assert (
-        ModelList.model_validate(models).model_dump(mode="json")["data"][0]["max_model_len"]
+        wire.ModelList.model_validate(models).model_dump(mode="json")["data"][0]["max_model_len"]
         == server.max_model_len
     )
     missing = requests.post(server.url + "/v1/completions", json={"model": "nope", "prompt": "q"})
@@ -116,7 +138,7 @@ def test_non_streaming_and_models(server: VllmStandIn) -> None:
     assert missing.json()["error"]["message"] == "The model `nope` does not exist."
 
 
-def test_chat_stream_with_return_token_ids(server: VllmStandIn) -> None:
+def test_chat_stream_with_return_token_ids(server: VllmStandIn, wire: SimpleNamespace) -> None:
     """`return_token_ids` (what `j0 bench run` asks): each chunk's choice carries its token ids,
     as vLLM's protocol types them, and together they are the output the stand-in sent."""
     body = {
@@ -129,14 +151,14 @@ def test_chat_stream_with_return_token_ids(server: VllmStandIn) -> None:
     chunks = events(requests.post(server.url + "/v1/chat/completions", json=body, stream=True))
     ids: list[int] = []
     for text in chunks[1:-1]:
-        same_after_vllm(ChatCompletionStreamResponse, text, exclude_unset=True)
-        parsed = ChatCompletionStreamResponse.model_validate_json(text)
+        same_after_vllm(wire.ChatCompletionStreamResponse, text, exclude_unset=True)
+        parsed = wire.ChatCompletionStreamResponse.model_validate_json(text)
         assert parsed.choices[0].token_ids is not None
         ids += parsed.choices[0].token_ids
     assert ids == server.records[-1].output_token_ids and len(ids) == 50
 
 
-def test_a_server_without_speculation_sends_no_spec_metrics() -> None:
+def test_a_server_without_speculation_sends_no_spec_metrics(wire: SimpleNamespace) -> None:
     """`vllm serve` without --speculative-config: no metrics.speculative_decoding, no spec-decode
     counters; the final chunk still parses as vLLM's."""
     with VllmStandIn(num_spec_tokens=0) as plain:
@@ -145,7 +167,7 @@ def test_a_server_without_speculation_sends_no_spec_metrics() -> None:
         chunks = events(requests.post(plain.url + "/v1/completions", json=body, stream=True))
         metrics = requests.get(plain.url + "/metrics").text
     final = json.loads(chunks[-1])
-    same_after_vllm(protocol.CompletionStreamResponse, chunks[-1], exclude_none=True)
+    same_after_vllm(wire.CompletionStreamResponse, chunks[-1], exclude_none=True)
     assert "metrics" not in final and final["usage"]["completion_tokens"] == 12
     assert len(chunks) - 1 == 12  # one token per step
     assert "vllm:spec_decode" not in metrics and "vllm:generation_tokens_total" in metrics
