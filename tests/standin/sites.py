@@ -18,9 +18,8 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
-
-import pip
 
 TORCH_VERSION = "2.14.0"
 
@@ -97,7 +96,11 @@ def image_venv(folder: Path) -> tuple[Path, Path]:
     site = Path(purelib)
     only_pip = folder / "pip-only"
     only_pip.mkdir()
-    (only_pip / "pip").symlink_to(Path(pip.__file__).resolve().parent, target_is_directory=True)
+    # pip found, not imported: in this test process `import pip` makes setuptools' distutils
+    # shim fail later (setuptools, imported by torch.utils.cpp_extension, then finds the standard
+    # library's distutils.core), and with it every later import of vLLM here
+    pip_init = find_spec("pip").origin  # type: ignore[union-attr]
+    (only_pip / "pip").symlink_to(Path(pip_init).resolve().parent, target_is_directory=True)
     (site / "test-pip.pth").write_text(f"{only_pip}\n")
     assert sysconfig.get_path("purelib") != purelib  # not this environment's
     return python, site
