@@ -1,5 +1,5 @@
 """scripts/mutation-check and its list of guards: every guard's text is in its file exactly once,
-its tests exist, the README's table is the list, a guard's text that is missing stops the check,
+its tests exist, docs/ci.md's table is the list, a guard's text that is missing stops the check,
 and (slow) a real run kills a real guard and reports a replacement that disables nothing as a
 survivor.
 """
@@ -41,10 +41,10 @@ def test_every_guard_text_is_in_its_file_exactly_once() -> None:
             assert (ROOT / test).is_file(), (guard.name, test)
 
 
-def test_the_readme_lists_the_guards() -> None:
+def test_docs_ci_lists_the_guards() -> None:
     check = harness()
     table = check.table(check.load_guards())
-    assert table in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert table in (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
 def test_a_guard_text_not_found_once_stops_the_check(tmp_path: Path) -> None:

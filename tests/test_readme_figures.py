@@ -1,7 +1,7 @@
 """The README's figures that the code or the data defines are the code's and the data's: the exit
 codes (README.md's table against the constants of j0/errors.py and its --help text), the number of
-guards (against scripts/mutation-guards.toml), and the measured test times (against the record
-that scripts/measure-test-times wrote, docs/results/test-times/times.json)."""
+guards (against scripts/mutation-guards.toml), and the measured test times (docs/ci.md's, against
+the record that scripts/measure-test-times wrote, docs/results/test-times/times.json)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def test_the_guard_count_the_docs_state_is_the_list() -> None:
     guards = tomllib.loads((ROOT / "scripts" / "mutation-guards.toml").read_text())["guard"]
     for doc in (README, CI_DOC):
         stated = {int(n) for n in re.findall(r"(\d+) guards\b", doc)}
-        assert stated == {len(guards)}, stated
+        assert stated <= {len(guards)}, stated
+    assert f"{len(guards)} guards" in CI_DOC
 
 
 @pytest.mark.skipif(
@@ -60,5 +61,5 @@ def test_the_measured_test_times_quoted_are_the_record() -> None:
         minutes, seconds = divmod(round(record[key]), 60)
         quoted = f"{minutes} min {seconds:02d} s"
         assert quoted in CI_DOC, (key, quoted)
-    fresh = divmod(round(record["fresh_clone_ci_s"]), 60)
-    assert f"{fresh[0]} min {fresh[1]:02d} s" in README
+    # stated once: the README cites docs/ci.md#time and quotes no time of its own
+    assert not re.search(r"\d+ min \d\d s", section(README, "## Tests")), "a time in the README"
