@@ -149,6 +149,90 @@ class MatrixRecord:
         write_text_atomic(self.out / MATRIX_JSON, json.dumps(self.to_json(), indent=2) + "\n")
 
 
+@dataclass(frozen=True)
+class SettingEntry:
+    """One of matrix.json's `settings` as a reader takes it (SettingRun.to_json writes it): the
+    setting as asked, and J0 as its server's log showed it (j0_ran; None where no log was read).
+    prefix_caching is None where the record does not say (a record written by hand)."""
+
+    name: str
+    num_speculative_tokens: int
+    j0: bool
+    prefix_caching: bool | None = None
+    baseline: bool = False
+    j0_ran: str | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> SettingEntry:
+        """The entry, or J0Error naming `where`, the key, its value and what was expected."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: {_shown(value)}, expected an object", INPUT_LACKS)
+        for key, (types, required) in ENTRY_FIELDS.items():
+            if key not in value:
+                if required:
+                    raise J0Error(f"{where}: no {key!r} (expected {_kinds(types)})", INPUT_LACKS)
+                continue
+            item = value[key]
+            wrong = isinstance(item, bool) and bool not in types
+            if wrong or not isinstance(item, types):
+                raise J0Error(
+                    f"{where}: {key!r} is {_shown(item)}, expected {_kinds(types)}", INPUT_LACKS
+                )
+        if value["num_speculative_tokens"] < 0:
+            raise J0Error(
+                f"{where}: 'num_speculative_tokens' is {value['num_speculative_tokens']}, "
+                "expected a whole number >= 0",
+                INPUT_LACKS,
+            )
+        ran = value.get("j0_ran")
+        if ran not in J0_RAN_VALUES:
+            raise J0Error(
+                f'{where}: \'j0_ran\' is {_shown(ran)}, expected "on", "off", "unknown" or null',
+                INPUT_LACKS,
+            )
+        return cls(**{key: value[key] for key in ENTRY_FIELDS if key in value})
+
+
+# What a reader takes from a setting's entry: (types, required). tests/bench/test_matrix_record.py
+# holds it to what SettingRun.to_json writes.
+ENTRY_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "name": ((str,), True),
+    "num_speculative_tokens": ((int,), True),
+    "j0": ((bool,), True),
+    "prefix_caching": ((bool,), False),
+    "baseline": ((bool,), False),
+    "j0_ran": ((str, type(None)), False),
+}
+J0_RAN_VALUES = ("on", "off", UNKNOWN, None)
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value)[:60]
+
+
+def _kinds(types: tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", bool: "true or false", type(None): "null"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def read_settings(out: Path) -> dict[str, SettingEntry]:
+    """OUT/matrix.json's settings by name, typed; {} where there is no matrix.json (a folder of
+    `j0 bench run` results alone). J0Error for a record that is not valid JSON or whose entries
+    have other types than SettingRun.to_json writes (named: file, entry, key, value)."""
+    path = out / MATRIX_JSON
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except JSON_ERRORS as exc:
+        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+    items = doc.get("settings", []) if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        raise J0Error(f"{path}: 'settings' is not a list of settings", INPUT_LACKS)
+    entries = [SettingEntry.from_json(v, f"{path}: settings[{i}]") for i, v in enumerate(items)]
+    return {entry.name: entry for entry in entries}
+
+
 def read_matrix(out: Path) -> dict[str, Any]:
     """OUT/matrix.json, checked to be a matrix record."""
     path = out / MATRIX_JSON

@@ -14,15 +14,17 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from j0.bench import results
 from j0.bench.results import BenchResult
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
+from j0.errors import INPUT_LACKS, J0Error
+
+if TYPE_CHECKING:
+    from j0.bench.matrix.layout import SettingEntry
 
 J0_STATES = ("on", "off", "unknown")
 # Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
@@ -85,16 +87,10 @@ def find_settings(folder: Path) -> list[Setting]:
     return settings
 
 
-def _matrix_settings(folder: Path) -> dict[str, dict[str, Any]]:
-    path = folder / "matrix.json"
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (*JSON_ERRORS, OSError):
-        return {}  # matrix.json only names the settings: the report stands without it
-    items = doc.get("settings", []) if isinstance(doc, dict) else []
-    return {str(s["name"]): s for s in items if isinstance(s, dict) and "name" in s}
+def _matrix_settings(folder: Path) -> dict[str, SettingEntry]:
+    from j0.bench.matrix.layout import read_settings
+
+    return read_settings(folder)
 
 
 def _merge(setting: Setting) -> None:
@@ -137,26 +133,25 @@ def _excluded(path: Path, position: int, entry: Any, problems: list[str]) -> dic
     }
 
 
-def _seen_j0(setting: Setting, matrix: dict[str, Any] | None) -> str | None:
+def _seen_j0(setting: Setting, matrix: SettingEntry | None) -> str | None:
     """J0's state as the file that ran shows it (j0.engine.j0_ran): matrix.json's `j0_ran` (read
     from the setting's server log), else a manifest whose `j0` came from --log or --status-json;
     None where nothing shows it."""
-    if matrix and matrix.get("j0_ran") in J0_STATES:
-        return str(matrix["j0_ran"])
+    if matrix and matrix.j0_ran in J0_STATES:
+        return str(matrix.j0_ran)
     manifest = setting.docs[0].manifest
     if manifest.get("j0_source") in SEEN_SOURCES and manifest.get("j0") in J0_STATES:
         return str(manifest["j0"])
     return None
 
 
-def _describe(setting: Setting, matrix: dict[str, Any] | None) -> None:
+def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
     if matrix:
-        setting.k = matrix.get("num_speculative_tokens")
-        setting.baseline = bool(matrix.get("baseline"))
-        if "j0" in matrix:
-            setting.j0 = "on" if matrix["j0"] in (True, "on", 1) else "off"
-        if "prefix_caching" in matrix:
-            setting.prefix_caching = "on" if matrix["prefix_caching"] else "off"
+        setting.k = matrix.num_speculative_tokens
+        setting.baseline = matrix.baseline
+        setting.j0 = "on" if matrix.j0 else "off"
+        if matrix.prefix_caching is not None:
+            setting.prefix_caching = "on" if matrix.prefix_caching else "off"
     if setting.name == BASELINE_NAME:
         setting.baseline = True
     if setting.baseline:

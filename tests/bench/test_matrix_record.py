@@ -1,0 +1,89 @@
+"""matrix.json's settings are a type owned by their writer (j0.bench.matrix.layout): the reader's
+field table is what SettingRun.to_json writes, an entry read back is the setting written, and an
+entry of other types is refused naming the file, the entry, the key, the value and what was
+expected. Before, `j0 bench report` took J0 as on where matrix.json said True, "on" or 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from j0.bench.matrix.layout import ENTRY_FIELDS, SettingEntry, SettingRun, read_settings
+from j0.bench.matrix.settings import Setting
+from j0.errors import INPUT_LACKS, J0Error
+
+matrix_settings = st.builds(
+    Setting, st.integers(min_value=0, max_value=64), st.booleans(), st.booleans()
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(matrix_settings)
+def test_what_the_writer_writes_the_reader_takes_back(setting: Setting) -> None:
+    written = SettingRun(setting, status="ok").to_json()
+    assert set(ENTRY_FIELDS) <= set(written) | {"baseline"}  # baseline: written when true
+    for key, (types, _) in ENTRY_FIELDS.items():
+        if key in written:
+            assert isinstance(written[key], types), key
+    entry = SettingEntry.from_json(json.loads(json.dumps(written)), "matrix.json: settings[0]")
+    assert (entry.name, entry.num_speculative_tokens, entry.j0, entry.prefix_caching) == (
+        setting.name,
+        setting.num_speculative_tokens,
+        setting.j0,
+        setting.prefix_caching,
+    )
+    assert entry.baseline is setting.baseline and entry.j0_ran is None
+
+
+GOOD = {"name": "k7-j0-on", "num_speculative_tokens": 7, "j0": True}
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"j0": "on"}, "'j0' is \"on\", expected true or false"),
+        ({"j0": 1}, "'j0' is 1, expected true or false"),
+        ({"num_speculative_tokens": True}, "'num_speculative_tokens' is true, expected a whole"),
+        ({"num_speculative_tokens": -1}, "'num_speculative_tokens' is -1, expected a whole"),
+        ({"num_speculative_tokens": "7"}, "'num_speculative_tokens' is \"7\", expected a whole"),
+        ({"prefix_caching": "off"}, "'prefix_caching' is \"off\", expected true or false"),
+        ({"j0_ran": "maybe"}, '\'j0_ran\' is "maybe", expected "on", "off", "unknown"'),
+        ({"name": None}, "'name' is null, expected a string"),
+    ],
+    ids=lambda x: json.dumps(x)[:40],
+)
+def test_an_entry_of_other_types_is_refused_naming_it(
+    tmp_path: Path, change: dict[str, object], said: str
+) -> None:
+    (tmp_path / "matrix.json").write_text(json.dumps({"settings": [GOOD, {**GOOD, **change}]}))
+    with pytest.raises(J0Error) as caught:
+        read_settings(tmp_path)  # what find_settings, j0 bench report's reader, calls
+    assert caught.value.exit_code == INPUT_LACKS
+    assert f"{tmp_path / 'matrix.json'}: settings[1]: {said}" in str(caught.value)
+
+
+def test_a_missing_key_a_record_that_is_not_json_or_not_a_list_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.json"
+    for text, said in [
+        (json.dumps({"settings": [{"name": "k7-j0-on", "j0": True}]}), "no 'num_speculative"),
+        (json.dumps({"settings": ["k7-j0-on"]}), 'settings[0]: "k7-j0-on", expected an object'),
+        (json.dumps({"settings": {"k7": GOOD}}), "'settings' is not a list"),
+        ('{"settings": [', "not valid JSON"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(J0Error, match=r"matrix\.json") as caught:
+            read_settings(tmp_path)
+        assert said in str(caught.value), str(caught.value)
+
+
+def test_no_record_is_no_settings_and_a_hand_written_one_leaves_caching_unknown(
+    tmp_path: Path,
+) -> None:
+    assert read_settings(tmp_path) == {}
+    (tmp_path / "matrix.json").write_text(json.dumps({"settings": [GOOD]}))
+    entry = read_settings(tmp_path)["k7-j0-on"]
+    assert entry.prefix_caching is None and entry.j0_ran is None and not entry.baseline
