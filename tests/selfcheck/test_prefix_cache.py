@@ -22,7 +22,7 @@ import pytest
 
 from j0.pins import Pins
 from j0.reference.draws import draws
-from j0.selfcheck import prefix_sessions
+from j0.selfcheck.prefix import sessions as prefix_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "overlay" / "jetspec-j0-prefix-safe.patch"

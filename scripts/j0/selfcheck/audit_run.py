@@ -125,7 +125,7 @@ def run_audit(
 
     run = AuditRun(folder)
     if prefix_cache:
-        from j0.selfcheck.prefix_sessions import battery
+        from j0.selfcheck.prefix.sessions import battery
 
         for index, pcase in enumerate(battery(seed)[:cases]):
             case = pcase.case

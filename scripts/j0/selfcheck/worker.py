@@ -117,7 +117,7 @@ def check_file(
     audit_out: Path | None = None,
 ) -> Result:
     """Check one file; never raises for a fault of the file (that is a Result with code 1).
-    With `prefix_cache`, the prefix-cache batteries (prefix_check.py) run instead of the default
+    With `prefix_cache`, the prefix-cache batteries (prefix/check.py) run instead of the default
     battery."""
     from j0.selfcheck import batches
 
@@ -172,7 +172,7 @@ def check_file(
         result.seconds = time.perf_counter() - started
         return result
     if prefix_cache:
-        from j0.selfcheck.prefix_report import check_prefix_cache
+        from j0.selfcheck.prefix.report import check_prefix_cache
 
         started = time.perf_counter()
         check_prefix_cache(module, path, device, seed, j0_seed, result)
@@ -293,11 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             module = load_speculator(path)
             result.bench = bench.run(module, args.device)
             print(bench.table(result.bench), flush=True)
-            from j0.selfcheck import timing_prefix
+            from j0.selfcheck.prefix import timing as prefix_timing
 
-            result.bench_prefix_fill = timing_prefix.run(module, args.device) or None
+            result.bench_prefix_fill = prefix_timing.run(module, args.device) or None
             if result.bench_prefix_fill:
-                print(timing_prefix.table(result.bench_prefix_fill), flush=True)
+                print(prefix_timing.table(result.bench_prefix_fill), flush=True)
         _report(result)
         results.append(result)
     if args.json is not None:

@@ -1,4 +1,4 @@
-"""Run a speculator.py's real kernels over the prefix-cache batteries (prefix_sessions.py) and
+"""Run a speculator.py's real kernels over the prefix-cache batteries (sessions.py) and
 compare them with the reference: J0's draws must read each request's own committed tokens, the
 prefix-cached positions included.
 
@@ -25,7 +25,7 @@ from j0.selfcheck.compare import (
     compare_query_ids,
 )
 from j0.selfcheck.kernels import call_prepare, make_inputs
-from j0.selfcheck.prefix_sessions import PrefixCase, battery
+from j0.selfcheck.prefix.sessions import PrefixCase, battery
 
 if TYPE_CHECKING:
     import numpy as np

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.selfcheck.kernels import DEVIATES, OK
-from j0.selfcheck.prefix_check import (
+from j0.selfcheck.prefix.check import (
     FILL,
     KNOWN_BEHAVIOUR,
     PrefixOutcome,
