@@ -6,7 +6,7 @@ by hand and quoted in docs/bench.md:
   which our vLLM stand-in (tests/servers/vllm/server.py, on 127.0.0.1) wrote the tokens, and
   the client's own parsing time as a fraction of the requests' time (client_time_fraction);
 - the result file written after every finished request: the time to write one (serialised and
-  fsynced, j0.atomic) of a run with --write-requests requests;
+  fsynced, j0.edge.atomic) of a run with --write-requests requests;
 - `j0 --help` in a fresh interpreter (the command must stay quick: heavy imports are deferred).
 
     PYTHONPATH=scripts .venv/bin/python scripts/bench_overheads.py [--runs 5]

@@ -1,5 +1,5 @@
-"""j0.atomic: a written file follows the umask as `open()` would (mkstemp alone would leave 0600,
-and a fixed 0644 would ignore a umask of 077); an explicit mode is kept; link mode never
+"""j0.edge.atomic: a written file follows the umask as `open()` would (mkstemp alone would leave
+0600, and a fixed 0644 would ignore a umask of 077); an explicit mode is kept; link mode never
 replaces."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.atomic import write_bytes_atomic, write_text_atomic
+from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 
 
 @pytest.fixture

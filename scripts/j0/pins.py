@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import J0Error, read_input_text
 
 PINS_RELPATH = Path("overlay") / "pins.env"

@@ -1,4 +1,4 @@
-"""One `--out`, one writer: `j0 bench run` claims its result file (j0.atomic.claimed_output, an
+"""One `--out`, one writer: `j0 bench run` claims its result file (j0.edge.atomic.claimed_output, an
 flock on a lock file beside it) before it asks the server anything, and judges whether the file
 exists under that claim. Two real `j0 bench run` processes started together on the same --out
 against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py, slowed by step_delay so that
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.atomic import claim_name, claimed_output
+from j0.edge.atomic import claim_name, claimed_output
 from j0.errors import USAGE, J0Error
 from servers.vllm.server import VllmStandIn
 

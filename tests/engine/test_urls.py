@@ -1,5 +1,5 @@
 """Credentials in a URL (`http://user:password@host`): masked wherever a URL is shown
-(j0.engine.urls), and sent, where they are used, as a Basic Authorization header to the URL's own
+(j0.edge.urls), and sent, where they are used, as a Basic Authorization header to the URL's own
 origin only. The server is our hostile HTTP stand-in on 127.0.0.1 (tests/servers/hostile_http.py),
 which records the Authorization header of every request; the client is urllib through
 j0.engine.endpoints, as every command asks a server."""
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from j0.engine import endpoints, urls
+from j0.edge import urls
+from j0.engine import endpoints
 from servers.hostile_http import HostileServer
 
 BASIC = "Basic " + base64.b64encode(b"user:s3cret").decode()

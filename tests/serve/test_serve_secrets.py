@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine.secret_file import MAX_SECRET_BYTES, read_secret_file
+from j0.edge.secret_file import MAX_SECRET_BYTES, read_secret_file
 from j0.errors import J0Error
 from serve.test_serve_command import drafter, serve_args
 

@@ -22,7 +22,7 @@ from j0.article.identity import (
 )
 from j0.article.patching import apply_patch
 from j0.article.variants import ARTICLE_VARIANT, VariantPatch, variant_patch
-from j0.atomic import sha256_bytes, sha256_file, write_bytes_atomic
+from j0.edge.atomic import sha256_bytes, sha256_file, write_bytes_atomic
 from j0.errors import J0Error
 from j0.pins import Pins
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from j0.atomic import sha256_bytes
+from j0.edge.atomic import sha256_bytes
 from j0.pins import Pins
 
 ARTICLE = "article"

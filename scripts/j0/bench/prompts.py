@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
 from j0.bench import long_context
+from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_text, require
 
 # dflash 0.1.0, benchmark.py (DATASETS): "{problem}\n" + this, for math500 and gsm8k alike.

@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
 from j0.bench.client import Outcome
 from j0.bench.prompts import Prompt
 from j0.bench.result_schema import ENTRY_TIMES, document_problem
+from j0.edge.atomic import write_text_atomic
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text

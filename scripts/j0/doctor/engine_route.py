@@ -13,7 +13,7 @@ import j0.image as wheel_index
 from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.settings import Settings
 from j0.doctor import docker_checks
-from j0.engine import urls
+from j0.edge import urls
 from j0.pins import ENGINES, Pins, wheel_index_for
 
 TIMEOUT_S = 10.0

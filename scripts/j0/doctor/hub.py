@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.engine import urls
-from j0.engine.secret_file import read_secret_file
+from j0.edge import urls
+from j0.edge.secret_file import read_secret_file
 from j0.errors import J0Error, available
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -202,7 +202,7 @@ class Token:
 
 def _read_token(path: Path) -> tuple[str, str]:
     """The token in `path` and "", or "" and what is wrong with the file (the one rule of
-    j0.engine.secret_file; /dev/null is no token)."""
+    j0.edge.secret_file; /dev/null is no token)."""
     try:
         return read_secret_file(path, "token file") or "", ""
     except J0Error as exc:

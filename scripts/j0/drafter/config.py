@@ -30,7 +30,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import sha256_bytes, write_bytes_atomic
+from j0.edge.atomic import sha256_bytes, write_bytes_atomic
 from j0.engine import causality as drafter_causality
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error, require_input_folder
 

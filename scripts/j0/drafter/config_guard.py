@@ -20,9 +20,9 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from j0.atomic import write_bytes_atomic
 from j0.drafter import config as drafter_config
 from j0.drafter.files import RepoEntry, verify_file
+from j0.edge.atomic import write_bytes_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from j0.atomic import check_output_folder
 from j0.drafter import config as drafter_config
 from j0.drafter import console
 from j0.drafter.config_guard import guard_config
@@ -66,6 +65,7 @@ from j0.drafter.hub import (
 )
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
+from j0.edge.atomic import check_output_folder
 from j0.errors import INPUT_LACKS, J0Error, require
 from j0.pins import Pins, load_pins
 

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.engine import urls
-from j0.engine.secret_file import check_secret_text, read_secret_file
+from j0.edge import urls
+from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.errors import INPUT_LACKS, J0Error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub's default (constants.ENDPOINT)
@@ -42,7 +42,7 @@ def drop_empty_endpoint() -> None:
 
 
 def shown_endpoint(endpoint: str | None) -> str:
-    """The endpoint for messages, any user:password in it masked (j0.engine.urls.redact)."""
+    """The endpoint for messages, any user:password in it masked (j0.edge.urls.redact)."""
     if endpoint is None:
         return "https://huggingface.co (default)"
     return urls.redact(endpoint)
@@ -64,7 +64,7 @@ class Token:
 def hub_token() -> Token:
     """HF_TOKEN, else the file named by HF_TOKEN_PATH, else the stored login ($HF_HOME/token,
     where compose's drafter service mounts the token secret). A token file is read by the one rule
-    of j0.engine.secret_file: one line of text, /dev/null for none, anything else exit 2."""
+    of j0.edge.secret_file: one line of text, /dev/null for none, anything else exit 2."""
     value = os.environ.get("HF_TOKEN", "").strip()
     if value:
         return Token(check_secret_text(value, "HF_TOKEN"), "HF_TOKEN")

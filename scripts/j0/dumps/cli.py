@@ -217,7 +217,7 @@ def _need_torch() -> None:
 def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
     """--json, --plots and --out never go into a dump folder the command reads; --json names a
     file to write, --plots and --out a folder (each refused, exit 64, before any work)."""
-    from j0.atomic import check_output_folder, check_output_path, refuse_inside
+    from j0.edge.atomic import check_output_folder, check_output_path, refuse_inside
 
     outputs = [(f"--{name}", getattr(args, name, None)) for name in ("json", "plots", "out")]
     refuse_inside(outputs, [(name.upper(), getattr(args, name)) for name in folders])
@@ -268,8 +268,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     import json
 
-    from j0.atomic import check_output_path, write_text_atomic
     from j0.dumps.audit import read_folder, verdict
+    from j0.edge.atomic import check_output_path, write_text_atomic
 
     if args.json is not None:
         check_output_path(args.json)  # before reading, not after

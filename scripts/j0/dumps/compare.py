@@ -419,7 +419,7 @@ def write_plots(report: CompareReport, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from j0.atomic import write_bytes_atomic, write_text_atomic
+    from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 
     if not report.pairs:
         raise J0Error("nothing to plot: no paired steps", INPUT_LACKS)

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
 from j0.dumps.check.findings import FAIL, NOTE, UNVERIFIABLE
 from j0.dumps.check.report import CheckReport, summary_after_verdict
+from j0.edge.atomic import write_text_atomic
 
 SHOW_FINDINGS = 12  # failures printed in full; the JSON report has all of them
 

@@ -2,8 +2,7 @@
 later vLLM is a change here: vllm_version (its `vllm/_version.py`), base_sources (where the base
 speculator.py is: installed, in the release wheel, in an image), causality (the drafter-causality
 rule of `qwen3_dflash.py`), server_log (the start-up lines its log carries, ours and the patch's),
-endpoints (its HTTP routes and one wait-for-/health), urls (a URL's credentials: masked in every
-file and message, sent only as a header to their own origin), spec_counts and prometheus_counters
+endpoints (its HTTP routes and one wait-for-/health), spec_counts and prometheus_counters
 (the spec-decode counts of per-request metrics and of /metrics), spec_ranges (the ranges those
 counts can take), pull (getting its images).
 Standard library at import time; docker-py and prometheus_client inside the functions that use

@@ -12,7 +12,7 @@ server that trickles bytes cannot hold a command forever. Redirects are followed
 same scheme, host and port, and never carry the Authorization header: a bearer key is not sent
 to another host. A URL's own credentials (`http://user:password@host`) go as a Basic
 `Authorization` header (where no bearer key is given) on the URL without them, under the same
-rule; every message names the URL with its userinfo masked (j0.engine.urls).
+rule; every message names the URL with its userinfo masked (j0.edge.urls).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from j0.engine import http_deadline, urls
+from j0.edge import urls
+from j0.engine import http_deadline
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 
 TIMEOUT_S = 10.0

@@ -220,7 +220,7 @@ def compose_image() -> tuple[str, str]:
 def check_paths(args: argparse.Namespace) -> None:
     """--models (a folder with target/ and draft/), --keep (a folder to write) and --json (a file
     to write), each refused in one line before anything is checked or started."""
-    from j0.atomic import check_output_folder, check_output_path
+    from j0.edge.atomic import check_output_folder, check_output_path
     from j0.errors import require_input_folder
 
     if args.models is not None:
@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     for row in report.get("scenarios", []):
         print(f"  scenario {row['scenario']} forces: {row['forces']}")
     if args.json:
-        from j0.atomic import write_text_atomic
+        from j0.edge.atomic import write_text_atomic
 
         write_text_atomic(args.json, json.dumps(report, indent=2) + "\n")
     failed = [c["name"] for c in report["checks"] if not c["ok"]]

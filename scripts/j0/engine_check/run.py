@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import first_model, get_text
 from j0.engine.launcher import (
     MAX_MODEL_LEN,

@@ -42,7 +42,7 @@ from j0.article.variants import (
     check_variant_name,
     variant_sha256s,
 )
-from j0.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
+from j0.edge.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error

@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
-from j0.engine import urls
+from j0.edge import urls
+from j0.edge.atomic import write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from j0.engine import urls
+from j0.edge import urls
 from j0.errors import J0Error
 from j0.pins import Pins
 

@@ -13,7 +13,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.sizes import HELDOUT_ONE_IN, MAX_FILE_BYTES, MIN_FILE_BYTES
 

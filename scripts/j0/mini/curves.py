@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_bytes_atomic
+from j0.edge.atomic import write_bytes_atomic
 from j0.errors import INPUT_LACKS, J0Error
 
 

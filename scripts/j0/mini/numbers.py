@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 
 BLOCK = re.compile(

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.corpus import Corpus, candidates, is_heldout
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.train import DRAFTERS
 

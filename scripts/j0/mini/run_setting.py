@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.engine import endpoints
 from j0.errors import J0Error
 
@@ -342,7 +342,7 @@ def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
             plan.folder / "dumps-check.json", json.dumps(checked.report.to_json(), indent=1) + "\n"
         )
     if dumps.is_dir():
-        from j0.atomic import sha256_file
+        from j0.edge.atomic import sha256_file
 
         write_text_atomic(
             plan.folder / "dumps-sha256.txt",

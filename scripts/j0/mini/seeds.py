@@ -18,7 +18,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
+from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import Pins
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import sha256_file, write_text_atomic
+from j0.edge.atomic import sha256_file, write_text_atomic
 from j0.errors import USAGE, J0Error, require
 from j0.mini.sizes import FULL, SMOKE, Sizes
 from j0.mini.temperature import MAX_TEMPERATURE

@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         )
     _check_audit_args(args)
     if args.json is not None:
-        from j0.atomic import check_output_path
+        from j0.edge.atomic import check_output_path
 
         check_output_path(args.json)  # before the check, not after it
     if args.speculator is not None:

@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         _report(result)
         results.append(result)
     if args.json is not None:
-        from j0.atomic import write_text_atomic
+        from j0.edge.atomic import write_text_atomic
 
         payload = [r.__dict__ for r in results]
         write_text_atomic(

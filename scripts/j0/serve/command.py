@@ -26,8 +26,8 @@ from j0.article.serving import (
     SpecConfig,
     parse_speculative_config,
 )
+from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.engine import server_log
-from j0.engine.secret_file import check_secret_text, read_secret_file
 from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
 from j0.serve import vllm_args
 from j0.serve.vllm_args import ServeArgs
@@ -186,7 +186,7 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> No
 
 def _apply_hf_token(plan: Plan) -> None:
     """Say whether a Hugging Face token is given, never what it is; refuse a token file that
-    huggingface_hub in vLLM could not use (the rule of j0.engine.secret_file).
+    huggingface_hub in vLLM could not use (the rule of j0.edge.secret_file).
 
     compose.yaml mounts the token secret at $HF_HOME/token, where huggingface_hub looks by default
     (/dev/null there with HF_TOKEN_FILE unset: no token). An empty HF_TOKEN_PATH value is dropped

@@ -17,7 +17,7 @@ import urllib.error
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.engine import urls
+from j0.edge import urls
 from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
 from j0.errors import require
 
@@ -50,7 +50,7 @@ class Clock:
 
 @dataclass
 class ServerFacts:
-    url: str  # as reported: any userinfo masked (j0.engine.urls.redact)
+    url: str  # as reported: any userinfo masked (j0.edge.urls.redact)
     clock: Clock = field(default_factory=lambda: Clock(DEADLINE_S))
     healthy: bool = False
     health: str = ""

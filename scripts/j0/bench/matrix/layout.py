@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_text_atomic
 from j0.bench.matrix.settings import Setting
+from j0.edge.atomic import write_text_atomic
 from j0.engine import server_log
 from j0.engine.j0_ran import UNKNOWN, J0Ran, asked_differs, j0_ran
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem

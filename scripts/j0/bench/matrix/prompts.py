@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
 from j0.bench.matrix.layout import PROMPTS
+from j0.edge.atomic import write_text_atomic
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench.run.options import RunOptions
-from j0.engine import urls
+from j0.edge import urls
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {"off": False, "on": True}

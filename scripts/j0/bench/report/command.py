@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
 from j0.bench import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
 from j0.bench.report.compatibility import check as check_compatibility
@@ -20,6 +19,7 @@ from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import PLOT_STEMS, plots
 from j0.bench.report.settings import find_settings
+from j0.edge.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
 from j0.errors import require_input_file
 
 

@@ -11,9 +11,9 @@ import io
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import write_bytes_atomic, write_text_atomic
 from j0.bench import roofline
 from j0.bench.report.settings import Setting
+from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 from j0.errors import require
 
 # The plots' file names (each STEM.png with STEM.csv beside it), in the order they are drawn.

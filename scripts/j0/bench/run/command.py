@@ -4,7 +4,7 @@
 order each time, on the same server: it is not restarted between repeats), read /metrics
 again, then the result (summary) written to FILE.json and its table printed.
 
-FILE.json is written atomically (j0.atomic) after every finished request, so that nothing that
+FILE.json is written atomically (j0.edge.atomic) after every finished request, so that nothing that
 finished is lost whatever ends the run. A server that stops answering ends the run; the
 requests that finished are kept in FILE.json ("complete": false) and RunOutcome.failure() says
 so. SIGINT and SIGTERM end it too: the requests in flight are dropped, FILE.json is written with
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.atomic import claimed_output
 from j0.bench import manifest, results
 from j0.bench.results import BenchResult
 from j0.bench.run import status_check
@@ -30,6 +29,7 @@ from j0.bench.run.discovery import discover
 from j0.bench.run.options import RunOptions, check_options
 from j0.bench.run.sending import Measurement, Sender, Server, measure, open_server, warm_up
 from j0.bench.run.summary import build_result, failure, say_summary
+from j0.edge.atomic import claimed_output
 from j0.engine.prometheus_counters import Snapshot
 from j0.engine.spec_counts import Counts
 from j0.errors import INTERRUPTED, TERMINATED, J0Error, require

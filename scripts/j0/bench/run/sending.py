@@ -19,7 +19,8 @@ from typing import Any
 
 from j0.bench import bounded_http, client, prompts, results
 from j0.bench.run.options import RunOptions
-from j0.engine import prometheus_counters, spec_counts, urls
+from j0.edge import urls
+from j0.engine import prometheus_counters, spec_counts
 from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error, require
@@ -86,7 +87,7 @@ class Server:
 @asynccontextmanager
 async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[Server]:
     """A session to --url, with the bearer key of OPENAI_API_KEY or VLLM_API_KEY where set, else
-    the URL's own credentials as a Basic header (the URL itself without them: j0.engine.urls)."""
+    the URL's own credentials as a Basic header (the URL itself without them: j0.edge.urls)."""
     import aiohttp
 
     headers = {}

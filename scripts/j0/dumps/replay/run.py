@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.atomic import write_bytes_atomic, write_text_atomic
+from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 if TYPE_CHECKING:

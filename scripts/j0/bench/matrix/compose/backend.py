@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.atomic import write_text_atomic
 from j0.bench.matrix.compose.project import (
     ANSI,
     BASELINE_FILE,
@@ -36,6 +35,7 @@ from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now, result_name
 from j0.bench.matrix.server import compose_switches
 from j0.bench.matrix.settings import SettingBench
 from j0.bench.run import run_as_command
+from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import healthy, wait_for_health
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from j0.bench.matrix.settings import SettingBench
-from j0.engine import urls
+from j0.edge import urls
 from j0.engine.endpoints import wait_for_health
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 

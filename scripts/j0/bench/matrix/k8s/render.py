@@ -507,7 +507,7 @@ def deploy_files(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, str]:
 
 
 def write_deploy(root: Path, pins: Pins) -> list[Path]:
-    from j0.atomic import write_text_atomic
+    from j0.edge.atomic import write_text_atomic
 
     knobs = ServerKnobs(target_model=pins.target_model)
     written = []

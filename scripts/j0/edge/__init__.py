@@ -1,0 +1,7 @@
+"""The ground floor: where j0 meets the file system and the network, the same for every command.
+
+atomic (files replaced whole or not at all, and the locks that keep two runs off one output),
+secret_file (a token or key read from a file: its mode and owner checked, never echoed), urls (a
+URL's credentials: masked in every file and message, sent only as a header to their own origin).
+Standard library only; imports nothing of j0 but j0.errors.
+"""
