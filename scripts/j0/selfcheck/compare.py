@@ -150,6 +150,26 @@ def compare_history(
 # --- One case ------------------------------------------------------------------------------------
 
 
+def prepare_off_and_on(
+    module: Any, case: Case, step_no: int, step: Step, device: str, pool: Any
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """One step through the module's prepare twice, J0 off (no pool) and J0 on (`pool`): the
+    outputs it started from and both results, read back as numpy arrays."""
+    import torch
+
+    from j0.selfcheck import batches
+
+    before = batches.initial_outputs(case, step_no)
+    inputs = make_inputs(module, case, step, device)
+    off = call_prepare(module, case, inputs, before, device, None)
+    on = call_prepare(module, case, inputs, before, device, pool)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    off_np = {k: v.cpu().numpy() for k, v in off.bufs.items()}
+    on_np = {k: v.cpu().numpy() for k, v in on.bufs.items()}
+    return before, off_np, on_np
+
+
 def run_case(module: Any, case: Case, device: str, j0_seed: int) -> Mismatch | None:
     import torch
 
@@ -162,14 +182,7 @@ def run_case(module: Any, case: Case, device: str, j0_seed: int) -> Mismatch | N
     non_query = [n for n in batches.OUTPUT_SPECS if n != "input_ids"]
     nq = case.num_query_per_req
     for step_no, step in enumerate(case.steps):
-        before = batches.initial_outputs(case, step_no)
-        inputs = make_inputs(module, case, step, device)
-        off = call_prepare(module, case, inputs, before, device, None)
-        on = call_prepare(module, case, inputs, before, device, pool)
-        if device != "cpu":
-            torch.cuda.synchronize()
-        off_np = {k: v.cpu().numpy() for k, v in off.bufs.items()}
-        on_np = {k: v.cpu().numpy() for k, v in on.bufs.items()}
+        before, off_np, on_np = prepare_off_and_on(module, case, step_no, step, device, pool)
         got_storage = storage.cpu().numpy()
 
         ref_on, draws = reference.expected_outputs(case, step, before, j0_seed, j0=True)

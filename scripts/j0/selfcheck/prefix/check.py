@@ -23,8 +23,8 @@ from j0.selfcheck.compare import (
     compare_buffers,
     compare_history,
     compare_query_ids,
+    prepare_off_and_on,
 )
-from j0.selfcheck.kernels import call_prepare, make_inputs
 from j0.selfcheck.prefix.sessions import PrefixCase, battery
 
 if TYPE_CHECKING:
@@ -102,14 +102,7 @@ def run_prefix_case(module: Any, pcase: PrefixCase, device: str, j0_seed: int) -
         _admit(store, ref_view, pcase, step_no)
         if has_fill:
             _fill(module, pool, store, owner, pcase, step_no)
-        before = batches.initial_outputs(case, step_no)
-        inputs = make_inputs(module, case, step, device)
-        off = call_prepare(module, case, inputs, before, device, None)
-        on = call_prepare(module, case, inputs, before, device, pool)
-        if device != "cpu":
-            torch.cuda.synchronize()
-        off_np = {k: v.cpu().numpy() for k, v in off.bufs.items()}
-        on_np = {k: v.cpu().numpy() for k, v in on.bufs.items()}
+        before, off_np, on_np = prepare_off_and_on(module, case, step_no, step, device, pool)
         ref_on, draws = reference.expected_outputs(case, step, before, j0_seed, j0=True)
         ref_off, _ = reference.expected_outputs(case, step, before, j0_seed, j0=False)
         ref_view[...] = reference.update_history(ref_view, case, step)
