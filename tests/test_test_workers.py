@@ -25,10 +25,26 @@ REPORT = re.compile(r"^\[(gw\d+)\] .*?(PASSED|FAILED|ERROR|SKIPPED) (\S+)", re.M
 
 def test_the_docker_tests_run_in_one_worker_under_their_group(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
-         "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "run"),
-         *DOCKER_TESTS, *OTHER_TESTS],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "run"),
+            *DOCKER_TESTS,
+            *OTHER_TESTS,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     where = {nodeid: worker for worker, _, nodeid in REPORT.findall(run.stdout)}

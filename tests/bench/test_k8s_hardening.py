@@ -14,8 +14,8 @@ import yaml
 from bench.test_k8s_render import matrix_docs
 from j0.bench.matrix.k8s import render as k8s_render
 from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
-from j0.bench.matrix.server import ServerKnobs
 from j0.bench.matrix.settings import matrix_settings
+from j0.compose.server import ServerKnobs
 from j0.pins import Pins
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k8s"

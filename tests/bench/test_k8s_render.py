@@ -1,6 +1,6 @@
-"""deploy/k8s/ and the matrix's manifests (matrix/k8s/render.py): current with the pins, valid for
-Kubernetes 1.29 and the newest version kubernetes-validate ships (--strict), and running the
-server with exactly the arguments compose.yaml renders (`docker compose config`, real compose).
+"""deploy/k8s/ (j0/kube/serving.py) and the matrix's manifests (matrix/k8s/render.py): current
+with the pins, valid for Kubernetes 1.29 and the newest version kubernetes-validate ships
+(--strict), and running the server with exactly the arguments compose.yaml renders (`docker compose config`, real compose).
 
 No cluster is needed; the compose tests skip without the compose plugin (fail with
 J0_REQUIRE_DOCKER=1).
@@ -20,9 +20,11 @@ import pytest
 
 from j0.bench.matrix.k8s import pod as k8s_pod
 from j0.bench.matrix.k8s import render as k8s_render
+from j0.kube import objects as kube_objects
+from j0.kube import serving as kube_serving
 from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
-from j0.bench.matrix.server import ServerKnobs
-from j0.bench.matrix.settings import Setting, matrix_settings
+from j0.bench.matrix.settings import matrix_settings
+from j0.compose.server import ServerKnobs, Setting
 from j0.pins import Pins
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +74,7 @@ def test_deploy_files_are_current(pins: Pins) -> None:
     """deploy/k8s/ is what the renderer makes from overlay/pins.env (regenerate: `j0 deploy
     render`)."""
     knobs = ServerKnobs(target_model=pins.target_model)
-    expected = k8s_render.deploy_files(pins, knobs, k8s_render.default_image(pins))
+    expected = kube_serving.deploy_files(pins, knobs, kube_serving.default_image(pins))
     committed = {
         str(p.relative_to(DEPLOY)): p.read_text() for p in DEPLOY.rglob("*.yaml") if p.is_file()
     }
@@ -92,11 +94,11 @@ WRITE_ORDER = [
 
 
 def test_j0_deploy_render_writes_the_committed_files(tmp_path: Path) -> None:
-    """`j0 deploy render DIR` (and `python -m j0.bench.matrix.k8s.render DIR`) writes what
+    """`j0 deploy render DIR` (and `python -m j0.kube.serving DIR`) writes what
     deploy/k8s/ holds, and says what it wrote; a second run has nothing to write."""
     committed = {str(p.relative_to(DEPLOY)): p.read_bytes() for p in DEPLOY.rglob("*.yaml")}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
-    for how in (["-m", "j0", "deploy", "render"], ["-m", "j0.bench.matrix.k8s.render"]):
+    for how in (["-m", "j0", "deploy", "render"], ["-m", "j0.kube.serving"]):
         out = tmp_path / how[-1]
         done = subprocess.run(
             [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
@@ -125,6 +127,8 @@ def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:
     ]
     paths = sorted((ROOT / "scripts" / "j0" / "bench" / "matrix").rglob("*.py"))
     paths += sorted((ROOT / "scripts" / "j0" / "deploy").rglob("*.py"))
+    paths += sorted((ROOT / "scripts" / "j0" / "kube").rglob("*.py"))
+    paths += [ROOT / "scripts" / "j0" / "compose" / "server.py"]
     assert any(p.name == "render.py" for p in paths)
     for path in paths:
         text = path.read_text()
@@ -138,7 +142,7 @@ def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:
 def test_manifests_validate_strictly_on_1_29_and_the_newest(pins: Pins, tmp_path: Path) -> None:
     assert newest_version() >= "1.37", newest_version()
     matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(k8s_render.to_yaml(list(matrix_docs(pins).values())))
+    matrix.write_text(kube_objects.to_yaml(list(matrix_docs(pins).values())))
     files = [p for p in DEPLOY.rglob("*.yaml") if p.parent.name == "serving"]
     files = [p for p in files if p.name != "kustomization.yaml"]  # not an API object
     assert {p.name for p in files} == {"deployment.yaml", "pvc.yaml", "service.yaml"}
@@ -155,12 +159,12 @@ def test_validation_rejects_what_a_cluster_would(pins: Pins, tmp_path: Path) -> 
     job = json.loads(json.dumps(docs["job"]))
     job["spec"]["template"]["spec"]["initContainers"][0]["sidecar"] = True
     bad = tmp_path / "bad.yaml"
-    bad.write_text(k8s_render.to_yaml([job]))
+    bad.write_text(kube_objects.to_yaml([job]))
     done = validate([bad])
     assert done.returncode != 0 and "sidecar" in done.stdout + done.stderr
     # Kubernetes 1.27 has no backoffLimitPerIndex and no restartPolicy on init containers.
     good = tmp_path / "good.yaml"
-    good.write_text(k8s_render.to_yaml([docs["job"]]))
+    good.write_text(kube_objects.to_yaml([docs["job"]]))
     old = subprocess.run(
         [sys.executable, "-m", "kubernetes_validate", "--strict", "-k", "1.27.0", str(good)],
         capture_output=True,
@@ -292,7 +296,7 @@ def test_matrix_server_arguments_equal_composes(
     setting: Setting, pins: Pins, tmp_path: Path
 ) -> None:
     require_compose()
-    from j0.bench.matrix.server import compose_switches
+    from j0.compose.server import compose_switches
 
     server = compose_server(tmp_path, **compose_switches(setting))
     knobs = ServerKnobs(target_model=pins.target_model)
@@ -315,7 +319,7 @@ def test_matrix_server_arguments_equal_composes(
 def test_serving_deployment_runs_composes_default_server(pins: Pins, tmp_path: Path) -> None:
     require_compose()
     server = compose_server(tmp_path)
-    deployment = k8s_render.serving_manifests(
+    deployment = kube_serving.serving_manifests(
         pins, ServerKnobs(target_model=pins.target_model), "x/y:z"
     )["deployment.yaml"]
     pod = deployment["spec"]["template"]["spec"]
@@ -364,7 +368,7 @@ def test_production_stack_values_serve_composes_flags(pins: Pins, tmp_path: Path
     """The chart orders flags its own way and adds --host; the drafter lives in its PVC at /data."""
     require_compose()
     server = compose_server(tmp_path)
-    values = k8s_render.helm_values(pins, ServerKnobs(target_model=pins.target_model), "r/j0:t")
+    values = kube_serving.helm_values(pins, ServerKnobs(target_model=pins.target_model), "r/j0:t")
     chart_model, chart = options(chart_command(values))
     compose_model, composed = options(server["command"])
     assert chart_model == compose_model == pins.target_model
@@ -398,7 +402,7 @@ def test_baseline_server_arguments_equal_composes(
     both rendered: the same program and arguments."""
     require_compose()
     from j0.bench.matrix.compose.project import BASELINE_FILE, baseline_override
-    from j0.bench.matrix.server import compose_switches
+    from j0.compose.server import compose_switches
 
     setting = Setting(0, False, caching)
     switches = compose_switches(setting)

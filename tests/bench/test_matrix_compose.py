@@ -25,8 +25,9 @@ import pytest
 
 from conftest import OwnImages
 from j0.bench.matrix.compose.project import rendered_setting
-from j0.bench.matrix.settings import Setting, matrix_settings
+from j0.bench.matrix.settings import matrix_settings
 from j0.cli import main as j0_main
+from j0.compose.server import Setting
 from j0.errors import J0Error
 from j0.pins import Pins
 from servers.base import free_port

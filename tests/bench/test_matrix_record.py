@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from j0.bench.matrix.layout import ENTRY_FIELDS, SettingEntry, SettingRun, read_settings
-from j0.bench.matrix.settings import Setting
+from j0.compose.server import Setting
 from j0.errors import INPUT_LACKS, J0Error
 
 matrix_settings = st.builds(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from j0.errors import JSON_ERRORS, USAGE, J0Error
+from j0.pins import Pins
 
 # The article's speculative config, key for key and in this order (the seed's serving flags).
 # Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
@@ -150,3 +151,9 @@ def target_model(args: Sequence[str]) -> str | None:
     if args and not args[0].startswith("-"):
         return args[0]
     return option_value(args, "--model")
+
+
+def default_image_tag(pins: Pins) -> str:
+    """The tag `j0 image build` gives the article's image (compose's J0_IMAGE is its own), which
+    the Kubernetes manifests name too: j0/vllm-openai:<vLLM commit[:8]>-j0."""
+    return f"j0/vllm-openai:{pins.vllm_commit[:8]}-j0"

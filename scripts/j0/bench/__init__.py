@@ -11,8 +11,7 @@ from typing import Any
 # The face other commands use (issue 32), resolved on first use so that `j0 --help` imports none
 # of it: `j0 bench run` (RunOptions, run_bench), `j0 bench report` (ReportOptions, run_report), the
 # result file's readers (read_result, pooled, entry_counts, entry_problems), the comparison table
-# (comparison_header, comparison_row, STATS_TEXT), a request's sampling seed (request_seed) and
-# `j0 deploy`'s manifests (render_deploy).
+# (comparison_header, comparison_row, STATS_TEXT) and a request's sampling seed (request_seed).
 FACE = (
     "RunOptions",
     "run_bench",
@@ -26,7 +25,6 @@ FACE = (
     "comparison_row",
     "STATS_TEXT",
     "request_seed",
-    "render_deploy",
 )
 
 
@@ -62,8 +60,4 @@ def __getattr__(name: str) -> Any:
         from j0.bench.client import request_seed
 
         return request_seed
-    if name == "render_deploy":
-        from j0.bench.matrix.k8s.render import render_deploy
-
-        return render_deploy
     raise AttributeError(f"module 'j0.bench' has no attribute {name!r}")

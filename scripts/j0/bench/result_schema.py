@@ -11,12 +11,12 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from j0.edge.fields import NUMBER, is_of, shown
 from j0.engine import spec_counts
 
-_NUMBER = (int, float)
+_NUMBER = NUMBER
 TOP_TYPES: dict[str, tuple[type, ...]] = {
     "format_version": (int,),
     "label": (str,),
@@ -87,31 +87,21 @@ INT_LISTS = (
 )
 
 
-def _shown(value: Any) -> str:
-    return json.dumps(value)[:60]
-
-
 def _names(types: tuple[type, ...]) -> str:
     return " or ".join("a number" if t in _NUMBER else t.__name__ for t in types)
-
-
-def _is(value: Any, types: tuple[type, ...]) -> bool:
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
 
 
 def _all_are(values: list[Any], types: tuple[type, ...]) -> bool:
     """_is of every item; plain items of the wanted types (thousands of per-step ints) at the
     speed of set(map(type, ...))."""
-    return set(map(type, values)) <= set(types) - {bool} or all(_is(x, types) for x in values)
+    return set(map(type, values)) <= set(types) - {bool} or all(is_of(x, types) for x in values)
 
 
 def _typed(where: str, mapping: dict[str, Any], types: dict[str, tuple[type, ...]]) -> str | None:
     for key, wanted in types.items():
         value = mapping.get(key)
-        if value is not None and not _is(value, wanted):
-            return f"{where}{key!r} is {_shown(value)}, expected {_names(wanted)}"
+        if value is not None and not is_of(value, wanted):
+            return f"{where}{key!r} is {shown(value)}, expected {_names(wanted)}"
     return None
 
 
@@ -119,11 +109,11 @@ def entry_problem(index: int, entry: Any) -> str | None:
     """What in one request entry has another type or shape than the readers take, or None."""
     where = f"requests[{index}]: "
     if not isinstance(entry, dict):
-        return f"requests[{index}] is {_shown(entry)}, expected an object"
+        return f"requests[{index}] is {shown(entry)}, expected an object"
     problem = _typed(where, entry, ENTRY_TYPES)
     for key, wanted in NOT_NULL.items():
-        if problem is None and key in entry and not _is(entry[key], wanted):
-            problem = f"{where}{key!r} is {_shown(entry[key])}, expected {_names(wanted)}"
+        if problem is None and key in entry and not is_of(entry[key], wanted):
+            problem = f"{where}{key!r} is {shown(entry[key])}, expected {_names(wanted)}"
     for key in INT_LISTS:
         value = entry.get(key)
         if problem is None and value is not None:
@@ -132,7 +122,7 @@ def entry_problem(index: int, entry: Any) -> str | None:
             item = (int, float) if key.startswith("per_step_") else (int,)
             if not isinstance(value, list) or not _all_are(value, item):
                 what = "numbers" if key.startswith("per_step_") else "whole numbers"
-                problem = f"{where}{key!r} is {_shown(value)}, expected a list of {what}"
+                problem = f"{where}{key!r} is {shown(value)}, expected a list of {what}"
     if problem is not None:
         return problem
     lengths = {k: len(entry[k]) for k in INT_LISTS[2:] if isinstance(entry.get(k), list)}

@@ -1,4 +1,4 @@
-"""`j0 deploy render`: argument parsing only (the work: j0.bench.matrix.k8s.render)."""
+"""`j0 deploy render`: argument parsing only (the work: j0.kube.serving)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _render(args: argparse.Namespace) -> int:
-    from j0.bench import render_deploy
+    from j0.kube.serving import render_deploy
 
     for path in render_deploy(args.dir):
         print(f"wrote {path}")

@@ -33,7 +33,9 @@ CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
 
 
 def default_tag(pins: Pins) -> str:
-    return f"j0/vllm-openai:{pins.vllm_commit[:8]}-j0"
+    from j0.article.serving import default_image_tag
+
+    return default_image_tag(pins)
 
 
 def docker_client(timeout: int = 3600, purpose: str = "j0 image") -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
+from j0.mini.manifest import read_manifest_file
 
 BLOCK = re.compile(
     r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
@@ -61,23 +62,21 @@ def training(folders: list[Path]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for folder in folders:
-        m = _json(folder / "mini.json")
+        m = read_manifest_file(folder).trained()
         first = True
-        for init, d in m["drafters"].items():
-            slots = d["heldout_slots"]
-            chain = slots["chain_estimate"]
-            rows = (m.get("generated") or {}).get("rows", "none")
+        for init, d in m.drafters.items():
+            chain = d.chain_estimate
+            rows = "none" if m.generated_rows is None else m.generated_rows
             head = (
-                f"| {folder.name} | {m['target']['steps']} | {m['target']['heldout_loss']:.3f} "
-                f"| {rows} "
+                f"| {folder.name} | {m.target.steps} | {m.target.heldout_loss:.3f} | {rows} "
                 if first
                 else "| | | | "
             )
             lines.append(
-                f"{head}| {init} | {d['steps']} | {d['last_loss']:.4f} | "
-                f"{slots['accuracy_vs_data'][0]:.3f} | "
-                f"{slots['agreement_with_target'][0]:.3f} | {chain['greedy_rows_k7']:.2f} / "
-                f"{chain['greedy_rows_k15']:.2f} | {m['times']['total_s'] if first else ''} |"
+                f"{head}| {init} | {d.steps} | {d.last_loss:.4f} | "
+                f"{d.slot1_accuracy_vs_data:.3f} | "
+                f"{d.slot1_agreement_with_target:.3f} | {chain['greedy_rows_k7']:.2f} / "
+                f"{chain['greedy_rows_k15']:.2f} | {m.total_s if first else ''} |"
             )
             first = False
     return lines

@@ -42,6 +42,7 @@ from typing import Any
 
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
+from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
 from j0.mini.train import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
@@ -96,10 +97,10 @@ class MiniRunResult:
         return "==> PASS: every setting ran, every check passed"
 
 
-def contexts_of(manifest: dict[str, Any], options: MiniRunOptions) -> tuple[int, ...]:
+def contexts_of(manifest: MiniManifest, options: MiniRunOptions) -> tuple[int, ...]:
     if options.contexts:
         return tuple(options.contexts)
-    draft_seq = int(manifest["sizes"]["draft_seq"])
+    draft_seq = manifest.draft_seq
     return tuple(max(1, int(m * draft_seq)) for m in CONTEXT_MULTIPLES)
 
 
@@ -112,19 +113,17 @@ def seeds_of(options: MiniRunOptions) -> tuple[int, ...]:
     return (pinned, pinned + 1)
 
 
-def max_model_len(manifest: dict[str, Any], options: MiniRunOptions, contexts: Any = None) -> int:
+def max_model_len(manifest: MiniManifest, options: MiniRunOptions, contexts: Any = None) -> int:
     """>= 4x the drafters' training length and the longest prompt, plus generation; in 256s."""
-    draft_seq = int(manifest["sizes"]["draft_seq"])
+    draft_seq = manifest.draft_seq
     contexts = contexts or contexts_of(manifest, options)
     need = max(4 * draft_seq, max(contexts)) + options.max_tokens + max(options.tokens) + 1
     return -(-need // 256) * 256
 
 
-def read_manifest(out: Path) -> dict[str, Any]:
-    path = out / "mini.json"
-    if not path.is_file():
-        raise J0Error(f"{path}: no such file; expected a folder made by `j0 mini train`", USAGE)
-    manifest: dict[str, Any] = json.loads(path.read_text())
+def read_manifest(out: Path) -> MiniManifest:
+    """OUT/mini.json, typed (j0.mini.manifest), and the three models' folders beside it."""
+    manifest = read_manifest_file(out)
     for name in ("target", *(f"drafter-{d}" for d in DRAFTERS)):
         if not (out / name / "config.json").is_file():
             raise J0Error(
@@ -256,7 +255,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         f"{', '.join(map(str, contexts))} tokens), {len({p.source for p in prompts})} files; "
         f"max-model-len {length}; {options.slots} request slots"
     )
-    sampling = Sampling(temperature_of(manifest), options.sample_seed)
+    sampling = Sampling(manifest.temperature(), options.sample_seed)
     if sampling.temperature > 0:
         say(
             f"==> sampling at temperature {sampling.temperature} (mini.json), each request "
@@ -296,25 +295,6 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     return result
 
 
-def temperature_of(manifest: dict[str, Any]) -> float:
-    """The miniature's sampling temperature (mini.json's `sampling`; 0, greedy, in folders made
-    before it was chosen)."""
-    sampling = manifest.get("sampling")
-    value = sampling.get("temperature") if isinstance(sampling, dict) else None
-    if value is None:
-        return 0.0
-    from j0.mini.temperature import MAX_TEMPERATURE
-
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not 0 <= value <= MAX_TEMPERATURE:
-        raise J0Error(
-            f"mini.json: sampling.temperature {value!r}: expected a number from 0 to "
-            f"{MAX_TEMPERATURE}",
-            USAGE,
-        )
-    return float(value)
-
-
 def at_once(todo: list[Any], servers: int, port: int, serve: Any) -> None:
     """serve(plan, port) for every plan, `servers` at a time, each on a port of its own from
     port, port + 1, ...: one after the other where servers is 1."""
@@ -343,7 +323,7 @@ def at_once(todo: list[Any], servers: int, port: int, serve: Any) -> None:
 
 def summarize(
     options: MiniRunOptions,
-    manifest: dict[str, Any],
+    manifest: MiniManifest,
     work: Path,
     contexts: tuple[int, ...],
     length: int,
@@ -374,11 +354,8 @@ def summarize(
     result.summary = {
         "out": str(work),
         "max_model_len": length,
-        "trained": {
-            key: manifest.get(key)
-            for key in ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
-        },
-        "temperature": (temperature := temperature_of(manifest)),
+        "trained": {key: getattr(manifest, key) for key in TRAINED_KEYS},
+        "temperature": (temperature := manifest.temperature()),
         "sample_seed": options.sample_seed if temperature > 0 else None,
         "servers_at_once": options.servers,
         "contexts": list(contexts),

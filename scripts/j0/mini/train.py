@@ -14,6 +14,7 @@ from typing import Any
 
 from j0.edge.atomic import sha256_file, write_text_atomic
 from j0.errors import USAGE, J0Error, require
+from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
 from j0.mini.sizes import FULL, SMOKE, Sizes
 from j0.mini.temperature import MAX_TEMPERATURE
 
@@ -211,7 +212,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         temperature,
         device_generator(device, options.seed + 61) if temperature > 0 else None,
     ).cpu()
-    drafters: dict[str, Any] = {}
+    drafters: dict[str, DrafterRecord] = {}
     for number, init in enumerate(DRAFTERS):
         recipe = DraftRecipe(init=init, labels=options.labels, gamma=options.gamma)
         say(f"==> drafter {init} on {device}: {budget:.0f} s, labels {options.labels}")
@@ -237,14 +238,14 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
             folder.parent / "logs" / f"slots-{init}.json",
             json.dumps(asdict(scores), indent=1) + "\n",
         )
-        drafters[init] = {
-            "recipe": asdict(recipe),
-            "seed": seed,
-            "steps": steps,
-            "seconds": round(seconds, 1),
-            "last_loss": round(loss, 4),
-            "heldout_slots": asdict(scores),
-        }
+        drafters[init] = DrafterRecord(
+            recipe=asdict(recipe),
+            seed=seed,
+            steps=steps,
+            seconds=round(seconds, 1),
+            last_loss=round(loss, 4),
+            heldout_slots=asdict(scores),
+        )
         times[f"drafter_{init}_s"] = round(seconds, 1)
         say(
             f"    {steps} steps, loss {loss:.3f}; held-out slot 1: {scores.accuracy_vs_data[0]:.3f}"
@@ -254,32 +255,32 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         del drafter
     plot_training_curves(out / "logs", say)
     times["total_s"] = round(time.monotonic() - started, 1)
-    manifest = {
-        "made_by": "j0 mini train",
-        "smoke": options.smoke,
-        "device": device,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "seed": options.seed,
-        "budget_s_per_model": budget,
-        "sizes": sizes.to_json(),
-        "labels": options.labels,
-        "gamma": options.gamma,
-        "draft_data": options.draft_data,
-        "sampling": sampling,
-        "generated": generated,
-        "target": {
-            "steps": target_run.steps,
-            "seconds": round(target_run.seconds, 1),
-            "last_loss": round(target_run.last_loss, 4),
-            "heldout_loss": round(target_run.heldout_loss, 4),
-            "seed": options.seed,
-        },
-        "drafters": drafters,
-        "times": times,
-        "files": files_of(out),
-    }
-    write_text_atomic(out / "mini.json", json.dumps(manifest, indent=1) + "\n")
+    manifest = MiniManifest(
+        made_by=MADE_BY,
+        smoke=options.smoke,
+        device=device,
+        torch=torch.__version__,
+        python=platform.python_version(),
+        seed=options.seed,
+        budget_s_per_model=budget,
+        sizes=sizes.to_json(),
+        labels=options.labels,
+        gamma=options.gamma,
+        draft_data=options.draft_data,
+        sampling=sampling,
+        generated=generated,
+        target=TargetRecord(
+            steps=target_run.steps,
+            seconds=round(target_run.seconds, 1),
+            last_loss=round(target_run.last_loss, 4),
+            heldout_loss=round(target_run.heldout_loss, 4),
+            seed=options.seed,
+        ),
+        drafters=drafters,
+        times=times,
+        files=files_of(out),
+    ).to_json()
+    write_text_atomic(out / MINI_JSON, json.dumps(manifest, indent=1) + "\n")
     say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
     return TrainResult(out, manifest)
 

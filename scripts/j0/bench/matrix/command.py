@@ -33,9 +33,9 @@ from j0.bench.matrix.layout import (
 )
 from j0.bench.matrix.out_folder import claim_out_folder
 from j0.bench.matrix.prompts import make_prompts, write_prompts
-from j0.bench.matrix.server import ServerKnobs
 from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
+from j0.compose.server import ServerKnobs
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.pins import Pins, load_pins
 
@@ -116,7 +116,7 @@ def _finish(record: MatrixRecord) -> int:
 def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
     from j0.bench.matrix.compose.backend import ComposeBackend
     from j0.bench.matrix.compose.project import rendered_setting
-    from j0.bench.matrix.server import compose_switches
+    from j0.compose.server import compose_switches
 
     backend = ComposeBackend(
         root=load_pins().root,
@@ -170,7 +170,8 @@ def _k8s(
 ) -> int:
     from j0.bench.matrix.k8s.backend import K8sBackend, run_name, write_manifests
     from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
-    from j0.bench.matrix.k8s.render import K8sOptions, default_image
+    from j0.bench.matrix.k8s.render import K8sOptions
+    from j0.kube.serving import default_image
 
     settings = [run.setting for run in record.runs]
     plan = build_plan(

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.bench.matrix.settings import Setting
+from j0.compose.server import Setting
 from j0.edge.atomic import write_text_atomic
+from j0.edge.fields import FieldTable, field_problem, shown
 from j0.engine import server_log
 from j0.engine.j0_ran import UNKNOWN, J0Ran, asked_differs, j0_ran
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
@@ -166,18 +167,9 @@ class SettingEntry:
     def from_json(cls, value: Any, where: str) -> SettingEntry:
         """The entry, or J0Error naming `where`, the key, its value and what was expected."""
         if not isinstance(value, dict):
-            raise J0Error(f"{where}: {_shown(value)}, expected an object", INPUT_LACKS)
-        for key, (types, required) in ENTRY_FIELDS.items():
-            if key not in value:
-                if required:
-                    raise J0Error(f"{where}: no {key!r} (expected {_kinds(types)})", INPUT_LACKS)
-                continue
-            item = value[key]
-            wrong = isinstance(item, bool) and bool not in types
-            if wrong or not isinstance(item, types):
-                raise J0Error(
-                    f"{where}: {key!r} is {_shown(item)}, expected {_kinds(types)}", INPUT_LACKS
-                )
+            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+        if (problem := field_problem(value, ENTRY_FIELDS)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
         if value["num_speculative_tokens"] < 0:
             raise J0Error(
                 f"{where}: 'num_speculative_tokens' is {value['num_speculative_tokens']}, "
@@ -187,7 +179,7 @@ class SettingEntry:
         ran = value.get("j0_ran")
         if ran not in J0_RAN_VALUES:
             raise J0Error(
-                f'{where}: \'j0_ran\' is {_shown(ran)}, expected "on", "off", "unknown" or null',
+                f'{where}: \'j0_ran\' is {shown(ran)}, expected "on", "off", "unknown" or null',
                 INPUT_LACKS,
             )
         return cls(**{key: value[key] for key in ENTRY_FIELDS if key in value})
@@ -195,7 +187,7 @@ class SettingEntry:
 
 # What a reader takes from a setting's entry: (types, required). tests/bench/test_matrix_record.py
 # holds it to what SettingRun.to_json writes.
-ENTRY_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+ENTRY_FIELDS: FieldTable = {
     "name": ((str,), True),
     "num_speculative_tokens": ((int,), True),
     "j0": ((bool,), True),
@@ -204,15 +196,6 @@ ENTRY_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "j0_ran": ((str, type(None)), False),
 }
 J0_RAN_VALUES = ("on", "off", UNKNOWN, None)
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value)[:60]
-
-
-def _kinds(types: tuple[type, ...]) -> str:
-    names = {str: "a string", int: "a whole number", bool: "true or false", type(None): "null"}
-    return " or ".join(names.get(t, t.__name__) for t in types)
 
 
 def read_settings(out: Path) -> dict[str, SettingEntry]:

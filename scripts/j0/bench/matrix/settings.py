@@ -9,45 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from j0.bench.run.options import RunOptions
+from j0.compose.server import Setting
 from j0.edge import urls
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {"off": False, "on": True}
-BASELINE = "baseline"
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One server configuration of the matrix; `num_speculative_tokens` 0 is the baseline: no
-    speculative decoding (and so no J0)."""
-
-    num_speculative_tokens: int
-    j0: bool
-    prefix_caching: bool = False
-
-    @property
-    def baseline(self) -> bool:
-        return self.num_speculative_tokens == 0
-
-    @property
-    def name(self) -> str:
-        if self.baseline:
-            return BASELINE
-        return f"k{self.num_speculative_tokens}-j0-{'on' if self.j0 else 'off'}"
-
-    def to_json(self) -> dict[str, Any]:
-        value = {
-            "name": self.name,
-            "num_speculative_tokens": self.num_speculative_tokens,
-            "j0": self.j0,
-            "prefix_caching": self.prefix_caching,
-        }
-        if self.baseline:
-            value["baseline"] = True
-        return value
 
 
 def _items(text: str, flag: str) -> list[str]:

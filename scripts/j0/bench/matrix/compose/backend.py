@@ -32,9 +32,9 @@ from j0.bench.matrix.compose.project import (
     url_of,
 )
 from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now, result_name
-from j0.bench.matrix.server import compose_switches
 from j0.bench.matrix.settings import SettingBench
 from j0.bench.run import run_as_command
+from j0.compose.server import compose_switches
 from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import healthy, wait_for_health
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.serving import option_value, parse_speculative_config
-from j0.bench.matrix.settings import Setting
+from j0.compose.server import Setting
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold

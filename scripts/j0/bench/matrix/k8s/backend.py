@@ -19,9 +19,10 @@ from typing import Any
 from j0.bench.matrix.k8s import client
 from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
 from j0.bench.matrix.k8s.pod import BEGIN, END, decode_blocks
-from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests, to_yaml
+from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests
 from j0.bench.matrix.layout import SERVER_LOG, SettingRun, judge_ran, now
-from j0.bench.matrix.server import ServerKnobs
+from j0.compose.server import ServerKnobs
+from j0.kube.objects import to_yaml
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, J0Error
 from j0.pins import Pins

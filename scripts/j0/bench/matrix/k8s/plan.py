@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from j0.bench.matrix.layout import result_name
-from j0.bench.matrix.server import ServerKnobs, server_args, server_env
-from j0.bench.matrix.settings import Setting
+from j0.compose.server import ServerKnobs, Setting, server_args, server_env
 from j0.errors import USAGE, J0Error
 
 PLAN_FILE = "plan.json"

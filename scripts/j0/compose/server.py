@@ -1,5 +1,7 @@
-"""The server of one matrix setting: the `vllm serve` arguments and J0 switches that compose.yaml
-renders for it, written once here for the Kubernetes manifests (a test holds the two equal).
+"""The server of one setting (draft tokens, J0 off/on, prefix caching; or the baseline without
+speculative decoding): the `vllm serve` arguments and J0 switches that compose.yaml renders for
+it, written once here for `j0 bench matrix` and the Kubernetes manifests (j0.kube; a test holds
+them equal to compose's).
 
 Standard library only.
 """
@@ -9,15 +11,47 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
-from j0.bench.matrix.settings import Setting
 from j0.pins import Pins
 
 # Where compose.yaml (and the manifests) put things inside the server container.
 DRAFTER_MOUNT = "/drafter"
 SERVER_PORT = 8000
 HF_HOME = "/root/.cache/huggingface"
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One server configuration of the matrix; `num_speculative_tokens` 0 is the baseline: no
+    speculative decoding (and so no J0)."""
+
+    num_speculative_tokens: int
+    j0: bool
+    prefix_caching: bool = False
+
+    @property
+    def baseline(self) -> bool:
+        return self.num_speculative_tokens == 0
+
+    @property
+    def name(self) -> str:
+        if self.baseline:
+            return BASELINE
+        return f"k{self.num_speculative_tokens}-j0-{'on' if self.j0 else 'off'}"
+
+    def to_json(self) -> dict[str, Any]:
+        value = {
+            "name": self.name,
+            "num_speculative_tokens": self.num_speculative_tokens,
+            "j0": self.j0,
+            "prefix_caching": self.prefix_caching,
+        }
+        if self.baseline:
+            value["baseline"] = True
+        return value
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,66 @@
+"""The one helper of the typed documents (a JSON file one module writes and another reads): a
+field table says each key's kinds and whether it must be there, and a document is checked
+against it once, where it is read, so that a reader never guesses. `field_problem` names the key,
+the value and what was expected; the type that owns the document adds where (file, entry).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Kinds = tuple[type, ...]
+# key -> (the kinds its value may be, whether the key must be there)
+FieldTable = Mapping[str, tuple[Kinds, bool]]
+NUMBER: Kinds = (int, float)
+_NAMES = {
+    str: "a string",
+    int: "a whole number",
+    bool: "true or false",
+    type(None): "null",
+    dict: "an object",
+    list: "a list",
+}
+
+
+def shown(value: Any, most: int = 60) -> str:
+    """`value` as JSON, cut to `most` characters, for a message."""
+    return json.dumps(value, default=repr)[:most]
+
+
+def is_of(value: Any, kinds: Kinds) -> bool:
+    """isinstance, except that true and false are no numbers (JSON's booleans are Python ints)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
+
+
+def kinds_text(kinds: Kinds) -> str:
+    """'a number' for int and float together, else each kind in words, joined by 'or'."""
+    words = []
+    rest = list(kinds)
+    if int in rest and float in rest:
+        words.append("a number")
+        rest = [k for k in rest if k not in NUMBER]
+    words += [_NAMES.get(kind, kind.__name__) for kind in rest]
+    return " or ".join(words)
+
+
+def field_problem(
+    mapping: Mapping[str, Any],
+    table: FieldTable,
+    name_of: Callable[[Kinds], str] = kinds_text,
+) -> str | None:
+    """The first key of `table` that `mapping` lacks (where it must be there) or holds a value of
+    other kinds, said in words; None where every key is as the table says."""
+    for key, (kinds, required) in table.items():
+        if key not in mapping:
+            if required:
+                return f"no {key!r} (expected {name_of(kinds)})"
+            continue
+        if not is_of(mapping[key], kinds):
+            return f"{key!r} is {shown(mapping[key])}, expected {name_of(kinds)}"
+    return None

@@ -1,0 +1,255 @@
+"""mini.json, what `j0 mini train` made, as a type owned by its writer (train.py builds a
+MiniManifest and writes to_json; `j0 mini run` and `j0 mini numbers` read it with from_json).
+
+The field tables say what each key may hold and which keys a reader needs; a file is checked
+against them once, where it is read, and refused naming the file, the key, the value and what was
+expected (exit 2), instead of a reader crashing on a key it guessed. `j0 mini run` needs only the
+sizes (a folder of an older train, or one written by hand, has little else); `j0 mini numbers`
+needs the training record too (target, drafters, times), asked for through `trained()`.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from j0.edge.fields import NUMBER, FieldTable, field_problem, is_of
+from j0.errors import INPUT_LACKS, USAGE, J0Error
+
+MINI_JSON = "mini.json"
+MADE_BY = "j0 mini train"
+
+# mini.json's keys in the order train.py writes them: (kinds, needed by every reader).
+FIELDS: FieldTable = {
+    "made_by": ((str,), False),
+    "smoke": ((bool,), False),
+    "device": ((str,), False),
+    "torch": ((str,), False),
+    "python": ((str,), False),
+    "seed": ((int,), False),
+    "budget_s_per_model": (NUMBER, False),
+    "sizes": ((dict,), True),
+    "labels": ((str,), False),
+    "gamma": (NUMBER, False),
+    "draft_data": ((str,), False),
+    "sampling": ((dict, type(None)), False),
+    "generated": ((dict, type(None)), False),
+    "target": ((dict,), False),
+    "drafters": ((dict,), False),
+    "times": ((dict,), False),
+    "files": ((dict,), False),
+}
+TARGET_FIELDS: FieldTable = {
+    "steps": ((int,), True),
+    "seconds": (NUMBER, True),
+    "last_loss": (NUMBER, True),
+    "heldout_loss": (NUMBER, True),
+    "seed": ((int,), True),
+}
+DRAFTER_FIELDS: FieldTable = {
+    "recipe": ((dict,), True),
+    "seed": ((int,), True),
+    "steps": ((int,), True),
+    "seconds": (NUMBER, True),
+    "last_loss": (NUMBER, True),
+    "heldout_slots": ((dict,), True),
+}
+SLOTS_FIELDS: FieldTable = {
+    "accuracy_vs_data": ((list,), True),
+    "agreement_with_target": ((list,), True),
+    "chain_estimate": ((dict,), True),
+}
+CHAIN_FIELDS: FieldTable = {"greedy_rows_k7": (NUMBER, True), "greedy_rows_k15": (NUMBER, True)}
+# What `j0 mini run` reports of the training (mini-run.json's "trained").
+TRAINED_KEYS = ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
+
+
+@dataclass(frozen=True)
+class TargetRecord:
+    steps: int
+    seconds: float
+    last_loss: float
+    heldout_loss: float
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+@dataclass(frozen=True)
+class DrafterRecord:
+    """One drafter's training: its recipe, seed, steps, time, last loss, and its per-slot
+    accuracy on held-out text (heldout_slots: SlotScores as JSON)."""
+
+    recipe: dict[str, Any]
+    seed: int
+    steps: int
+    seconds: float
+    last_loss: float
+    heldout_slots: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @property
+    def slot1_accuracy_vs_data(self) -> float:
+        return float(self.heldout_slots["accuracy_vs_data"][0])
+
+    @property
+    def slot1_agreement_with_target(self) -> float:
+        return float(self.heldout_slots["agreement_with_target"][0])
+
+    @property
+    def chain_estimate(self) -> dict[str, float]:
+        return dict(self.heldout_slots["chain_estimate"])
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What `j0 mini numbers` reads of a training: the target's record, each drafter's, the
+    generated rows (None where the drafters learned from the text) and the total time."""
+
+    target: TargetRecord
+    drafters: dict[str, DrafterRecord]
+    generated_rows: int | None
+    total_s: float  # as written (812 stays 812, 812.5 stays 812.5)
+
+
+@dataclass(frozen=True)
+class MiniManifest:
+    sizes: dict[str, Any]
+    made_by: str = MADE_BY
+    smoke: bool | None = None
+    device: str | None = None
+    torch: str | None = None
+    python: str | None = None
+    seed: int | None = None
+    budget_s_per_model: float | None = None
+    labels: str | None = None
+    gamma: float | None = None
+    draft_data: str | None = None
+    sampling: dict[str, Any] | None = None
+    generated: dict[str, Any] | None = None
+    target: TargetRecord | None = None
+    drafters: dict[str, DrafterRecord] | None = None
+    times: dict[str, Any] | None = None
+    files: dict[str, Any] | None = None
+    where: str = MINI_JSON
+
+    def to_json(self) -> dict[str, Any]:
+        """mini.json's object, its keys in FIELDS' order."""
+        value: dict[str, Any] = {}
+        for key in FIELDS:
+            item = getattr(self, key)
+            if key == "target" and item is not None:
+                item = item.to_json()
+            elif key == "drafters" and item is not None:
+                item = {name: record.to_json() for name, record in item.items()}
+            value[key] = item
+        return value
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> MiniManifest:
+        """The manifest, or J0Error (exit 2) naming `where`, the key, its value and what was
+        expected: the keys of FIELDS as their kinds say, sizes.draft_seq a whole number >= 1,
+        and the target's and drafters' records whole where they are there."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: expected an object", INPUT_LACKS)
+        _refuse(where, "", value, FIELDS)
+        draft_seq = value["sizes"].get("draft_seq")
+        if not is_of(draft_seq, (int,)) or draft_seq < 1:
+            raise J0Error(
+                f"{where}: sizes.draft_seq is {draft_seq!r}, expected a whole number >= 1",
+                INPUT_LACKS,
+            )
+        kept = {key: value[key] for key in FIELDS if key in value}
+        if "target" in kept:
+            _refuse(where, "target.", kept["target"], TARGET_FIELDS)
+            kept["target"] = TargetRecord(**{k: kept["target"][k] for k in TARGET_FIELDS})
+        if "drafters" in kept:
+            kept["drafters"] = {
+                name: _drafter(where, name, record) for name, record in kept["drafters"].items()
+            }
+        return cls(**kept, where=where)
+
+    @property
+    def draft_seq(self) -> int:
+        """The drafters' training length (sizes.draft_seq)."""
+        return int(self.sizes["draft_seq"])
+
+    def temperature(self) -> float:
+        """The miniature's sampling temperature (sampling.temperature; 0, greedy, in folders made
+        before it was chosen); a value out of range is a usage error, as it always was."""
+        from j0.mini.temperature import MAX_TEMPERATURE
+
+        value = self.sampling.get("temperature") if isinstance(self.sampling, dict) else None
+        if value is None:
+            return 0.0
+        if not is_of(value, NUMBER) or not 0 <= value <= MAX_TEMPERATURE:
+            raise J0Error(
+                f"mini.json: sampling.temperature {value!r}: expected a number from 0 to "
+                f"{MAX_TEMPERATURE}",
+                USAGE,
+            )
+        return float(value)
+
+    def trained(self) -> Trained:
+        """The training record, or J0Error naming the file and the first key it lacks."""
+        for key in ("target", "drafters", "times"):
+            if getattr(self, key) is None:
+                raise J0Error(
+                    f"{self.where}: no {key!r}; expected a folder made by `{MADE_BY}`",
+                    INPUT_LACKS,
+                )
+        assert self.target is not None and self.drafters is not None and self.times is not None
+        total = self.times.get("total_s")
+        if not is_of(total, NUMBER):
+            raise J0Error(
+                f"{self.where}: times.total_s is {total!r}, expected a number", INPUT_LACKS
+            )
+        rows = (self.generated or {}).get("rows")
+        return Trained(self.target, self.drafters, rows, total)
+
+
+def _refuse(where: str, prefix: str, value: Any, table: FieldTable) -> None:
+    if not isinstance(value, dict):
+        raise J0Error(f"{where}: {prefix.rstrip('.')} is not an object", INPUT_LACKS)
+    if (problem := field_problem(value, table)) is not None:
+        raise J0Error(
+            f"{where}: {prefix}{problem}" if prefix else f"{where}: {problem}", INPUT_LACKS
+        )
+
+
+def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
+    prefix = f"drafters.{name}."
+    _refuse(where, prefix, record, DRAFTER_FIELDS)
+    _refuse(where, f"{prefix}heldout_slots.", record["heldout_slots"], SLOTS_FIELDS)
+    _refuse(
+        where,
+        f"{prefix}heldout_slots.chain_estimate.",
+        record["heldout_slots"]["chain_estimate"],
+        CHAIN_FIELDS,
+    )
+    for key in ("accuracy_vs_data", "agreement_with_target"):
+        first = record["heldout_slots"][key][:1]
+        if not first or not is_of(first[0], NUMBER):
+            raise J0Error(
+                f"{where}: {prefix}heldout_slots.{key} is {first!r}..., expected a list of numbers",
+                INPUT_LACKS,
+            )
+    return DrafterRecord(**{k: record[k] for k in DRAFTER_FIELDS})
+
+
+def read_manifest_file(folder: Path) -> MiniManifest:
+    """FOLDER/mini.json, typed; J0Error (exit 64) where there is none, 2 where it is not JSON or
+    not what `j0 mini train` writes."""
+    from j0.errors import parse_json
+
+    path = folder / MINI_JSON
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file; expected a folder made by `{MADE_BY}`", USAGE)
+    value = parse_json(path.read_text(encoding="utf-8"), str(path))
+    return MiniManifest.from_json(value, str(path))
