@@ -1,6 +1,7 @@
 """deploy/k8s/ (j0/kube/serving.py) and the matrix's manifests (matrix/k8s/render.py): current
 with the pins, valid for Kubernetes 1.29 and the newest version kubernetes-validate ships
-(--strict), and running the server with exactly the arguments compose.yaml renders (`docker compose config`, real compose).
+(--strict), and running the server with exactly the arguments compose.yaml renders (`docker
+compose config`, real compose).
 
 No cluster is needed; the compose tests skip without the compose plugin (fail with
 J0_REQUIRE_DOCKER=1).
@@ -20,11 +21,11 @@ import pytest
 
 from j0.bench.matrix.k8s import pod as k8s_pod
 from j0.bench.matrix.k8s import render as k8s_render
-from j0.kube import objects as kube_objects
-from j0.kube import serving as kube_serving
-from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
+from j0.bench.matrix.k8s.plan import BenchOptions, PlanDocument, build_plan
 from j0.bench.matrix.settings import matrix_settings
 from j0.compose.server import ServerKnobs, Setting
+from j0.kube import objects as kube_objects
+from j0.kube import serving as kube_serving
 from j0.pins import Pins
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,7 +240,7 @@ def test_plan_gives_every_index_its_setting_and_shard(pins: Pins) -> None:
         "prompts-shard-00.jsonl.gz",
         "prompts-shard-01.jsonl.gz",
     }
-    argv, env = k8s_pod.server_command(plan, 5)  # k7-j0-off, shard 1
+    argv, env = k8s_pod.server_command(PlanDocument.from_json(plan, "plan.json"), 5)  # k7 off, 1
     assert argv[:3] == ["j0", "serve", "--"]
     assert '"num_speculative_tokens":7,' in argv[argv.index("--speculative-config") + 1]
     assert env["VLLM_DFLASH_CTX_NOISE"] == "0"
@@ -305,7 +306,7 @@ def test_matrix_server_arguments_equal_composes(
         pins, knobs, plan, k8s_render.K8sOptions(image="x/y:z"), parallelism=1
     )
     rendered = json.loads(docs["configmap"]["data"]["plan.json"])
-    argv, env = k8s_pod.server_command(rendered, 0)
+    argv, env = k8s_pod.server_command(PlanDocument.from_json(rendered, "plan.json"), 0)
     assert argv[:3] == ["j0", "serve", "--"] and server["entrypoint"] == ["j0", "serve", "--"]
     assert argv[3:] == server["command"]
     from j0.bench.matrix.compose.project import prefix_caching_of
@@ -423,7 +424,8 @@ def test_baseline_server_arguments_equal_composes(
     docs = k8s_render.matrix_manifests(
         pins, knobs, plan, k8s_render.K8sOptions(image="x/y:z"), parallelism=1
     )
-    argv, _ = k8s_pod.server_command(json.loads(docs["configmap"]["data"]["plan.json"]), 0)
+    rendered = json.loads(docs["configmap"]["data"]["plan.json"])
+    argv, _ = k8s_pod.server_command(PlanDocument.from_json(rendered, "plan.json"), 0)
     assert server["entrypoint"] == argv[:2] == ["vllm", "serve"]
     assert server["command"] == argv[2:]
     assert "--speculative-config" not in argv

@@ -26,7 +26,7 @@ from compose_cli import (
 
 from j0.article import serving
 from j0.pins import Pins
-from j0.serve import command as serve_command
+from j0.serve import launch as serve_launch
 
 
 @pytest.fixture
@@ -197,7 +197,7 @@ def test_prefix_caching_knob_reaches_j0_serve(render: Renderer, tmp_path: Path) 
         server = render(**switches)["services"]["server"]
         args = [a.replace('"/drafter"', json.dumps(str(folder))) for a in server["command"]]
         env = {k: v for k, v in server["environment"].items() if v is not None}
-        plan = serve_command.plan_serve(args, env, api_key_file=None)
+        plan = serve_launch.plan_serve(args, env, api_key_file=None)
         assert plan.args[-1] == flag
         assert any("prefix caching is on with J0 on" in w for w in plan.warnings) is warned
 
@@ -217,7 +217,7 @@ def test_overlay_swap(render: Renderer, tmp_path: Path) -> None:
     swap = tmp_path / "speculator.py"
     swap.write_text("# another speculator.py\n")
     server = render(J0_OVERLAY=str(swap))["services"]["server"]
-    mount = volume(server, str(serve_command.DEFAULT_OVERLAY_MOUNT))
+    mount = volume(server, str(serve_launch.DEFAULT_OVERLAY_MOUNT))
     assert mount["source"] == str(swap) and mount["read_only"] is True
     assert mount["type"] == "bind"
     assert "build" in server  # no rebuild needed: the image is the same

@@ -134,11 +134,11 @@ def test_a_missing_default_overlay_is_built_as_overlay_build_does(
 
 
 @pytest.mark.slow
-def test_the_readme_line_works_on_a_fresh_clone(tmp_path: Path) -> None:
-    """README.md's `j0 selfcheck --speculator overlay/vllm/.../speculator.py`, run in a clone
-    where `j0 overlay build` never ran: it builds the file, then checks it."""
+def test_the_documented_line_works_on_a_fresh_clone(tmp_path: Path) -> None:
+    """docs/selfcheck.md's `j0 selfcheck --speculator overlay/vllm/.../speculator.py`, run in a
+    clone where `j0 overlay build` never ran: it builds the file, then checks it."""
     clone = fresh_clone(tmp_path / "clone")
-    readme = (ROOT / "README.md").read_text().splitlines()
+    readme = (ROOT / "docs" / "selfcheck.md").read_text().splitlines()
     line = next(x for x in readme if x.startswith("j0 selfcheck --speculator overlay/"))
     args = line.split()[1:]
     done = subprocess.run(

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from j0.errors import USAGE, J0Error
-from j0.serve import command as serve_command
-from serve.test_serve_command import drafter, serve_args
+from j0.serve import launch as serve_launch
+from serve.test_serve_launch import drafter, serve_args
 
 OTHER = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
 
 
-def logged_config(plan: serve_command.Plan) -> dict:
+def logged_config(plan: serve_launch.Plan) -> dict:
     (line,) = [f for f in plan.facts if f.startswith("--speculative-config ")]
     return json.loads(line.removeprefix("--speculative-config "))
 
@@ -46,7 +46,7 @@ def test_a_second_speculative_config_in_another_spelling_is_what_is_judged(
     alone, put after every other argument). Now that config is the one checked: refused."""
     args = serve_args(drafter(tmp_path), 15, *spelling)
     with pytest.raises(J0Error) as caught:
-        serve_command.plan_serve(args, {})
+        serve_launch.plan_serve(args, {})
     assert caught.value.exit_code in (USAGE, 64), caught.value
 
 
@@ -57,7 +57,7 @@ def test_the_config_logged_is_the_one_vllm_runs(tmp_path: Path) -> None:
     article = serve_args(folder)[2]
     seven = json.loads(article) | {"num_speculative_tokens": 7}
     args = serve_args(folder, 15, f"--speculative_config={json.dumps(seven)}")
-    plan = serve_command.plan_serve(args, {})
+    plan = serve_launch.plan_serve(args, {})
     assert logged_config(plan) == seven
     assert "speculative_config is given 2 times: vLLM takes the last" in plan.warnings
 
@@ -70,7 +70,7 @@ def test_an_empty_api_key_is_refused(tmp_path: Path, key: list[str]) -> None:
     secret.write_text("s3cret\n")
     args = serve_args(drafter(tmp_path), 15, "--api-key", *key)
     with pytest.raises(J0Error) as caught:
-        serve_command.plan_serve(args, {}, api_key_file=secret)
+        serve_launch.plan_serve(args, {}, api_key_file=secret)
     assert caught.value.exit_code == USAGE
     assert "empty key" in str(caught.value) and "no authentication" in str(caught.value)
 
@@ -81,7 +81,7 @@ def test_an_api_key_in_any_spelling_is_vllms(tmp_path: Path, spelling: list[str]
     /v1 (read from FILE)" while vLLM took the one in ARGS."""
     secret = tmp_path / "key"
     secret.write_text("s3cret\n")
-    plan = serve_command.plan_serve(serve_args(drafter(tmp_path), 15, *spelling), {}, secret)
+    plan = serve_launch.plan_serve(serve_args(drafter(tmp_path), 15, *spelling), {}, secret)
     assert any(f.startswith("API key: from --api-key") for f in plan.facts), plan.facts
     assert "VLLM_API_KEY" not in plan.env
 
@@ -91,7 +91,7 @@ def test_max_num_seqs_in_any_spelling_is_read(tmp_path: Path, spelling: list[str
     folder = drafter(tmp_path)
     args = serve_args(folder)
     args = [*args[:3], *spelling]
-    plan = serve_command.plan_serve(args, {})
+    plan = serve_launch.plan_serve(args, {})
     assert "--max-num-seqs 8: the article ran 4" in plan.warnings, plan.warnings
 
 
@@ -99,8 +99,8 @@ def test_max_num_seqs_in_any_spelling_is_read(tmp_path: Path, spelling: list[str
 def test_prefix_caching_in_any_spelling_counts_once(tmp_path: Path, flag: str) -> None:
     args = serve_args(drafter(tmp_path), 15, flag)
     with pytest.raises(J0Error, match="say it once"):
-        serve_command.plan_serve(args, {"ENABLE_PREFIX_CACHING": "1"})
-    plan = serve_command.plan_serve(args, {})
+        serve_launch.plan_serve(args, {"ENABLE_PREFIX_CACHING": "1"})
+    plan = serve_launch.plan_serve(args, {})
     assert "prefix caching: off (--no-enable-prefix-caching)" in plan.facts
 
 
@@ -117,5 +117,5 @@ def test_prefix_caching_in_any_spelling_counts_once(tmp_path: Path, flag: str) -
 )
 def test_what_vllm_would_refuse_is_refused(tmp_path: Path, extra: list[str], words: str) -> None:
     with pytest.raises(J0Error, match=words) as caught:
-        serve_command.plan_serve(serve_args(drafter(tmp_path), 15, *extra), {})
+        serve_launch.plan_serve(serve_args(drafter(tmp_path), 15, *extra), {})
     assert caught.value.exit_code == USAGE

@@ -16,7 +16,7 @@ from j0.errors import USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
-from test_serve_command import drafter, serve_args  # noqa: E402
+from test_serve_launch import drafter, serve_args  # noqa: E402
 
 
 def serve(tmp_path: Path, dumps: Path, *extra: str) -> subprocess.CompletedProcess[str]:

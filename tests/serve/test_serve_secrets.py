@@ -20,7 +20,7 @@ import pytest
 
 from j0.edge.secret_file import MAX_SECRET_BYTES, read_secret_file
 from j0.errors import J0Error
-from serve.test_serve_command import drafter, serve_args
+from serve.test_serve_launch import drafter, serve_args
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = "expected one line of UTF-8 text holding it (or /dev/null for none)"

@@ -342,9 +342,9 @@ def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ign
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from j0.bench.matrix import command
+    from j0.bench.matrix import run as matrix_run
 
-    return int(command.main(args))
+    return int(matrix_run.main(args))
 
 
 def _register_report(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -5,7 +5,7 @@ Lines read (the last of each kind before the server is up wins):
 
     j0-entrypoint: vLLM 0.33.0 commit 4ba787ec9 (not the pinned c50aca14), PATH: speculator.py
         sha256=... identity=article (...)          docker/entrypoint.sh (`j0 image identity`)
-    j0 serve: --speculative-config {...}           j0.serve.command
+    j0 serve: --speculative-config {...}           j0.serve.launch
     ... DFLASH_CTX_NOISE=1 pool=(4, 2048) dump=None/0                   the patch
     ... DFLASH_DRAFT_KV_DTYPES=['auto'] spec_kv_cache_dtype=auto        the patch
     ... non-default args: {... 'max_num_seqs': 4, 'speculative_config': {...}}

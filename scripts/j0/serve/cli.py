@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from j0.commands import add_command
-from j0.serve import command as serve_command
+from j0.serve import launch as serve_launch
 
 DESCRIPTION = """\
 The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments, read as vLLM 0.33
@@ -53,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--then",
         metavar="PROGRAM",
-        default=serve_command.DEFAULT_THEN,
-        help=f"what to exec with ARGS after the checks (default: {serve_command.DEFAULT_THEN})",
+        default=serve_launch.DEFAULT_THEN,
+        help=f"what to exec with ARGS after the checks (default: {serve_launch.DEFAULT_THEN})",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="check and say what would run, then exit 0"
@@ -65,15 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         type=Path,
         default=None,
         help="API key for vLLM: one line of text, or /dev/null for none (default: "
-        f"{serve_command.DEFAULT_API_KEY_FILE}, compose's api_key secret, where it is mounted)",
+        f"{serve_launch.DEFAULT_API_KEY_FILE}, compose's api_key secret, where it is mounted)",
     )
     parser.add_argument(
         "--overlay-mount",
         metavar="FILE",
         type=Path,
-        default=serve_command.DEFAULT_OVERLAY_MOUNT,
+        default=serve_launch.DEFAULT_OVERLAY_MOUNT,
         help="where compose bind-mounts J0_OVERLAY "
-        f"(default: {serve_command.DEFAULT_OVERLAY_MOUNT})",
+        f"(default: {serve_launch.DEFAULT_OVERLAY_MOUNT})",
     )
     parser.add_argument(
         "--force",
@@ -89,7 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
     serve_args = list(args.serve_args)
     if serve_args and serve_args[0] == "--":
         serve_args = serve_args[1:]
-    return serve_command.run(
+    return serve_launch.run(
         serve_args,
         then=args.then,
         dry_run=args.dry_run,

@@ -9,6 +9,6 @@ main(folder, ...) for other commands, as before).
 
 from __future__ import annotations
 
-from j0.bench.report.command import ReportOptions, ReportOutcome, main, report, say
+from j0.bench.report.run import ReportOptions, ReportOutcome, main, report, say
 
 __all__ = ["ReportOptions", "ReportOutcome", "main", "report", "say"]

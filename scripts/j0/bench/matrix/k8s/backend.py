@@ -22,9 +22,9 @@ from j0.bench.matrix.k8s.pod import BEGIN, END, decode_blocks
 from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests
 from j0.bench.matrix.layout import SERVER_LOG, SettingRun, judge_ran, now
 from j0.compose.server import ServerKnobs
-from j0.kube.objects import to_yaml
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, J0Error
+from j0.kube.objects import to_yaml
 from j0.pins import Pins
 
 MANIFEST_DIR = "k8s"
@@ -111,13 +111,13 @@ class K8sBackend:
         self.say(
             f"Job {plan.run}: created ({plan.completions} indexes, {self.parallelism} at once)"
         )
-        tasks = plan.value["indexes"]
+        tasks = plan.document.indexes
 
         def describe(index: int | None) -> str:
             if index is None or not 0 <= index < len(tasks):
                 return f"index {index}"
             task = tasks[index]
-            return f"index {index} ({task['setting']} shard {task['shard']:02d})"
+            return f"index {index} ({task.setting} shard {task.shard:02d})"
 
         follower = client.Follower(cluster, plan.run, self.say, describe, self.window_s)
         job = follower.wait()
@@ -146,8 +146,8 @@ class K8sBackend:
                 by_index.setdefault(view.index, []).append(view)
         by_setting = {run.setting.name: run for run in runs}
         server_logs: dict[str, list[str]] = {name: [] for name in by_setting}
-        for task in plan.value["indexes"]:
-            index, name, shard = task["index"], task["setting"], task["shard"]
+        for task in plan.document.indexes:
+            index, name, shard = task.index, task.setting, task.shard
             run = by_setting[name]
             views = sorted(
                 by_index.get(index, []), key=lambda v: (v.phase == "Succeeded", v.created)
@@ -155,7 +155,7 @@ class K8sBackend:
             entry: dict[str, Any] = {
                 "index": index,
                 "shard": shard,
-                "prompt_positions": task["prompt_positions"],
+                "prompt_positions": task.prompt_positions,
                 "attempts": len(views),
                 "pod": None,
                 "status": "missing",
@@ -184,15 +184,15 @@ class K8sBackend:
                 entry["status"] = "failed"
                 entry["error"] = str(exc)
                 continue
-            data = blocks.get(task["out"])
+            data = blocks.get(task.out)
             if data is None:
                 if entry["status"] == "ok":
                     entry["status"] = "failed"
-                    entry["error"] = f"no result block for {task['out']} in the bench log"
+                    entry["error"] = f"no result block for {task.out} in the bench log"
                 continue
-            write_text_atomic(self.out / task["out"], data.decode("utf-8"))
-            entry["result"] = task["out"]
-            run.results.append(task["out"])
+            write_text_atomic(self.out / task.out, data.decode("utf-8"))
+            entry["result"] = task.out
+            run.results.append(task.out)
         for name, run in by_setting.items():
             shard_logs = server_logs[name]
             write_text_atomic(self.out / name / SERVER_LOG, "".join(shard_logs))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from j0.bench.matrix.layout import result_name
 from j0.compose.server import ServerKnobs, Setting, server_args, server_env
-from j0.errors import USAGE, J0Error
+from j0.edge.fields import FieldTable, field_problem
+from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 PLAN_FILE = "plan.json"
 # A ConfigMap holds at most 1 MiB (data and binaryData together); keep room for the plan.
@@ -53,17 +54,186 @@ class BenchOptions:
     system_prompt: str | None = None
 
 
+# plan.json's parts, as PlanDocument.to_json writes them and from_json reads them (pod.py, in the
+# pods): (kinds, needed). tests/bench/test_k8s_plan.py holds them to the dataclasses' fields.
+TASK_FIELDS: FieldTable = {
+    "index": ((int,), True),
+    "setting": ((str,), True),
+    "shard": ((int,), True),
+    "shards": ((int,), True),
+    "prompts": ((str, type(None)), True),
+    "prompt_positions": ((list, type(None)), True),
+    "requests": ((int, type(None)), True),
+    "out": ((str,), True),
+    "label": ((str,), True),
+}
+SERVER_FIELDS: FieldTable = {
+    "name": ((str,), True),
+    "num_speculative_tokens": ((int,), True),
+    "j0": ((bool,), True),
+    "prefix_caching": ((bool,), True),
+    "baseline": ((bool,), False),
+    "server_args": ((list,), True),
+    "server_env": ((dict,), True),
+}
+BENCH_FIELDS: FieldTable = {
+    "dataset": ((str, type(None)), True),
+    "requests": ((int, type(None)), True),
+    "max_tokens": ((int, type(None)), True),
+    "repeats": ((int,), True),
+    "system_prompt": ((str, type(None)), True),
+}
+PLAN_FIELDS: FieldTable = {
+    "run": ((str,), True),
+    "settings": ((dict,), True),
+    "bench": ((dict,), True),
+    "indexes": ((list,), True),
+}
+
+
+def _checked(value: Any, table: FieldTable, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise J0Error(f"{where}: expected an object", INPUT_LACKS)
+    if (problem := field_problem(value, table)) is not None:
+        raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+    return value
+
+
 @dataclass(frozen=True)
-class Plan:
-    """The rendered plan: plan.json's value and the compressed prompt shards beside it."""
+class PlanTask:
+    """One Job index: its setting, its shard of the prompts, where its result goes."""
+
+    index: int
+    setting: str
+    shard: int
+    shards: int
+    prompts: str | None
+    prompt_positions: list[int] | None
+    requests: int | None
+    out: str
+    label: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> PlanTask:
+        checked = _checked(value, TASK_FIELDS, where)
+        return cls(**{key: checked[key] for key in TASK_FIELDS})
+
+
+@dataclass(frozen=True)
+class PlanServer:
+    """A setting's server: the setting, and the `vllm serve` arguments and switches compose
+    renders for it (j0.compose.server)."""
+
+    setting: Setting
+    server_args: list[str]
+    server_env: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.setting.to_json(),
+            "server_args": self.server_args,
+            "server_env": self.server_env,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> PlanServer:
+        checked = _checked(value, SERVER_FIELDS, where)
+        setting = Setting(
+            checked["num_speculative_tokens"], checked["j0"], checked["prefix_caching"]
+        )
+        if setting.name != checked["name"] or setting.baseline != checked.get("baseline", False):
+            raise J0Error(
+                f"{where}: named {checked['name']!r}, but its draft tokens and J0 make "
+                f"{setting.name!r}",
+                INPUT_LACKS,
+            )
+        args, env = checked["server_args"], checked["server_env"]
+        if not all(isinstance(a, str) for a in args) or not all(
+            isinstance(v, str) for v in env.values()
+        ):
+            raise J0Error(f"{where}: server_args and server_env hold text only", INPUT_LACKS)
+        return cls(setting, list(args), dict(env))
+
+
+@dataclass(frozen=True)
+class PlanBench:
+    """What every index's `j0 bench run` gets besides its URL, output and prompts."""
+
+    dataset: str | None
+    requests: int | None
+    max_tokens: int | None
+    repeats: int
+    system_prompt: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> PlanBench:
+        checked = _checked(value, BENCH_FIELDS, where)
+        return cls(**{key: checked[key] for key in BENCH_FIELDS})
+
+
+@dataclass(frozen=True)
+class PlanDocument:
+    """plan.json: the run's name, its settings' servers, the bench options and the indexes.
+    Written by build_plan (to_json, into the ConfigMap), read in every pod (from_json)."""
 
     run: str
-    value: dict[str, Any]
+    settings: dict[str, PlanServer]
+    bench: PlanBench
+    indexes: list[PlanTask]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "settings": {name: server.to_json() for name, server in self.settings.items()},
+            "bench": self.bench.to_json(),
+            "indexes": [task.to_json() for task in self.indexes],
+        }
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> PlanDocument:
+        """The plan, or J0Error (exit 2) naming `where`, the part, the key and the value."""
+        checked = _checked(value, PLAN_FIELDS, where)
+        settings = {
+            name: PlanServer.from_json(server, f"{where}: settings[{name!r}]")
+            for name, server in checked["settings"].items()
+        }
+        indexes = [
+            PlanTask.from_json(task, f"{where}: indexes[{i}]")
+            for i, task in enumerate(checked["indexes"])
+        ]
+        for task in indexes:
+            if task.setting not in settings:
+                raise J0Error(
+                    f"{where}: indexes[{task.index}]: setting {task.setting!r} is not among the "
+                    f"plan's settings ({', '.join(settings)})",
+                    INPUT_LACKS,
+                )
+        bench = PlanBench.from_json(checked["bench"], f"{where}: bench")
+        return cls(checked["run"], settings, bench, indexes)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The rendered plan: plan.json's document and the compressed prompt shards beside it."""
+
+    run: str
+    document: PlanDocument
     prompt_files: dict[str, bytes]
 
     @property
+    def value(self) -> dict[str, Any]:
+        """plan.json's value (what the ConfigMap holds)."""
+        return self.document.to_json()
+
+    @property
     def completions(self) -> int:
-        return len(self.value["indexes"])
+        return len(self.document.indexes)
 
 
 def build_plan(
@@ -95,40 +265,33 @@ def build_plan(
                 "shorter prompts",
                 USAGE,
             )
-    indexes: list[dict[str, Any]] = []
+    indexes: list[PlanTask] = []
     for setting in settings:
         for k in range(shards):
             sharded = prompts is not None
             indexes.append(
-                {
-                    "index": len(indexes),
-                    "setting": setting.name,
-                    "shard": k,
-                    "shards": shards,
-                    "prompts": shard_file(k) if sharded else None,
-                    "prompt_positions": positions[k] if sharded else None,
-                    "requests": len(positions[k]) if sharded else options.requests,
-                    "out": f"{setting.name}/{result_name(k)}",
-                    "label": f"{setting.name} shard {k:02d}",
-                }
+                PlanTask(
+                    index=len(indexes),
+                    setting=setting.name,
+                    shard=k,
+                    shards=shards,
+                    prompts=shard_file(k) if sharded else None,
+                    prompt_positions=positions[k] if sharded else None,
+                    requests=len(positions[k]) if sharded else options.requests,
+                    out=f"{setting.name}/{result_name(k)}",
+                    label=f"{setting.name} shard {k:02d}",
+                )
             )
-    value = {
-        "run": run,
-        "settings": {
-            s.name: {
-                **s.to_json(),
-                "server_args": server_args(s, knobs),
-                "server_env": server_env(s),
-            }
-            for s in settings
-        },
-        "bench": {
-            "dataset": options.dataset,
-            "requests": options.requests,
-            "max_tokens": options.max_tokens,
-            "repeats": options.repeats,
-            "system_prompt": options.system_prompt,
-        },
-        "indexes": indexes,
-    }
-    return Plan(run=run, value=value, prompt_files=files)
+    document = PlanDocument(
+        run=run,
+        settings={s.name: PlanServer(s, server_args(s, knobs), server_env(s)) for s in settings},
+        bench=PlanBench(
+            dataset=options.dataset,
+            requests=options.requests,
+            max_tokens=options.max_tokens,
+            repeats=options.repeats,
+            system_prompt=options.system_prompt,
+        ),
+        indexes=indexes,
+    )
+    return Plan(run=run, document=document, prompt_files=files)

@@ -25,18 +25,18 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import json
 import os
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from j0.bench.matrix.k8s.plan import PLAN_FILE, PlanDocument, PlanTask
 from j0.bench.matrix.settings import SettingBench
 from j0.edge import urls
 from j0.engine.endpoints import wait_for_health
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, parse_json
 
 DEFAULT_PLAN_DIR = "/plan"
 DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
@@ -50,15 +50,13 @@ PREFETCH_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "
 # --- the plan ---------------------------------------------------------------------------------
 
 
-def load_plan(plan_dir: Path) -> dict[str, Any]:
-    path = plan_dir / "plan.json"
+def load_plan(plan_dir: Path) -> PlanDocument:
+    path = plan_dir / PLAN_FILE
     try:
-        plan = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, *JSON_ERRORS) as exc:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
         raise J0Error(f"{path}: cannot read the matrix plan: {exc}", INPUT_LACKS) from None
-    if not isinstance(plan, dict) or not isinstance(plan.get("indexes"), list):
-        raise J0Error(f"{path}: not a matrix plan (no indexes)", INPUT_LACKS)
-    return plan
+    return PlanDocument.from_json(parse_json(text, str(path)), str(path))
 
 
 def completion_index(environ: Mapping[str, str]) -> int:
@@ -72,46 +70,43 @@ def completion_index(environ: Mapping[str, str]) -> int:
     return int(raw)
 
 
-def task_of(plan: dict[str, Any], index: int) -> dict[str, Any]:
-    indexes = plan["indexes"]
-    if not 0 <= index < len(indexes) or indexes[index].get("index") != index:
+def task_of(plan: PlanDocument, index: int) -> PlanTask:
+    indexes = plan.indexes
+    if not 0 <= index < len(indexes) or indexes[index].index != index:
         raise J0Error(f"index {index}: not in the plan (0..{len(indexes) - 1})", INPUT_LACKS)
-    task: dict[str, Any] = indexes[index]
-    return task
+    return indexes[index]
 
 
-def server_command(plan: dict[str, Any], index: int) -> tuple[list[str], dict[str, str]]:
+def server_command(plan: PlanDocument, index: int) -> tuple[list[str], dict[str, str]]:
     """The sidecar's program and the environment it adds: `j0 serve -- ARGS` and the switches
     (the baseline: `vllm serve ARGS`, its prefix-caching flag already in ARGS)."""
-    setting = plan["settings"][task_of(plan, index)["setting"]]
-    if setting.get("baseline"):
-        return ["vllm", "serve", *setting["server_args"]], dict(setting["server_env"])
-    return ["j0", "serve", "--", *setting["server_args"]], dict(setting["server_env"])
+    server = plan.settings[task_of(plan, index).setting]
+    if server.setting.baseline:
+        return ["vllm", "serve", *server.server_args], dict(server.server_env)
+    return ["j0", "serve", "--", *server.server_args], dict(server.server_env)
 
 
 def bench_of(
-    plan: dict[str, Any], index: int, url: str, results_dir: str, prompts_path: str | None
+    plan: PlanDocument, index: int, url: str, results_dir: str, prompts_path: str | None
 ) -> SettingBench:
     """The `j0 bench run` of one index."""
     task = task_of(plan, index)
-    bench = plan.get("bench", {})
+    bench = plan.bench
     if prompts_path is not None:
-        dataset, requests = prompts_path, int(task["requests"])
+        dataset, requests = prompts_path, task.requests
     else:
-        dataset = None if bench.get("dataset") is None else str(bench["dataset"])
-        requests = None if bench.get("requests") is None else int(bench["requests"])
-    max_tokens = bench.get("max_tokens")
+        dataset, requests = bench.dataset, bench.requests
     return SettingBench(
         url=url,
-        out=Path(f"{results_dir}/{task['out']}"),
-        label=task["label"],
-        j0=bool(plan["settings"][task["setting"]]["j0"]),
+        out=Path(f"{results_dir}/{task.out}"),
+        label=task.label,
+        j0=plan.settings[task.setting].setting.j0,
         dataset=dataset,
         requests=requests,
-        max_tokens=None if max_tokens is None else int(max_tokens),
+        max_tokens=bench.max_tokens,
         progress=False,
-        repeats=int(bench.get("repeats") or 1),
-        system_prompt=bench.get("system_prompt"),
+        repeats=bench.repeats or 1,
+        system_prompt=bench.system_prompt,
         # backoffLimitPerIndex retries an index as itself: its run replaces the result that the
         # failed attempt left on the volume (`j0 bench run` refuses an existing --out otherwise)
         force=True,
@@ -180,8 +175,8 @@ def serve(environ: Mapping[str, str]) -> int:
     argv, switches = server_command(plan, index)
     task = task_of(plan, index)
     print(
-        f"j0 bench matrix: index {index}: {task['setting']} shard {task['shard']:02d} of "
-        f"{task['shards']}: {' '.join(argv)} with "
+        f"j0 bench matrix: index {index}: {task.setting} shard {task.shard:02d} of "
+        f"{task.shards}: {' '.join(argv)} with "
         + " ".join(f"{k}={v}" for k, v in sorted(switches.items())),
         flush=True,
     )
@@ -205,19 +200,19 @@ def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: 
 
     with tempfile.TemporaryDirectory(prefix="j0-shard-") as tmp:
         prompts_path: str | None = None
-        if task.get("prompts"):
-            packed = (plan_dir / task["prompts"]).read_bytes()
-            local = Path(tmp) / task["prompts"].removesuffix(".gz")
+        if task.prompts:
+            packed = (plan_dir / task.prompts).read_bytes()
+            local = Path(tmp) / task.prompts.removesuffix(".gz")
             local.write_bytes(gzip.decompress(packed))
             prompts_path = str(local)
         run = bench_of(plan, index, url, results_dir, prompts_path)
-        (Path(results_dir) / task["out"]).parent.mkdir(parents=True, exist_ok=True)
+        (Path(results_dir) / task.out).parent.mkdir(parents=True, exist_ok=True)
         shown = " ".join(run.command_line())
         print(f"j0 bench matrix: index {index}: j0 {shown}", file=out, flush=True)
         code = run_as_command(run.options())
-    result = Path(results_dir) / task["out"]
+    result = Path(results_dir) / task.out
     if result.is_file():
-        out.write(encode_block(task["out"], result.read_bytes()))
+        out.write(encode_block(task.out, result.read_bytes()))
         out.flush()
     else:
         print(f"j0 bench matrix: index {index}: no {result}", file=out, flush=True)

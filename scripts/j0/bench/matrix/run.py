@@ -199,8 +199,8 @@ def _k8s(
     manifests = backend.render(plan)
     path = write_manifests(record.out, manifests, plan)
     for run in record.runs:
-        spec = plan.value["settings"][run.setting.name]
-        run.server_args, run.server_env = spec["server_args"], spec["server_env"]
+        server = plan.document.settings[run.setting.name]
+        run.server_args, run.server_env = server.server_args, server.server_env
         run.status = "rendered"
     record.extra["k8s"] = {
         "run": plan.run,

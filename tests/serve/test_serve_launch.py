@@ -16,7 +16,7 @@ import pytest
 
 from j0.article import serving
 from j0.errors import J0Error
-from j0.serve import command as serve_command
+from j0.serve import launch as serve_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 # Typed from the seed's serving flags, not produced by the code under test.
@@ -130,10 +130,10 @@ def test_no_draft_kv_dtype_under_an_fp8_target_is_refused(tmp_path: Path) -> Non
     raw = json.dumps({"method": "dflash", "model": str(folder), "num_speculative_tokens": 15})
     args = ["Qwen/Test", "--speculative-config", raw, "--max-num-seqs", "4"]
     env = {"VLLM_DFLASH_CTX_NOISE": "1"}
-    plan = serve_command.plan_serve(args, env, api_key_file=None)
+    plan = serve_launch.plan_serve(args, env, api_key_file=None)
     assert any(f.startswith('note: no "kv_cache_dtype"') for f in plan.facts)
     with pytest.raises(J0Error, match="would inherit the target's --kv-cache-dtype fp8") as info:
-        serve_command.plan_serve([*args, "--kv-cache-dtype", "fp8"], env, api_key_file=None)
+        serve_launch.plan_serve([*args, "--kv-cache-dtype", "fp8"], env, api_key_file=None)
     assert info.value.exit_code == 64
 
 
@@ -141,10 +141,10 @@ def test_tested_token_counts_pass_quietly_and_others_warn(tmp_path: Path) -> Non
     folder = drafter(tmp_path)
     env = {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": "0"}
     for n in (15, 7):
-        plan = serve_command.plan_serve(serve_args(folder, n), env, api_key_file=None)
+        plan = serve_launch.plan_serve(serve_args(folder, n), env, api_key_file=None)
         assert plan.warnings == []
         assert f'"num_speculative_tokens":{n},' in " ".join(plan.facts)
-    plan = serve_command.plan_serve(serve_args(folder, 3), env, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder, 3), env, api_key_file=None)
     assert plan.warnings == [
         "num_speculative_tokens=3: the article tested 15 and 7 only (NUM_SPEC_TOKENS)"
     ]
@@ -182,7 +182,7 @@ def test_prefix_caching_knob_and_the_j0_warning(tmp_path: Path) -> None:
         ),
     )
     for env, flag, fact, warned in cases:
-        plan = serve_command.plan_serve(serve_args(folder), env, api_key_file=None)
+        plan = serve_launch.plan_serve(serve_args(folder), env, api_key_file=None)
         assert plan.args[-1] == (flag or "4"), env
         assert f"prefix caching: {fact}" in plan.facts
         if warned:
@@ -196,20 +196,20 @@ def test_prefix_caching_knob_and_the_j0_warning(tmp_path: Path) -> None:
         else:
             assert plan.warnings == []
     # given in the arguments instead of the knob: the same, no flag added
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder, 15, "--no-enable-prefix-caching"),
         {"VLLM_DFLASH_CTX_NOISE": "1"},
         api_key_file=None,
     )
     assert plan.warnings == [] and plan.args.count("--no-enable-prefix-caching") == 1
     with pytest.raises(J0Error, match="ENABLE_PREFIX_CACHING=0 and --enable-prefix-caching"):
-        serve_command.plan_serve(
+        serve_launch.plan_serve(
             serve_args(folder, 15, "--enable-prefix-caching"),
             {"ENABLE_PREFIX_CACHING": "0"},
             api_key_file=None,
         )
     with pytest.raises(J0Error, match="ENABLE_PREFIX_CACHING='yes': expected 1"):
-        serve_command.plan_serve(
+        serve_launch.plan_serve(
             serve_args(folder), {"ENABLE_PREFIX_CACHING": "yes"}, api_key_file=None
         )
 
@@ -217,15 +217,15 @@ def test_prefix_caching_knob_and_the_j0_warning(tmp_path: Path) -> None:
 def test_max_num_seqs_other_than_four_warns(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
     args = [*serve_args(folder)[:3], "--max-num-seqs=8"]
-    plan = serve_command.plan_serve(args, {}, api_key_file=None)
+    plan = serve_launch.plan_serve(args, {}, api_key_file=None)
     assert plan.warnings == ["--max-num-seqs 8: the article ran 4"]
-    plan = serve_command.plan_serve(serve_args(folder)[:3], {}, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder)[:3], {}, api_key_file=None)
     assert "no --max-num-seqs" in plan.warnings[0]
 
 
 def test_facts_name_target_drafter_causality_and_switches(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder), {"VLLM_DFLASH_CTX_NOISE": "1"}, api_key_file=None
     )
     text = "\n".join(plan.facts)
@@ -234,7 +234,7 @@ def test_facts_name_target_drafter_causality_and_switches(tmp_path: Path) -> Non
     assert "VLLM_DFLASH_CTX_NOISE=1: J0 on" in text
     assert "--max-num-seqs 4" in text
     assert "dumps: off" in text
-    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder), {}, api_key_file=None)
     assert "VLLM_DFLASH_CTX_NOISE=0: J0 off (baseline)" in plan.facts
 
 
@@ -256,14 +256,14 @@ def test_a_drafter_that_vllm_would_not_run_causally_is_refused(
 ) -> None:
     folder = drafter(tmp_path, config)
     with pytest.raises(J0Error, match=message) as info:
-        serve_command.plan_serve(serve_args(folder), {}, api_key_file=None)
+        serve_launch.plan_serve(serve_args(folder), {}, api_key_file=None)
     assert info.value.exit_code == code
     assert str(folder / "config.json") in str(info.value)
 
 
 def test_missing_drafter_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(J0Error, match=r"config\.json: no such file") as info:
-        serve_command.plan_serve(serve_args(tmp_path / "none"), {}, api_key_file=None)
+        serve_launch.plan_serve(serve_args(tmp_path / "none"), {}, api_key_file=None)
     assert info.value.exit_code == 2
 
 
@@ -271,7 +271,7 @@ def test_missing_drafter_names_the_file(tmp_path: Path) -> None:
 def test_ctx_noise_must_be_one_or_zero(tmp_path: Path, value: str) -> None:
     folder = drafter(tmp_path)
     with pytest.raises(J0Error, match="VLLM_DFLASH_CTX_NOISE"):
-        serve_command.plan_serve(
+        serve_launch.plan_serve(
             serve_args(folder), {"VLLM_DFLASH_CTX_NOISE": value}, api_key_file=None
         )
 
@@ -280,13 +280,13 @@ def test_dump_switches(tmp_path: Path) -> None:
     folder = drafter(tmp_path)
     dumps = tmp_path / "dumps" / "run1"
     on = {"VLLM_DFLASH_DUMP": str(dumps), "VLLM_DFLASH_DUMP_STEPS": "16"}
-    plan = serve_command.plan_serve(serve_args(folder), on, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder), on, api_key_file=None)
     assert dumps.is_dir() and plan.warnings == []
     assert any(
         f.startswith(f"dumps: the first 16 single-request draft steps to {dumps}")
         for f in plan.facts
     )
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder),
         {"VLLM_DFLASH_DUMP": str(dumps), "VLLM_DFLASH_DUMP_STEPS": "0"},
         api_key_file=None,
@@ -294,18 +294,18 @@ def test_dump_switches(tmp_path: Path) -> None:
     assert plan.warnings == [
         f"VLLM_DFLASH_DUMP={dumps} but VLLM_DFLASH_DUMP_STEPS=0: nothing is dumped"
     ]
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder),
         {"VLLM_DFLASH_DUMP": "", "VLLM_DFLASH_DUMP_STEPS": "4"},
         api_key_file=None,
     )
     assert "VLLM_DFLASH_DUMP is empty" in plan.warnings[0]
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder), {"VLLM_DFLASH_DUMP_STEPS": ""}, api_key_file=None
     )
     assert plan.env["VLLM_DFLASH_DUMP_STEPS"] == "0" and "dumps: off" in plan.facts
     with pytest.raises(J0Error, match="VLLM_DFLASH_DUMP_STEPS='many'"):
-        serve_command.plan_serve(
+        serve_launch.plan_serve(
             serve_args(folder), {"VLLM_DFLASH_DUMP_STEPS": "many"}, api_key_file=None
         )
 
@@ -314,10 +314,10 @@ def test_api_key_comes_from_the_secret_file_into_the_environment_only(tmp_path: 
     folder = drafter(tmp_path)
     key_file = tmp_path / "api_key"
     key_file.write_text("s3cret-key\n")
-    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=key_file)
+    plan = serve_launch.plan_serve(serve_args(folder), {}, api_key_file=key_file)
     assert plan.env["VLLM_API_KEY"] == "s3cret-key"
     assert "s3cret-key" not in " ".join(plan.args + plan.facts + plan.warnings)
-    plan = serve_command.plan_serve(serve_args(folder), {}, api_key_file=Path(os.devnull))
+    plan = serve_launch.plan_serve(serve_args(folder), {}, api_key_file=Path(os.devnull))
     assert "VLLM_API_KEY" not in plan.env  # /dev/null: compose's secret with API_KEY_FILE unset
 
 
@@ -325,17 +325,17 @@ def test_hf_token_is_reported_never_shown_and_an_empty_path_is_dropped(tmp_path:
     folder = drafter(tmp_path)
     home = tmp_path / "hf-home"
     home.mkdir()
-    plan = serve_command.plan_serve(serve_args(folder), {"HF_HOME": str(home)}, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder), {"HF_HOME": str(home)}, api_key_file=None)
     assert "Hugging Face token: none (HF_TOKEN_FILE unset)" in plan.facts
     (home / "token").write_text("hf_abc\n")  # where compose mounts the secret
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder), {"HF_HOME": str(home), "HF_TOKEN": "hf_abc"}, api_key_file=None
     )
     assert f"Hugging Face token: from {home / 'token'}" in plan.facts
     assert "hf_abc" not in " ".join(plan.facts + plan.warnings)
     assert "HF_TOKEN is set in the environment" in plan.warnings[0]
     for value in (os.devnull, ""):
-        plan = serve_command.plan_serve(
+        plan = serve_launch.plan_serve(
             serve_args(folder), {"HF_TOKEN_PATH": value}, api_key_file=None
         )
         assert "HF_TOKEN_PATH" not in plan.env
@@ -353,14 +353,14 @@ def test_overlay_swap_links_the_installed_file_to_the_mounted_one(tmp_path: Path
     mount = tmp_path / "opt" / "speculator.py"
     mount.parent.mkdir()
     mount.write_text("swapped\n")
-    plan = serve_command.Plan(args=[], env={})
-    serve_command.apply_overlay_swap(mount, installed, plan)
+    plan = serve_launch.Plan(args=[], env={})
+    serve_launch.apply_overlay_swap(mount, installed, plan)
     assert installed.is_symlink() and installed.read_text() == "swapped\n"
     assert not stale.exists() and other.exists()
     assert plan.facts == [f"overlay swap: {installed} -> {mount} (read-only bind mount)"]
     # A second start of the same container: the link is already there.
-    plan = serve_command.Plan(args=[], env={})
-    serve_command.apply_overlay_swap(mount, installed, plan)
+    plan = serve_launch.Plan(args=[], env={})
+    serve_launch.apply_overlay_swap(mount, installed, plan)
     assert plan.facts == [f"overlay swap: {mount} is mounted over {installed}"]
 
 
@@ -463,10 +463,10 @@ def test_j0_on_is_said_only_where_the_running_file_has_it(
 def test_drop_own_pythonpath_keeps_the_rest(tmp_path: Path) -> None:
     own = str(ROOT / "scripts")
     env = {"PYTHONPATH": f"{own}:/other/lib"}
-    serve_command.drop_own_pythonpath(env)
+    serve_launch.drop_own_pythonpath(env)
     assert env == {"PYTHONPATH": "/other/lib"}
     env = {"PYTHONPATH": "/other/lib"}
-    serve_command.drop_own_pythonpath(env)
+    serve_launch.drop_own_pythonpath(env)
     assert env == {"PYTHONPATH": "/other/lib"}
 
 
@@ -491,10 +491,10 @@ def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:
 def test_an_empty_hf_endpoint_is_the_hub(tmp_path: Path) -> None:
     """`HF_ENDPOINT=` in .env reaches the container as an empty value; vLLM must not get it."""
     folder = drafter(tmp_path)
-    plan = serve_command.plan_serve(serve_args(folder), {"HF_ENDPOINT": ""}, api_key_file=None)
+    plan = serve_launch.plan_serve(serve_args(folder), {"HF_ENDPOINT": ""}, api_key_file=None)
     assert "HF_ENDPOINT" not in plan.env
     assert "HF_ENDPOINT is empty: the Hub (https://huggingface.co)" in plan.facts
-    plan = serve_command.plan_serve(
+    plan = serve_launch.plan_serve(
         serve_args(folder), {"HF_ENDPOINT": "http://mirror:1"}, api_key_file=None
     )
     assert plan.env["HF_ENDPOINT"] == "http://mirror:1"
