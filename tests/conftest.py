@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+# Every Docker test to one worker: a hook of tests/docker_group.py, which pytest finds here.
+from docker_group import pytest_collection_modifyitems  # noqa: F401
 from j0.engine import base_sources
 from j0.pins import Pins, load_pins
 
@@ -149,17 +151,6 @@ def own_images() -> Iterator[OwnImages]:
     finally:
         images.remove()
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Where the tests run in several workers (scripts/test: pytest-xdist, `--dist loadgroup`),
-    every Docker test goes to one worker, in order: they share the engine, its layer cache and the
-    stand-ins, and two image builds at once would only wait on each other. First among the hooks:
-    pytest-xdist's worker reads the group marks in its own collection hook, which runs before this
-    conftest's unless told otherwise (tests/test_test_workers.py holds the order)."""
-    for item in items:
-        if item.get_closest_marker("docker"):
-            item.add_marker(pytest.mark.xdist_group("docker"))
 
 
 # Time by kind of test, printed at the end of every run (scripts/test's phase report): the fast
