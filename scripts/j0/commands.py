@@ -21,15 +21,99 @@ def add_command(
     exit_codes: bool = True,
 ) -> argparse.ArgumentParser:
     """`subparsers.add_parser(name)` with `summary` in the list of commands, `text` as its
-    description (line breaks kept) and, unless told otherwise, the exit-code table at the end."""
+    description (line breaks kept) and at the end its examples (EXAMPLES) and, unless told
+    otherwise, the exit-code table."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         name,
         help=summary,
         description=text,
-        epilog=EXIT_CODE_TABLE if exit_codes else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    examples = EXAMPLES.get(parser.prog.removeprefix("j0 "), ())
+    shown = "examples:\n" + "".join(f"  {line}\n" for line in examples) if examples else ""
+    parts = [shown, EXIT_CODE_TABLE if exit_codes else ""]
+    parser.epilog = "\n".join(part for part in parts if part) or None
     return parser
+
+
+# Every command's examples, as its --help shows them (one command line each, `# ...` after it
+# saying what it does); tests/test_help_examples.py parses each line with the real parser. The
+# defaults reproduce the article: the first line of each is the article's setup where it has one.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "overlay build": (
+        "j0 overlay build                       # the article's file, from the pinned wheel",
+        "j0 overlay build --variant prefix-safe -o prefix-safe.py",
+        "j0 overlay build --from-image IMAGE -o speculator.py",
+    ),
+    "overlay verify": (
+        "j0 overlay verify overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
+    ),
+    "selfcheck": (
+        "j0 selfcheck --speculator overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
+        "j0 selfcheck --speculator prefix-safe.py --prefix-cache    # J0 under prefix caching",
+        "j0 selfcheck --speculator FILE --device cuda --bench --json out.json",
+    ),
+    "image build": (
+        "j0 image build                                    # the wheel route (default)",
+        "j0 image build --engine image                     # the article's nightly image",
+        "j0 image build --variant prefix-safe",
+    ),
+    "image smoke": ("j0 image smoke j0/vllm-openai:compose",),
+    "image identity": ("j0 image identity --json",),
+    "drafter fetch": (
+        "j0 drafter fetch                                  # the pinned revision into ./drafter/",
+        "j0 drafter fetch --revision REV --dir DIR",
+    ),
+    "drafter patch-config": ("j0 drafter patch-config DIR",),
+    "drafter check": ("j0 drafter check DIR",),
+    "serve": (
+        "j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",
+    ),
+    "dumps show": ("j0 dumps show ./dumps",),
+    "dumps check": (
+        "j0 dumps check ./dumps --json check.json",
+        "j0 dumps check ./dumps --log server.log --prompts prompts.json   # prefix-safe runs",
+    ),
+    "dumps audit": ("j0 dumps audit ./audit --json audit.json",),
+    "dumps compare": (
+        "j0 dumps compare ./dumps ./dumps-reference --plots plots/",
+        "j0 dumps compare ./dumps-j0-off ./dumps --plots plots/   # J0 off vs on",
+    ),
+    "dumps replay": (
+        "j0 dumps replay ./dumps --drafter DRAFTER_DIR --target TARGET_DIR --json r.json",
+    ),
+    "bench run": (
+        "j0 bench run --url http://127.0.0.1:8000 --out results/k15-j0-on/result.json --j0 on",
+        "j0 bench run --url http://127.0.0.1:8000 --out r.json --j0 off --dataset math500",
+    ),
+    "bench matrix": (
+        "j0 bench matrix --out results/                    # k15/k7 x J0 off/on, compose",
+        "j0 bench matrix --tokens 15 --j0 off,on --dataset math500 --requests 100 --out results/",
+        "j0 bench matrix --backend k8s --dry-run --out results/",
+    ),
+    "bench report": (
+        "j0 bench report results/",
+        "j0 bench report results/ --gpu H200 --bins 2048,8192",
+    ),
+    "deploy render": ("j0 deploy render                      # deploy/k8s/ from the pins",),
+    "doctor": ("j0 doctor", "j0 doctor --json"),
+    "status": (
+        "j0 status --compose",
+        "j0 status --url http://127.0.0.1:8000 --log server.log",
+        "j0 status --compose --json > status.json",
+    ),
+    "engine-check": (
+        "j0 engine-check                                   # in a container of J0_IMAGE, the GPU",
+        "j0 engine-check --here --graphs --tokens 15 --keep ec/ --json ec.json",
+    ),
+    "mini train": (
+        "j0 mini train /tmp/mini                           # ~10 min on one H200",
+        "j0 mini train /tmp/mini --smoke --device cpu      # tiny, for a try",
+    ),
+    "mini run": ("j0 mini run /tmp/mini --here --tokens 7",),
+    "mini numbers": ("j0 mini numbers docs/results/mini-h200/README.md",),
+    "mini curves": ("j0 mini curves /tmp/mini",),
+}
 
 
 # Upper bounds for what no run needs more of: a count beyond MAX_COUNT (requests, tokens, steps,

@@ -301,14 +301,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "matrix",
-        help="run every setting (draft tokens x J0 off/on) on a restarted server",
-        description="For each setting, restart the server with those switches (prefix caching "
-        "off unless --prefix-caching), wait for health, run the same prompts with `j0 bench "
-        "run`, and keep each run's JSON and server log under --out DIR.",
-        epilog=EXIT_CODE_TABLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run every setting (draft tokens x J0 off/on) on a restarted server",
+        "For each setting, restart the server with those switches (prefix caching off unless\n"
+        "--prefix-caching), wait for health, run the same prompts with `j0 bench run`, and keep\n"
+        "each run's JSON and server log under --out DIR.",
     )
     p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
     p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
