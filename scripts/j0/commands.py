@@ -36,6 +36,46 @@ def add_command(
     return parser
 
 
+# The one --json of a command that prints its result: `--json` (or `--json -`) prints the result as
+# one JSON object on stdout in place of the text; `--json OUT` writes it into the file OUT and
+# prints the text as usual (the form of the commands whose --json OUT always was a file).
+JSON_ON_STDOUT = "-"
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const=JSON_ON_STDOUT,
+        metavar="OUT",
+        help=f"{what} as JSON: into the file OUT, or, alone (or -), on stdout in place of the text",
+    )
+
+
+def check_json_output(json_to: str | None) -> None:
+    """Refuse (exit 64), before any work, a --json OUT that cannot be a file to write."""
+    if json_to is not None and json_to != JSON_ON_STDOUT:
+        from pathlib import Path
+
+        from j0.edge.atomic import check_output_path
+
+        check_output_path(Path(json_to))
+
+
+def emit_result(text: str, json_text: str, json_to: str | None) -> None:
+    """Print `text`, or `json_text` in its place; and write `json_text` into OUT where given."""
+    if json_to == JSON_ON_STDOUT:
+        print(json_text, flush=True)
+        return
+    print(text, flush=True)
+    if json_to is not None:
+        from pathlib import Path
+
+        from j0.edge.atomic import write_text_atomic
+
+        write_text_atomic(Path(json_to), json_text.rstrip("\n") + "\n")
+
+
 # Every command's examples, as its --help shows them (one command line each, `# ...` after it
 # saying what it does); tests/test_help_examples.py parses each line with the real parser. The
 # defaults reproduce the article: the first line of each is the article's setup where it has one.
@@ -66,9 +106,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "drafter patch-config": ("j0 drafter patch-config DIR",),
     "drafter check": ("j0 drafter check DIR",),
-    "serve": (
-        "j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",
-    ),
+    "serve": ("j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",),
     "dumps show": ("j0 dumps show ./dumps",),
     "dumps check": (
         "j0 dumps check ./dumps --json check.json",
@@ -96,11 +134,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 bench report results/ --gpu H200 --bins 2048,8192",
     ),
     "deploy render": ("j0 deploy render                      # deploy/k8s/ from the pins",),
-    "doctor": ("j0 doctor", "j0 doctor --json"),
+    "doctor": ("j0 doctor", "j0 doctor --json                                  # on stdout"),
     "status": (
         "j0 status --compose",
         "j0 status --url http://127.0.0.1:8000 --log server.log",
-        "j0 status --compose --json > status.json",
+        "j0 status --compose --json status.json           # the same as --json > status.json",
     ),
     "engine-check": (
         "j0 engine-check                                   # in a container of J0_IMAGE, the GPU",

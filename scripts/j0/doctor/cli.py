@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from j0.commands import add_command
+from j0.commands import add_command, add_json_option, check_json_output, emit_result
 
 DOCTOR_HELP = """\
 Say whether this host can run the article's `docker compose up`, before anything is pulled or
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "can this host run `docker compose up`? (Docker, GPU, memory, Hub, disk)",
         DOCTOR_HELP,
     )
-    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    add_json_option(doctor, "the checks")
     doctor.set_defaults(func=run_doctor)
 
 
@@ -52,7 +52,8 @@ def run_doctor(args: argparse.Namespace) -> int:
     from j0.doctor import doctor
     from j0.pins import load_pins
 
+    check_json_output(args.json)
     pins = load_pins()
     report = doctor.run(pins, settings.resolve(pins))
-    print(report.json() if args.json else report.text())
+    emit_result(report.text(), report.json(), args.json)
     return 0 if report.ready else 1

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from j0.commands import add_command, finite_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_result,
+    finite_number,
+)
 
 IMAGE_HELP = """\
 The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
@@ -139,7 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "say which speculator.py this Python's vLLM runs (the entrypoint's log line)",
         IDENTITY_HELP,
     )
-    identity.add_argument("--json", action="store_true", help="print one JSON object instead")
+    add_json_option(identity, "the identity")
     identity.add_argument("--prefix", default="j0", help="word that starts the line (default j0)")
     identity.set_defaults(func=run_identity)
 
@@ -175,11 +181,13 @@ def run_identity(args: argparse.Namespace) -> int:
     )
     from j0.pins import load_pins
 
+    check_json_output(args.json)
     pins = load_pins()
     path, identity = installed_identity(pins)
     engine = installed_engine()
-    if args.json:
-        print(identity_json(path, identity, engine, pins))
-    else:
-        print(f"{args.prefix}: {identity_line(path, identity, engine, pins)}", flush=True)
+    emit_result(
+        f"{args.prefix}: {identity_line(path, identity, engine, pins)}",
+        identity_json(path, identity, engine, pins),
+        args.json,
+    )
     return 0

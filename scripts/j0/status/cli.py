@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, finite_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_result,
+    finite_number,
+)
 
 STATUS_HELP = """\
 Say whether a running server is the article's setup. From the server: /health, /v1/models (model,
@@ -57,13 +63,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="seconds for the whole conversation with the server (default 120); what is not "
         "asked in time is reported as not asked",
     )
-    status.add_argument("--json", action="store_true", help="print one flat JSON object")
+    add_json_option(status, "one flat object of the checks (for `j0 bench run --status-json`)")
     status.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from j0.status.run import StatusOptions, run_status
 
+    check_json_output(args.json)
     outcome = run_status(
         StatusOptions(
             url=args.url,
@@ -74,5 +81,5 @@ def run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
         )
     )
-    print(outcome.json_text() if args.json else outcome.text())
+    emit_result(outcome.text(), outcome.json_text(), args.json)
     return outcome.exit_code

@@ -1,0 +1,51 @@
+"""The one --json form of the commands that print their result (doctor, status, image identity;
+j0.commands.add_json_option): `--json` alone prints one JSON object on stdout in place of the
+text, as before; `--json OUT` writes that same object into OUT and prints the text as usual; a
+--json OUT that cannot be a file is refused (exit 64) before any work
+(tests/test_path_arguments.py).
+Run as a shell runs them: `python -m j0 ...` in a subprocess; status asks a closed port on
+127.0.0.1, so nothing outside this machine is reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CLOSED = "http://127.0.0.1:9"
+COMMANDS = {
+    "image identity": ["image", "identity"],
+    "status": ["status", "--no-probe", "--url", CLOSED],
+}
+
+
+def j0(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    return subprocess.run(
+        [sys.executable, "-m", "j0", *args],
+        env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_json_alone_prints_it_and_json_out_writes_the_same_beside_the_text(
+    name: str, tmp_path: Path
+) -> None:
+    text = j0(*COMMANDS[name])
+    alone = j0(*COMMANDS[name], "--json")
+    dash = j0(*COMMANDS[name], "--json", "-")
+    out = tmp_path / "result.json"
+    written = j0(*COMMANDS[name], "--json", str(out))
+    assert text.returncode == alone.returncode == dash.returncode == written.returncode
+    printed = json.loads(alone.stdout)
+    assert json.loads(dash.stdout) == printed
+    assert isinstance(printed, dict) and printed
+    on_file = json.loads(out.read_text())
+    assert on_file.keys() == printed.keys()
+    assert written.stdout == text.stdout
+    assert not text.stdout.lstrip().startswith("{")
