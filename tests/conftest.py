@@ -152,7 +152,6 @@ def own_images() -> Iterator[OwnImages]:
         images.remove()
 
 
-
 # Time by kind of test, printed at the end of every run (scripts/test's phase report): the fast
 # tests and the Docker tests apart, so that the next growth is seen the day it happens. A test's
 # time is its set-up, call and tear-down; read from the reports, so that it also works where the

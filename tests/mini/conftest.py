@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.mini.train import TrainOptions, run_train
+from j0.mini.train.run import TrainOptions, run_train
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""j0.mini.compare's gate and speed figures on hand-made per-prompt data (what `load` makes from
+"""j0.mini.run.compare's gate and speed figures on hand-made per-prompt data (what `load` makes from
 the result files), each expected value worked out by hand from the inputs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from j0.mini import compare
+from j0.mini.run import compare
 
 
 def test_a_request_rate_counts_its_whole_latency() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from j0.errors import J0Error
-from j0.mini.crosscheck_steps import Agreement, EngineStep, compare, engine_steps
+from j0.mini.run.crosscheck_steps import Agreement, EngineStep, compare, engine_steps
 
 
 def test_anchors_by_hand() -> None:
@@ -43,8 +43,8 @@ def _record(smoke_out: Path, k: int, monkeypatch: pytest.MonkeyPatch):  # type: 
     import dflash.model
     import torch
 
-    from j0.mini.crosscheck import Response, load_models
-    from j0.mini.tokenizer import load
+    from j0.mini.run.crosscheck import Response, load_models
+    from j0.mini.train.tokenizer import load
 
     monkeypatch.setattr(dflash.model, "_cuda_time", time.perf_counter)
     models = load_models(smoke_out / "target", smoke_out / "drafter-mask", "cpu")
@@ -69,7 +69,7 @@ def _record(smoke_out: Path, k: int, monkeypatch: pytest.MonkeyPatch):  # type: 
 
 @pytest.mark.slow  # dflash_generate on trained smoke models
 def test_dflash_generate_record_agrees(smoke_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from j0.mini.crosscheck import check_response
+    from j0.mini.run.crosscheck import check_response
 
     models, response = _record(smoke_out, 7, monkeypatch)
     agreement = Agreement()
@@ -81,7 +81,7 @@ def test_dflash_generate_record_agrees(smoke_out: Path, monkeypatch: pytest.Monk
 
 @pytest.mark.slow  # dflash_generate on trained smoke models
 def test_a_changed_count_is_found(smoke_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from j0.mini.crosscheck import Response, check_response
+    from j0.mini.run.crosscheck import Response, check_response
 
     models, response = _record(smoke_out, 7, monkeypatch)
     counts = list(response.per_step_accepted)
@@ -103,7 +103,7 @@ def test_a_changed_count_is_found(smoke_out: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_answers_without_token_ids_are_named() -> None:
-    from j0.mini.crosscheck import responses_from_answers
+    from j0.mini.run.crosscheck import responses_from_answers
 
     with pytest.raises(J0Error, match="return_token_ids"):
         responses_from_answers([{"choices": [{"text": "x"}]}])

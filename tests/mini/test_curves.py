@@ -10,7 +10,7 @@ import pytest
 
 from j0.cli import main
 from j0.errors import J0Error
-from j0.mini.curves import plot_curves, read_log, series
+from j0.mini.train.curves import plot_curves, read_log, series
 
 
 def write_log(path: Path, rows: list[dict]) -> None:

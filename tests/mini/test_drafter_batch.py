@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from j0.mini import drafter_batch
 from j0.mini.sizes import MASK_ID
+from j0.mini.train import batch as drafter_batch
 
 
 def test_block_mask_by_hand() -> None:

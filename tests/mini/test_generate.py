@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
-from j0.mini.generate import generate_rows, greedy_rows
 from j0.mini.sizes import SMOKE
+from j0.mini.train.generate import generate_rows, greedy_rows
 
 
 def test_rows_are_the_targets_greedy_continuations(smoke_out: Path) -> None:

@@ -1,5 +1,5 @@
-"""j0.mini.prompts (files no model saw, one per prompt, none a prefix of another, longest bins
-first) on made-up files with a tokenizer of one id per byte; j0.mini.seeds' import hook in a
+"""j0.mini.run.prompts (files no model saw, one per prompt, none a prefix of another, longest bins
+first) on made-up files with a tokenizer of one id per byte; j0.mini.run.seeds' import hook in a
 real Python process on a made-up vllm package."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from j0.errors import J0Error
-from j0.mini import prompts as mp
-from j0.mini import seeds
-from j0.mini.corpus import Corpus, SourceFile, is_heldout
+from j0.mini.run import prompts as mp
+from j0.mini.run import seeds
+from j0.mini.train.corpus import Corpus, SourceFile, is_heldout
 from j0.pins import load_pins
 
 

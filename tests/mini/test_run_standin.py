@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from j0.errors import INPUT_LACKS, OK, USAGE, J0Error
-from j0.mini.run import MiniRunOptions, run_matrix
+from j0.mini.run.run import MiniRunOptions, run_matrix
 from servers.base import free_port
 
 STANDIN = Path(__file__).resolve().parents[1] / "engine_check" / "bin" / "vllm_serve_standin.py"
@@ -138,7 +138,7 @@ def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> N
     assert len({p["source"] for p in prompts}) == 4
     record = json.loads((run / "prompts.json").read_text())
     assert record["files_shared"] == 0 and len(record["prompts"]) == 4
-    from j0.mini.tokenizer import load
+    from j0.mini.train.tokenizer import load
 
     tokenizer = load(trained / "target")
     lengths = [len(tokenizer(p["prompt"], add_special_tokens=False)["input_ids"]) for p in prompts]

@@ -12,7 +12,7 @@ import pytest
 
 from j0.drafter.config import check_causality
 from j0.errors import USAGE, J0Error
-from j0.mini.train import TrainOptions, run_train
+from j0.mini.train.run import TrainOptions, run_train
 
 
 def test_models_load_and_drafters_are_causal(smoke_out: Path) -> None:

@@ -1,4 +1,4 @@
-"""`j0 mini train|run`: arguments only; the work is in j0.mini.train and j0.mini.run."""
+"""`j0 mini train|run`: arguments only; the work is in j0.mini.train.run and j0.mini.run.run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_number, whole_number
 from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
-from j0.mini.temperature import MAX_TEMPERATURE
+from j0.mini.train.temperature import MAX_TEMPERATURE
 
 TRAIN_HELP = """\
 Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
@@ -67,7 +67,7 @@ does not (the difference printed); --write writes them. Exit 2: a block's data i
 
 def _curves(args: argparse.Namespace) -> int:
     from j0.errors import require
-    from j0.mini.curves import plot_curves
+    from j0.mini.train.curves import plot_curves
 
     if not args.out.is_dir():
         raise J0Error(f"{args.out}: not a folder; expected a folder made by `j0 mini train`", USAGE)
@@ -268,7 +268,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _train(args: argparse.Namespace) -> int:
-    from j0.mini.train import TrainOptions, run_train
+    from j0.mini.train.run import TrainOptions, run_train
 
     run_train(
         TrainOptions(
@@ -301,7 +301,7 @@ def temperature_choice(text: str) -> float | None:
 def _run(args: argparse.Namespace) -> int:
     import shlex
 
-    from j0.mini.run import MiniRunOptions, run_matrix
+    from j0.mini.run.run import MiniRunOptions, run_matrix
 
     if not args.here:
         raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)

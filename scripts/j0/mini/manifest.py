@@ -183,7 +183,7 @@ class MiniManifest:
     def temperature(self) -> float:
         """The miniature's sampling temperature (sampling.temperature; 0, greedy, in folders made
         before it was chosen); a value out of range is a usage error, as it always was."""
-        from j0.mini.temperature import MAX_TEMPERATURE
+        from j0.mini.train.temperature import MAX_TEMPERATURE
 
         value = self.sampling.get("temperature") if isinstance(self.sampling, dict) else None
         if value is None:

@@ -13,7 +13,7 @@ with PATH relative to the README's folder:
                        rows) and the total time
     engine RUN         per setting of a `j0 mini run` folder: acceptance length pooled and the
                        request mean, overall and by prompt context, from its result files
-    comparisons RUN    the named comparisons of j0.mini.compare (request means paired by prompt,
+    comparisons RUN    the named comparisons of j0.mini.run.compare (request means paired by prompt,
                        j0.measure.stats: bootstrap interval, sign-flip p, verdict, prompts needed)
     gate RUN           the repetition gate of every setting's outputs, by prompt context
     checks RUN         each setting's check lines (cross-check, dumps check)
@@ -125,7 +125,7 @@ def _data(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _read_data(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    from j0.mini import compare
+    from j0.mini.run import compare
 
     settings = settings_of(run)
     data = compare.load(run, settings, None)
@@ -178,7 +178,7 @@ def engine(run: Path) -> list[str]:
 
 def comparisons(run: Path) -> list[str]:
     from j0.bench import comparison_header, comparison_row
-    from j0.mini import compare
+    from j0.mini.run import compare
 
     settings, data = _data(run)
     contexts = _contexts(data)
@@ -203,7 +203,7 @@ def comparisons(run: Path) -> list[str]:
 
 
 def gate(run: Path) -> list[str]:
-    from j0.mini import compare
+    from j0.mini.run import compare
 
     _, data = _data(run)
     g = compare.gate(data, _contexts(data))

@@ -38,7 +38,7 @@ class Sizes:
     gen_batch: int = 1024  # rows continued at once
     gen_rows: int = 12288  # --draft-data generated: rows of the target's own text (--rows)
     held_rows: int = 256  # the target's continuations of held-out text: curves and estimates
-    check_prompts: int = 128  # the temperature's choice (j0.mini.temperature): prompts
+    check_prompts: int = 128  # the temperature's choice (j0.mini.train.temperature): prompts
     check_tokens: int = 256  # and tokens continued, as many as `j0 mini run` generates
 
     def to_json(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """`j0 mini run OUT`: the miniature in vLLM's real engine (this Python's, `--here`), on prompts
-that can decide (j0.mini.prompts: per context bin `--requests` prompts, each from a file no model
-was trained on, none a prefix of another; bins up to 8x the drafters' training length by
+that can decide (j0.mini.run.prompts: per context bin `--requests` prompts, each from a file no
+model was trained on, none a prefix of another; bins up to 8x the drafters' training length by
 default), every setting one server start (prefix caching off), measured by `j0 bench run`'s
 function with the requests spread over the request slots (`--slots` at a time, max-num-seqs the
 same):
@@ -9,7 +9,7 @@ same):
     ngram/kK                  vLLM's n-gram speculator (prompt lookup), K draft tokens
     drafter-INIT/kK-j0-off    the drafter with vLLM's mask initialisation of the query slots
     drafter-INIT/kK-j0-on     J0 with the pinned seed; kK-j0-on-seedS: J0 with seed S
-                              (j0.mini.seeds)
+                              (j0.mini.run.seeds)
 
 then `j0 bench report`'s function on each drafter's folder, `j0 dumps check` (with the setting's
 seed) on each J0-on dump set, the teacher-forced cross-check on each J0-off setting (the first
@@ -43,7 +43,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
-from j0.mini.train import DRAFTERS
+from j0.mini.train.run import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
 PARTS = ("baseline", "ngram", "mask", "j0")
@@ -140,7 +140,7 @@ def setting_folder(k: int, j0: bool, seed: int, pinned: int) -> str:
 
 def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list[Any]:
     """Every setting of the run, in the order they are served."""
-    from j0.mini.run_setting import BASELINE, NGRAM, SettingPlan
+    from j0.mini.run.setting import BASELINE, NGRAM, SettingPlan
 
     out = []
     if "baseline" in options.parts:
@@ -205,12 +205,12 @@ def check_options(options: MiniRunOptions) -> None:
 
 
 def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
-    from j0.mini import corpus as corpus_mod
-    from j0.mini import seeds as seeds_mod
-    from j0.mini import tokenizer as tok_mod
-    from j0.mini.preflight import STARTED, check_run_dir, move_aside, preflight
-    from j0.mini.prompts import make_prompts, write_jsonl, write_record
-    from j0.mini.run_setting import Sampling, run_setting
+    from j0.mini.run import seeds as seeds_mod
+    from j0.mini.run.preflight import STARTED, check_run_dir, move_aside, preflight
+    from j0.mini.run.prompts import make_prompts, write_jsonl, write_record
+    from j0.mini.run.setting import Sampling, run_setting
+    from j0.mini.train import corpus as corpus_mod
+    from j0.mini.train import tokenizer as tok_mod
     from j0.pins import load_pins
 
     check_options(options)
@@ -333,7 +333,7 @@ def summarize(
     speculator: dict[str, Any],
 ) -> None:
     """The reports, the gate and the comparisons over every setting in WORK."""
-    from j0.mini import compare
+    from j0.mini.run import compare
 
     settings: dict[str, Any] = {}
     for path in sorted(work.rglob("setting.json")):

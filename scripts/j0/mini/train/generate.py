@@ -75,7 +75,7 @@ def generate_rows(
     `generator` draws the prompts' offsets; `seed` the samples (temperature above 0)."""
     import torch
 
-    from j0.mini.data import windows
+    from j0.mini.train.data import windows
 
     started = time.monotonic()
     sampler = device_generator(device, seed) if temperature > 0 else None

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.errors import INPUT_LACKS, J0Error
-from j0.mini.crosscheck_steps import Agreement, compare, engine_steps
 from j0.mini.device import autocast
+from j0.mini.run.crosscheck_steps import Agreement, compare, engine_steps
 
 DEFAULT_THRESHOLD = 0.5  # logits; bf16 carries about 3 significant digits
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.mini.device import autocast
-from j0.mini.schedule import Clock, lr_at
 from j0.mini.sizes import EOS_ID, Sizes
+from j0.mini.train.schedule import Clock, lr_at
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def target_config(sizes: Sizes, layers: int | None = None, **extra: Any) -> Any:
 def heldout_loss(model: Any, tokens: Any, sizes: Sizes, device: str, seed: int) -> float:
     import torch
 
-    from j0.mini.data import windows
+    from j0.mini.train.data import windows
 
     generator = torch.Generator().manual_seed(seed + 1)
     losses = []
@@ -76,7 +76,7 @@ def train_target(
     import torch
     from transformers import Qwen3ForCausalLM
 
-    from j0.mini.data import windows
+    from j0.mini.train.data import windows
 
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)

@@ -16,7 +16,7 @@ from j0.edge.atomic import sha256_file, write_text_atomic
 from j0.errors import USAGE, J0Error, require
 from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
 from j0.mini.sizes import FULL, SMOKE, Sizes
-from j0.mini.temperature import MAX_TEMPERATURE
+from j0.mini.train.temperature import MAX_TEMPERATURE
 
 DRAFTERS = ("mask", "j0")
 # --draft-data generated: at most this share of the per-model budget, once. On the H200 half of
@@ -112,13 +112,13 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     sizes = check(options)
     import torch
 
-    from j0.mini import corpus as corpus_mod
     from j0.mini import device as device_mod
-    from j0.mini import tokenizer as tok_mod
-    from j0.mini.data import stream, windows
-    from j0.mini.drafter_train import DraftRecipe, save_drafter, score_slots, train_drafter
-    from j0.mini.generate import continue_rows, device_generator
-    from j0.mini.target_train import save_target, train_target
+    from j0.mini.train import corpus as corpus_mod
+    from j0.mini.train import tokenizer as tok_mod
+    from j0.mini.train.data import stream, windows
+    from j0.mini.train.drafter import DraftRecipe, save_drafter, score_slots, train_drafter
+    from j0.mini.train.generate import continue_rows, device_generator
+    from j0.mini.train.target import save_target, train_target
 
     device = device_mod.pick(options.device)
     budget = options.budget if options.budget is not None else sizes.budget_s
@@ -173,7 +173,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     rows = None
     generated: dict[str, Any] | None = None
     if options.draft_data == "generated":
-        from j0.mini.generate import generate_rows
+        from j0.mini.train.generate import generate_rows
 
         seconds = GENERATE_SHARE * budget
         count = options.rows or sizes.gen_rows
@@ -288,9 +288,9 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
 def choose_temperature(
     options: TrainOptions, target: Any, tokens: Any, sizes: Sizes, device: str, say: Any
 ) -> dict[str, Any]:
-    """--temperature, or the lowest one of j0.mini.temperature's grid at which the target's
+    """--temperature, or the lowest one of j0.mini.train.temperature's grid at which the target's
     continuations of its training text are no loop (with the grid's figures)."""
-    from j0.mini import temperature as temperature_mod
+    from j0.mini.train import temperature as temperature_mod
 
     mark = time.monotonic()
     if options.temperature is not None:
@@ -302,7 +302,7 @@ def choose_temperature(
     else:
         sampling = {
             **temperature_mod.pick(target, tokens, sizes, device, options.seed + 40),
-            "chosen_by": "the repetition gate (j0.mini.temperature)",
+            "chosen_by": "the repetition gate (j0.mini.train.temperature)",
         }
         shares = ", ".join(
             f"{g['temperature']}: {g['share_without_loop']:.2f}" for g in sampling["grid"]
@@ -316,12 +316,12 @@ def choose_temperature(
 
 
 def plot_training_curves(logs: Path, say: Any) -> None:
-    """OUT/logs/curves.png (j0.mini.curves), where matplotlib is installed."""
+    """OUT/logs/curves.png (j0.mini.train.curves), where matplotlib is installed."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
         say("    curves not plotted: matplotlib is not installed (pip install -e '.[mini]')")
         return
-    from j0.mini.curves import plot_curves
+    from j0.mini.train.curves import plot_curves
 
     say(f"==> curves: {plot_curves(logs)}")

@@ -32,8 +32,8 @@ def pick(target: Any, tokens: Any, sizes: Sizes, device: str, seed: int) -> dict
     where none passes; `passed` then says so)."""
     import torch
 
-    from j0.mini.data import windows
-    from j0.mini.generate import continue_rows, device_generator
+    from j0.mini.train.data import windows
+    from j0.mini.train.generate import continue_rows, device_generator
 
     prompt_tokens, new_tokens = sizes.draft_seq, sizes.check_tokens
     prompts = windows(

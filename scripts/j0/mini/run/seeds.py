@@ -24,7 +24,7 @@ from j0.pins import Pins
 
 ENV_FILE = "J0_MINI_SPECULATOR"
 
-SITECUSTOMIZE = '''"""Made by `j0 mini run` (j0/mini/seeds.py): import ${env} in the
+SITECUSTOMIZE = '''"""Made by `j0 mini run` (j0/mini/run/seeds.py): import ${env} in the
 place of vLLM's {module}, then whatever sitecustomize comes after this folder on sys.path."""
 import importlib.abc
 import importlib.util

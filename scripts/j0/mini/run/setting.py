@@ -60,8 +60,8 @@ class SettingOutcome:
 @dataclass(frozen=True)
 class Sampling:
     """How every request of the run is sampled: the miniature's temperature (mini.json's
-    `sampling`, chosen by j0.mini.temperature; 0: greedy) and, above 0, each request's seed made
-    from `seed` and its prompt's id (j0.bench.client.request_seed), the same in every setting,
+    `sampling`, chosen by j0.mini.train.temperature; 0: greedy) and, above 0, each request's seed
+    made from `seed` and its prompt's id (j0.bench.client.request_seed), the same in every setting,
     so paired settings draw the target's samples with the same seed."""
 
     temperature: float = 0.0
@@ -191,7 +191,7 @@ def run_setting(
         }
     )
     if plan.extra_env.get("J0_MINI_SPECULATOR"):
-        from j0.mini.seeds import sha256_of
+        from j0.mini.run.seeds import sha256_of
 
         outcome.summary["speculator_sha256"] = sha256_of(plan.extra_env)
     ran_as_asked(plan, outcome)
@@ -249,7 +249,7 @@ def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
     """Label the setting from its server's log; a problem where it did not run as asked."""
     from j0.engine import server_log
     from j0.engine.j0_ran import OFF, ON, asked_differs, j0_ran
-    from j0.mini.preflight import WANTED, WORDS
+    from j0.mini.run.preflight import WANTED, WORDS
 
     log = plan.folder / "server.log"
     text = log.read_text(errors="replace") if log.is_file() else ""
@@ -379,7 +379,7 @@ def crosscheck_line(
     options: Any, plan: SettingPlan, answers: list[dict[str, Any]], outcome: SettingOutcome
 ) -> str:
     from j0.mini import device as device_mod
-    from j0.mini.crosscheck import DEFAULT_THRESHOLD, cross_check, responses_from_answers
+    from j0.mini.run.crosscheck import DEFAULT_THRESHOLD, cross_check, responses_from_answers
 
     try:
         responses = responses_from_answers(answers)

@@ -32,7 +32,7 @@ from typing import Any
 
 from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, J0Error
-from j0.mini.corpus import Corpus, candidates, is_heldout
+from j0.mini.train.corpus import Corpus, candidates, is_heldout
 
 HELDOUT = "held out (corpus.json)"
 HELDOUT_RULE = "held out by the corpus rule (past the corpus)"

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.mini import drafter_batch
 from j0.mini.device import autocast
-from j0.mini.schedule import Clock, lr_at
 from j0.mini.sizes import MASK_ID, Sizes
-from j0.mini.target_train import target_config
+from j0.mini.train import batch as drafter_batch
+from j0.mini.train.schedule import Clock, lr_at
+from j0.mini.train.target import target_config
 
 HELD_EVERY = 100  # steps between two held-out losses
 
@@ -78,8 +78,8 @@ def train_drafter(
     (`heldout_loss` in the log: the curve that shows whether the rows are memorised)."""
     import torch
 
-    from j0.mini.data import windows
-    from j0.mini.generate import row_batch
+    from j0.mini.train.data import windows
+    from j0.mini.train.generate import row_batch
 
     drafter = make_drafter(sizes, device, seed)
     drafter.train()
@@ -174,7 +174,7 @@ def score_slots(
     the engine accepts with the target's probability of it, so it is an upper estimate)."""
     import torch
 
-    from j0.mini.data import windows
+    from j0.mini.train.data import windows
 
     generator = torch.Generator().manual_seed(seed + 7)
     hits_data, hits_target, agree_rows = [], [], []
