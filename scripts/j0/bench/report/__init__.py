@@ -9,6 +9,16 @@ main(folder, ...) for other commands, as before).
 
 from __future__ import annotations
 
-from j0.bench.report.run import ReportOptions, ReportOutcome, main, report, say
+from typing import Any
 
 __all__ = ["ReportOptions", "ReportOutcome", "main", "report", "say"]
+
+
+def __getattr__(name: str) -> Any:
+    """The face, resolved on first use: `j0 --help` imports report/cli.py, and with it this
+    package, but none of the report's work."""
+    if name in __all__:
+        from j0.bench.report import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module 'j0.bench.report' has no attribute {name!r}")

@@ -8,7 +8,20 @@ backends) build a RunOptions and call run() or run_as_command().
 
 from __future__ import annotations
 
-from j0.bench.run.command import RunOutcome, run, run_as_command
-from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
+from typing import Any
 
 __all__ = ["DEFAULT_REQUESTS", "RunOptions", "RunOutcome", "run", "run_as_command"]
+
+
+def __getattr__(name: str) -> Any:
+    """The face, resolved on first use: `j0 --help` imports run/cli.py, and with it this package,
+    but none of the run's machinery."""
+    if name in ("DEFAULT_REQUESTS", "RunOptions"):
+        from j0.bench.run import options
+
+        return getattr(options, name)
+    if name in ("RunOutcome", "run", "run_as_command"):
+        from j0.bench.run import command
+
+        return getattr(command, name)
+    raise AttributeError(f"module 'j0.bench.run' has no attribute {name!r}")

@@ -1,0 +1,55 @@
+"""`j0 bench matrix`: argument parsing only (the work: run.py's main)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from j0.bench.run.cli import add_repeats_and_system_prompt
+from j0.commands import add_command, whole_number
+
+
+def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = add_command(
+        commands,
+        "matrix",
+        "run every setting (draft tokens x J0 off/on) on a restarted server",
+        "For each setting, restart the server with those switches (prefix caching off unless\n"
+        "--prefix-caching), wait for health, run the same prompts with `j0 bench run`, and keep\n"
+        "each run's JSON and server log under --out DIR.",
+    )
+    p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
+    p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
+    p.add_argument("--dataset", default="synthetic", help="as for `j0 bench run`")
+    p.add_argument("--requests", type=whole_number(1), metavar="N", help="as for `j0 bench run`")
+    p.add_argument("--max-tokens", type=whole_number(1), metavar="M", help="as for `j0 bench run`")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="results folder")
+    p.add_argument(
+        "--prefix-caching",
+        action="store_true",
+        help="keep vLLM's prefix caching on (default: off, for J0's sake)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("compose", "k8s"),
+        default="compose",
+        help="where the server runs (default compose)",
+    )
+    p.add_argument("--namespace", help="k8s: the namespace")
+    p.add_argument("--gpus", type=whole_number(1), help="k8s: GPUs to use")
+    p.add_argument("--shards", type=whole_number(1), help="k8s: shards of the prompts per setting")
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add a setting `baseline`: the same server without --speculative-config (no "
+        "speculative decoding), for speedups and the lossless check in `j0 bench report`",
+    )
+    add_repeats_and_system_prompt(p, "matrix")
+    p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    p.set_defaults(func=_matrix)
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from j0.bench.matrix import run as matrix_run
+
+    return int(matrix_run.main(args))
