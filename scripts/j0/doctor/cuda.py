@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from j0.checks import FAIL, OK, WARN, Check
 from j0.doctor import gpu, host
+from j0.errors import J0Error
 
 # CUDA release -> the Linux x86_64 driver it shipped with (CUDA Toolkit Release Notes' table).
 TOOLKIT_DRIVER = {
@@ -73,14 +74,15 @@ def manifest_cuda(image: str) -> ImageCuda | None:
     ran = host.run([*argv, "/opt/j0/manifest.json"], timeout=60)
     if not ran.ok:
         return None
+    from j0.image import torch_cuda_of
+
     try:
-        manifest = json.loads(ran.stdout)
-    except ValueError:
+        found = torch_cuda_of(json.loads(ran.stdout), f"{image}'s /opt/j0/manifest.json")
+    except (ValueError, J0Error):
         return None
-    if not isinstance(manifest, dict) or "torch_cuda" not in manifest:
+    if found is None:
         return None
-    value = manifest["torch_cuda"]
-    variant = manifest.get("wheel_variant") or ""
+    value, variant = found
     where = f"{image}'s /opt/j0/manifest.json" + (f", wheel variant {variant}" if variant else "")
     return ImageCuda(str(value) if value is not None else None, where)
 

@@ -4,10 +4,13 @@ inside the base image on the standard library alone, its smoke checks and its id
 from typing import Any
 
 # The face other commands use (issue 32), resolved on first use: the image's default tag
-# (default_tag) and the wheel index the build step asks (WheelIndexError, VariantError, PROJECT,
-# project_url, variant_of_cuda, variant_wheels).
+# (default_tag), its manifest's type (ImageManifest; torch_cuda_of, doctor's part of it) and the
+# wheel index the build step asks (WheelIndexError, VariantError, PROJECT, project_url,
+# variant_of_cuda, variant_wheels).
 FACE = (
     "default_tag",
+    "ImageManifest",
+    "torch_cuda_of",
     "WheelIndexError",
     "VariantError",
     "PROJECT",
@@ -18,6 +21,10 @@ FACE = (
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("ImageManifest", "torch_cuda_of"):
+        from j0.image import manifest
+
+        return getattr(manifest, name)
     if name == "default_tag":
         from j0.image.build import default_tag
 

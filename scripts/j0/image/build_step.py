@@ -46,6 +46,7 @@ from j0.edge.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
+from j0.image.manifest import ImageManifest
 from j0.pins import Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
@@ -291,7 +292,9 @@ def install(
         # labels they feed are empty; built_at and j0_files_sha256 above stand in.
         "not_given": [key for key, value in given.items() if not value],
     }
-    write_text_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    # Written through its type: a key of another type than its readers take stops the build here.
+    record = ImageManifest.from_json(manifest, str(manifest_path))
+    write_text_atomic(manifest_path, json.dumps(record.to_json(), indent=2) + "\n")
     return manifest
 
 

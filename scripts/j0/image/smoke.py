@@ -22,6 +22,7 @@ from j0.errors import JSON_ERRORS, J0Error, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
+from j0.image.manifest import ImageManifest
 from j0.pins import Pins, load_pins
 
 PASSED, FAILED, SKIPPED, WARNED = OK, FAIL, SKIP, WARN
@@ -156,9 +157,11 @@ def check_manifest(
     if result.exit_code != 0:
         return Check("manifest", FAILED, f"cannot read {MANIFEST}:\n{_tail(result.output)}")
     try:
-        manifest = json.loads(result.output)
+        manifest = ImageManifest.from_json(json.loads(result.output), MANIFEST)
     except JSON_ERRORS as exc:
         return Check("manifest", FAILED, f"{MANIFEST} is not JSON: {exc}")
+    except J0Error as exc:
+        return Check("manifest", FAILED, str(exc))
     expected: dict[str, object] = {
         "identity": want.identity,
         "speculator_sha256": want.sha256,
@@ -172,12 +175,12 @@ def check_manifest(
     if "path" in found:
         expected["speculator_path"] = found["path"]
     wrong = [
-        f"{key}={manifest.get(key)!r} (expected {value!r})"
+        f"{key}={getattr(manifest, key)!r} (expected {value!r})"
         for key, value in expected.items()
-        if manifest.get(key) != value
+        if getattr(manifest, key) != value
     ]
     label_expect = {
-        "org.opencontainers.image.base.name": manifest.get("base_image"),
+        "org.opencontainers.image.base.name": manifest.base_image,
         "j0.manifest": MANIFEST,
         **{label: pins.values[key] for key, label in PIN_LABELS.items()},
     }
@@ -191,7 +194,7 @@ def check_manifest(
     return Check(
         "manifest",
         PASSED,
-        f"{MANIFEST}: base {manifest['base_image']}, built {manifest['built_at']}",
+        f"{MANIFEST}: base {manifest.base_image}, built {manifest.built_at}",
     )
 
 
@@ -204,8 +207,8 @@ def check_engine(run: Runner, pins: Pins, labels: dict[str, str]) -> Check:
     try:
         info = _json_line(result.output)
         engine = VllmVersion(str(info["path"]), str(info["version"]), str(info["commit"]))
-        manifest = json.loads(manifest_run.output)
-    except (ValueError, KeyError) as exc:
+        manifest = ImageManifest.from_json(json.loads(manifest_run.output), MANIFEST)
+    except (ValueError, KeyError, J0Error) as exc:
         return Check(
             "engine",
             FAILED,
@@ -213,9 +216,9 @@ def check_engine(run: Runner, pins: Pins, labels: dict[str, str]) -> Check:
             f"{_tail(result.output + manifest_run.output)}",
         )
     wrong = [
-        f"{MANIFEST} {key}={manifest.get(key)!r}"
+        f"{MANIFEST} {key}={getattr(manifest, key)!r}"
         for key, value in (("vllm_version", engine.version), ("vllm_commit", engine.commit))
-        if manifest.get(key) != value
+        if getattr(manifest, key) != value
     ]
     # The commit label may be the full commit (the wheel route's VLLM_COMMIT) where the file has
     # the abbreviated one: a prefix agrees.
