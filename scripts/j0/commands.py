@@ -87,6 +87,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "overlay verify": (
         "j0 overlay verify overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
+        "j0 overlay verify speculator.py --json verdict.json   # the verdict also as JSON",
     ),
     "selfcheck": (
         "j0 selfcheck --speculator overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",

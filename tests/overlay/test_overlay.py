@@ -207,6 +207,29 @@ def test_verify_exit_codes(
     assert main(["overlay", "verify", str(tmp_path / "absent.py")]) == 2
 
 
+def test_verify_json_names_the_file_its_sha256_and_the_same_exit_code(
+    article_file: Path, base_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json: the verdict as one object; its sha256 is hashlib's of the file, its exit code the
+    command's own, and `said` the lines the text form prints."""
+    import json
+
+    for path, code, identity in ((article_file, 0, "article"), (base_file, 3, "base")):
+        assert main(["overlay", "verify", str(path)]) == code
+        text = capsys.readouterr().out
+        assert main(["overlay", "verify", str(path), "--json"]) == code
+        verdict = json.loads(capsys.readouterr().out)
+        assert verdict["file"] == str(path)
+        assert verdict["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert verdict["identity"] == identity
+        assert verdict["exit_code"] == code
+        assert "\n".join(verdict["said"]) + "\n" == text
+    out = tmp_path / "verdict.json"
+    assert main(["overlay", "verify", str(base_file), "--json", str(out)]) == 3
+    assert capsys.readouterr().out.startswith(f"{base_file}: ")
+    assert json.loads(out.read_text())["identity"] == "base"
+
+
 def test_verify_a_directory_finds_the_file_where_vllm_keeps_it(
     article_file: Path,
     base_file: Path,

@@ -7,6 +7,7 @@ Standard library only (the image build runs patch_base on the base image's Pytho
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from j0 import errors
@@ -16,6 +17,7 @@ from j0.article.identity import (
     AUDIT_PINS,
     BASE,
     PREFIX_SAFE,
+    Identity,
     diff_summary,
     identify,
     j0_pieces,
@@ -206,43 +208,77 @@ def speculator_in(directory: Path, pins: Pins) -> Path:
     )
 
 
-def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
-    """Print what the file is; return 0 (article), 5 (the prefix-safe variant), 3 (base), 6 (an
-    audit instrument) or 4 (other)."""
+@dataclass(frozen=True)
+class Verdict:
+    """What `j0 overlay verify` says of a file: its identity, the lines it prints and its exit
+    code (0 the article's, 5 the prefix-safe variant, 3 the base, 6 an audit instrument,
+    4 other)."""
+
+    path: Path
+    identity: Identity
+    lines: list[str]
+    exit_code: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": str(self.path),
+            "sha256": self.identity.sha256,
+            "identity": self.identity.kind,
+            "audited": self.identity.audited or None,
+            "exit_code": self.exit_code,
+            "said": self.lines,
+        }
+
+
+def verdict_of(path: Path, pins: Pins, reference: bytes | None) -> Verdict:
+    """What the file is (a folder: its speculator.py), and the lines that say so."""
     if path.is_dir():
         path = speculator_in(path, pins)
     if not path.is_file():
         raise J0Error(f"{path}: no such file (expected a speculator.py)", exit_code=2)
     data = path.read_bytes()
     identity = identify(data, pins)
-    print(f"{path}: {identity.line()}")
+    lines = [f"{path}: {identity.line()}"]
     if identity.kind == ARTICLE:
-        return errors.OK
+        return Verdict(path, identity, lines, errors.OK)
     if identity.kind == PREFIX_SAFE:
-        print(
+        lines.append(
             "this is the prefix-safe variant: the article's file with "
             f"{pins.values.get('PREFIX_SAFE_PATCH_FILE', 'the prefix-safe patch')} on top (J0 "
             "draws the article's without a prefix-cache hit, the request's own tokens with one); "
             "not the file the article's numbers were made with"
         )
-        return errors.VERIFY_PREFIX_SAFE
+        return Verdict(path, identity, lines, errors.VERIFY_PREFIX_SAFE)
     if identity.kind == BASE:
-        print(f"this is vLLM {pins.vllm_release}'s unpatched file: J0 is absent")
-        return errors.VERIFY_BASE
+        lines.append(f"this is vLLM {pins.vllm_release}'s unpatched file: J0 is absent")
+        return Verdict(path, identity, lines, errors.VERIFY_BASE)
     if identity.kind == AUDIT:
-        print(
+        lines.append(
             "refused: this is a J0 audit instrument (overlay/jetspec-j0-audit.patch on "
             f"{'the ' + identity.audited + ' file' if identity.audited else 'an unpinned file'}): "
             "it checks J0's history at every draft step (VLLM_DFLASH_AUDIT), for tests only; "
             "neither the article's file nor the variant, never to be served for results"
         )
-        return errors.VERIFY_AUDIT
-    print(f"neither the article's file ({pins.patched_sha256}) nor the base ({pins.base_sha256})")
-    for name, present in j0_pieces(data).items():
-        print(f"  {'present' if present else 'MISSING'}: {name}")
+        return Verdict(path, identity, lines, errors.VERIFY_AUDIT)
+    lines.append(
+        f"neither the article's file ({pins.patched_sha256}) nor the base ({pins.base_sha256})"
+    )
+    lines += [
+        f"  {'present' if present else 'MISSING'}: {name}"
+        for name, present in j0_pieces(data).items()
+    ]
     if reference is None:
-        print("diff against the article's file: unavailable (build it with `j0 overlay build`)")
+        lines.append(
+            "diff against the article's file: unavailable (build it with `j0 overlay build`)"
+        )
     else:
-        print("diff against the article's file:")
-        print(diff_summary(reference, data), end="")
-    return errors.VERIFY_OTHER
+        lines.append("diff against the article's file:")
+        lines.append(diff_summary(reference, data).rstrip("\n"))
+    return Verdict(path, identity, lines, errors.VERIFY_OTHER)
+
+
+def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
+    """Print what the file is; return its exit code (Verdict)."""
+    verdict = verdict_of(path, pins, reference)
+    print("\n".join(verdict.lines))
+    return verdict.exit_code

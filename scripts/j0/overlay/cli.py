@@ -8,7 +8,7 @@ from pathlib import Path
 from j0.article import build as overlay
 from j0.article.identity import ARTICLE, identify
 from j0.article.variants import ARTICLE_VARIANT, VARIANTS, default_output
-from j0.commands import add_command
+from j0.commands import add_command, add_json_option, check_json_output, emit_result
 from j0.engine import base_sources
 from j0.errors import J0Error
 from j0.pins import Pins, load_pins
@@ -115,6 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         VERIFY_HELP,
     )
     verify.add_argument("file", type=Path, metavar="FILE", help="a speculator.py, or a directory")
+    add_json_option(verify, "the verdict (file, sha256, identity, exit code, what it said)")
     verify.set_defaults(func=run_verify)
 
 
@@ -164,5 +165,10 @@ def _reference(pins: Pins) -> bytes | None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    import json
+
+    check_json_output(args.json)
     pins = load_pins()
-    return overlay.verify_file(args.file, pins, _reference(pins))
+    verdict = overlay.verdict_of(args.file, pins, _reference(pins))
+    emit_result("\n".join(verdict.lines), json.dumps(verdict.to_json(), indent=1), args.json)
+    return verdict.exit_code
