@@ -23,7 +23,9 @@ from j0.cli import main
 from j0.dumps.load import load_dir
 
 # Slow: the module's fixture builds and runs the dflash drafters and the target for its dumps.
-pytestmark = pytest.mark.slow
+# One pytest-xdist worker for the module, so that the fixture runs once, not once per worker that
+# draws one of its tests (four times, 55 s of set-up summed, before: docs/ci.md#time).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dumps-replay")]
 
 DATA = Path(__file__).parents[1] / "data"
 ENGINE_DUMPS = DATA / "engine-h200"
