@@ -16,6 +16,8 @@ from j0.errors import INPUT_LACKS, J0Error
 from servers.vllm.server import VllmStandIn
 from status.status_logs import SPEC_15, article_log, status_json
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
@@ -65,4 +67,57 @@ def test_a_status_file_of_another_shape_is_refused(tmp_path: Path) -> None:
     with pytest.raises(J0Error) as raised:
         manifest.read_status(path)
     assert str(raised.value).startswith(f"--status-json {path}: 'j0' should be")
+    assert raised.value.exit_code == INPUT_LACKS
+
+
+RECORDED = sorted(
+    [
+        *(ROOT / "docs" / "results").rglob("result.json"),
+        ROOT / "docs" / "results" / "engine-check-h200" / "live-bench.json",
+    ]
+)
+
+
+def test_the_recorded_manifests_read_back_and_are_written_as_they_were() -> None:
+    """Every result recorded on the H200 (docs/results/): its manifest read through the type
+    (SetupManifest.from_json, via read_result) and written again is the file's own object, key
+    for key and in its order; the file itself is the reference."""
+    from j0.bench.results import read_result
+
+    assert len(RECORDED) >= 5
+    for path in RECORDED:
+        written = json.loads(path.read_text())["manifest"]
+        again = read_result(path).manifest.to_json()
+        assert list(again.items()) == list(written.items()), path
+
+
+def test_the_writer_writes_every_key_of_the_field_table(host: Host, tmp_path: Path) -> None:
+    """A real run against the stand-in: the manifest holds FIELDS' keys, in FIELDS' order."""
+    out = tmp_path / "r.json"
+    with VllmStandIn(max_model_len=40960, num_spec_tokens=15, seed=1) as vllm:
+        argv = ["bench", "run", "--url", vllm.url, "--out", str(out), "--no-progress"]
+        assert main([*argv, "--requests", "1", "--max-tokens", "10"]) == 0
+    assert list(json.loads(out.read_text())["manifest"]) == list(manifest.FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("server", ["http://x"], "'server' is [\"http://x\"], expected an object or null"),
+        ("max_model_len", "40960", "'max_model_len' is \"40960\", expected a whole number or null"),
+        ("thinking", 1, "'thinking' is 1, expected true or false or null"),
+    ],
+)
+def test_a_manifest_key_of_another_kind_is_refused_naming_the_file(
+    tmp_path: Path, key: str, value: object, said: str
+) -> None:
+    from j0.bench.results import read_result
+
+    doc = json.loads(RECORDED[0].read_text())
+    doc["manifest"][key] = value
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(J0Error) as raised:
+        read_result(path)
+    assert str(raised.value) == f"{path}: key 'manifest': {said}"
     assert raised.value.exit_code == INPUT_LACKS

@@ -5,19 +5,26 @@ log (`--log FILE`: its identity line and the patch's DFLASH_CTX_NOISE line), els
 FILE` (the output of `j0 status --json`, which read the same lines); "on" only where that file is
 a J0 file. Where neither is given it is what `--j0 on|off` says (j0_source "--j0": asked, not
 seen), else "unknown". What was asked is kept as j0_asked, and where the file that ran says
-otherwise, j0_differs says how. Standard library only.
+otherwise, j0_differs says how.
+
+The manifest is a document of this module (SetupManifest): `j0 bench run` writes it into its
+result as the key "manifest", `j0 bench report` reads it back through from_json, checked once
+against FIELDS. Standard library only.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from j0 import __version__
+from j0.edge.fields import FieldTable, field_problem
 from j0.engine import server_log
 from j0.engine.j0_ran import OFF, ON, UNKNOWN, asked_differs, j0_of, j0_ran
 from j0.errors import (
+    INPUT_LACKS,
     InputLimit,
     J0Error,
     parse_json,
@@ -26,6 +33,108 @@ from j0.errors import (
 )
 from j0.pins import checkout_revision, load_pins, project_root
 from j0.status import StatusReport
+
+_NULL = type(None)
+_TEXT = (str, _NULL)
+_BLOCK = (dict, _NULL)
+# The manifest's keys in the order they are written, each with the kinds a reader takes (null
+# where the writer may leave a key so, or an older file did). None must be there: a result
+# written before a key was added is read with that key None.
+FIELDS: FieldTable = {
+    "time": (_TEXT, False),
+    "server": (_BLOCK, False),
+    "model": (_TEXT, False),
+    "model_root": (_TEXT, False),
+    "max_model_len": ((int, _NULL), False),
+    "endpoint": (_TEXT, False),
+    "thinking": ((bool, _NULL), False),
+    "speculative_config": ((dict, str, _NULL), False),  # "unknown" where nothing said
+    "j0": (_TEXT, False),
+    "j0_source": (_TEXT, False),
+    "j0_asked": (_TEXT, False),
+    "j0_from": (_TEXT, False),
+    "j0_differs": (_TEXT, False),
+    "overlay_identity": (_TEXT, False),
+    "status_json": (_TEXT, False),
+    "server_log": (_TEXT, False),
+    "drafter": (_BLOCK, False),
+    "dataset": (_BLOCK, False),
+    "options": (_BLOCK, False),
+    "j0_revision": (_BLOCK, False),
+    "j0_version": (_TEXT, False),
+    # added by the summary: the draft-token counts the responses carried
+    "num_speculative_tokens_seen": ((list, _NULL), False),
+}
+
+
+@dataclass
+class SetupManifest:
+    """The setup one `j0 bench run` measured (FIELDS says each key). `present` is the keys the
+    document had (to_json writes those only, so a result read back is written as it was);
+    `extra` the keys FIELDS does not know, kept as they were."""
+
+    time: str | None = None
+    server: dict[str, Any] | None = None
+    model: str | None = None
+    model_root: str | None = None
+    max_model_len: int | None = None
+    endpoint: str | None = None
+    thinking: bool | None = None
+    speculative_config: dict[str, Any] | str | None = None
+    j0: str | None = None
+    j0_source: str | None = None
+    j0_asked: str | None = None
+    j0_from: str | None = None
+    j0_differs: str | None = None
+    overlay_identity: str | None = None
+    status_json: str | None = None
+    server_log: str | None = None
+    drafter: dict[str, Any] | None = None
+    dataset: dict[str, Any] | None = None
+    options: dict[str, Any] | None = None
+    j0_revision: dict[str, Any] | None = None
+    j0_version: str | None = None
+    num_speculative_tokens_seen: list[int] | None = None
+    present: set[str] = field(default_factory=set)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest's object: the keys it has, in FIELDS' order, then the unknown ones."""
+        known = {key: getattr(self, key) for key in FIELDS if key in self.present}
+        return {**known, **self.extra}
+
+    def set(self, key: str, value: Any) -> None:
+        """Give `key` (one of FIELDS) a value, and the document that key."""
+        if key not in FIELDS:
+            raise KeyError(key)
+        setattr(self, key, value)
+        self.present.add(key)
+
+    def block(self, key: str) -> dict[str, Any]:
+        """An object-valued field (server, options, dataset, drafter, speculative_config), or {}
+        where the manifest has none ("unknown", null, absent)."""
+        value = getattr(self, key)
+        return value if isinstance(value, dict) else {}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> SetupManifest:
+        """A manifest read back; J0Error naming `where` and the key where one has another kind
+        than FIELDS says."""
+        if value is None:
+            return cls()
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: expected an object, got {type(value).__name__}", INPUT_LACKS)
+        if (problem := problem_of(value)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        known = {f.name for f in fields(cls)} - {"present", "extra"}
+        kept = {key: value[key] for key in FIELDS if key in value and key in known}
+        extra = {key: item for key, item in value.items() if key not in FIELDS}
+        return cls(**kept, present={key for key in FIELDS if key in value}, extra=extra)
+
+
+def problem_of(value: dict[str, Any]) -> str | None:
+    """What in a manifest's object has another kind than FIELDS says, or None."""
+    return field_problem(value, FIELDS)
 
 
 def read_status(path: Path) -> dict[str, Any]:
@@ -100,7 +209,7 @@ def build(
     dataset: dict[str, Any],
     options: dict[str, Any],
     log: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> SetupManifest:
     card = next((m for m in models if m.get("id") == model), {})
     seen = log if log and "ran" in log else (status if status and "ran" in status else None)
     j0_on = seen.get("j0_on") if seen is not None else j0_flag
@@ -108,7 +217,7 @@ def build(
     told = {**(status or {}), **(log or {})}  # the log first where both say
     identity = told.get("overlay_identity") or overlay_identity
     root = project_root_or_none()
-    return {
+    written = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "server": {
             "url": url,
@@ -135,6 +244,7 @@ def build(
         "j0_revision": git_revision(root) if root else None,
         "j0_version": __version__,
     }
+    return SetupManifest.from_json(written, "the manifest being written")
 
 
 def _j0_source(

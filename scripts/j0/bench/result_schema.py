@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from j0.bench.manifest import problem_of as manifest_problem
 from j0.edge.fields import NUMBER, is_of, shown
 from j0.engine import spec_counts
 
@@ -145,6 +146,9 @@ def document_problem(doc: dict[str, Any]) -> str | None:
     for key in ("format_version", "repeats"):
         if key in doc and doc[key] is None:
             return f"key {key!r} is null, expected int"
+    if isinstance(doc.get("manifest"), dict):
+        if (problem := manifest_problem(doc["manifest"])) is not None:
+            return f"key 'manifest': {problem}"
     for index, entry in enumerate(doc.get("requests") or []):
         problem = entry_problem(index, entry)
         if problem is not None:

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench.client import Outcome
+from j0.bench.manifest import SetupManifest
 from j0.bench.prompts import Prompt
 from j0.bench.result_schema import ENTRY_TIMES, document_problem
 from j0.edge.atomic import write_text_atomic
@@ -94,7 +95,7 @@ class BenchResult:
     flags: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warmup: dict[str, Any] | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: SetupManifest = field(default_factory=SetupManifest)
     requests: list[dict[str, Any]] = field(default_factory=list)
     acceptance_length_request_mean: float | None = None
     acceptance_histogram: list[float] = field(default_factory=list)
@@ -126,7 +127,7 @@ class BenchResult:
             "flags": self.flags,
             "notes": self.notes,
             "warmup": self.warmup,
-            "manifest": self.manifest,
+            "manifest": self.manifest.to_json(),
             "requests": self.requests,
         }
 
@@ -157,7 +158,7 @@ class BenchResult:
             flags=list(value.get("flags") or []),
             notes=list(value.get("notes") or []),
             warmup=value.get("warmup"),
-            manifest=dict(value.get("manifest") or {}),
+            manifest=SetupManifest.from_json(value.get("manifest") or None, "key 'manifest'"),
             requests=list(value.get("requests") or []),
         )
 
@@ -168,19 +169,14 @@ class BenchResult:
         field (shards and copies of one file differ in it): the prompts themselves are compared,
         by their sha256 in the request entries (`prompt_sha256`)."""
         m = self.manifest
-
-        def block(key: str) -> dict[str, Any]:
-            value = m.get(key)
-            return value if isinstance(value, dict) else {}
-
-        server, options, dataset = block("server"), block("options"), block("dataset")
-        spec, drafter = block("speculative_config"), block("drafter")
+        server, options, dataset = m.block("server"), m.block("options"), m.block("dataset")
+        spec, drafter = m.block("speculative_config"), m.block("drafter")
         found = {
-            "model": m.get("model"),
+            "model": m.model,
             "vllm_version": server.get("vllm_version"),
             "vllm_commit": server.get("vllm_commit"),
-            "endpoint": m.get("endpoint"),
-            "thinking": m.get("thinking"),
+            "endpoint": m.endpoint,
+            "thinking": m.thinking,
             "temperature": options.get("temperature"),
             "seed": options.get("seed"),
             "max_tokens": options.get("max_tokens"),
@@ -191,7 +187,7 @@ class BenchResult:
             "speculative_method": spec.get("method"),
             "speculative_drafter": spec.get("model"),
             "num_speculative_tokens": spec.get("num_speculative_tokens"),
-            "num_speculative_tokens_seen": m.get("num_speculative_tokens_seen") or None,
+            "num_speculative_tokens_seen": m.num_speculative_tokens_seen or None,
             "drafter_repo": drafter.get("repo"),
             "drafter_revision": drafter.get("revision"),
         }

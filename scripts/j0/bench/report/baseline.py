@@ -94,9 +94,9 @@ def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
             )
     hot = sorted(
         {
-            str(d.manifest.get("options", {}).get("temperature"))
+            str(d.manifest.block("options").get("temperature"))
             for d in [*setting.docs, *baseline.docs]
-            if (d.manifest.get("options", {}).get("temperature") or 0) != 0
+            if (d.manifest.block("options").get("temperature") or 0) != 0
         }
     )
     return {

@@ -140,8 +140,8 @@ def _seen_j0(setting: Setting, matrix: SettingEntry | None) -> str | None:
     if matrix and matrix.j0_ran in J0_STATES:
         return str(matrix.j0_ran)
     manifest = setting.docs[0].manifest
-    if manifest.get("j0_source") in SEEN_SOURCES and manifest.get("j0") in J0_STATES:
-        return str(manifest["j0"])
+    if manifest.j0_source in SEEN_SOURCES and manifest.j0 in J0_STATES:
+        return str(manifest.j0)
     return None
 
 
@@ -158,7 +158,7 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
         setting.k, setting.j0 = 0, "n/a"
         return
     manifest = setting.docs[0].manifest
-    asked = setting.j0 if setting.j0 != "unknown" else manifest.get("j0_asked")
+    asked = setting.j0 if setting.j0 != "unknown" else manifest.j0_asked
     seen = _seen_j0(setting, matrix)
     if seen is not None:  # the label comes from the file that ran, not from what was asked
         if asked in ("on", "off") and asked != seen:
@@ -166,8 +166,8 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
                 f"J0 {asked} was asked, but the file that ran says J0 {seen}: labelled J0 {seen}"
             )
         setting.j0 = seen
-    elif setting.j0 == "unknown" and manifest.get("j0") in ("on", "off"):
-        setting.j0 = manifest["j0"]
+    elif setting.j0 == "unknown" and manifest.j0 in ("on", "off"):
+        setting.j0 = manifest.j0
     if setting.k is None:
         ks = {
             (r.get("speculative_decoding") or {}).get("num_spec_tokens") for r in setting.requests

@@ -12,6 +12,7 @@ from typing import Any
 
 from j0.bench import manifest, prompts
 from j0.bench.bounded_http import RedirectRefused
+from j0.bench.manifest import SetupManifest
 from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
@@ -25,7 +26,7 @@ class Discovery:
 
     model: str
     chosen: list[prompts.Prompt]
-    manifest: dict[str, Any]
+    manifest: SetupManifest
 
 
 async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -136,6 +137,6 @@ async def discover(
         options=options,
         log=log,
     )
-    if built["j0_differs"]:
-        notes.append(f"{built['j0_differs']}; recorded as J0 {built['j0']}")
+    if built.j0_differs:
+        notes.append(f"{built.j0_differs}; recorded as J0 {built.j0}")
     return Discovery(model=model, chosen=chosen, manifest=built)

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from j0.bench import bounded_http, client, prompts, results
+from j0.bench.manifest import SetupManifest
 from j0.bench.run.options import RunOptions
 from j0.edge import urls
 from j0.engine import prometheus_counters, spec_counts
 from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
+from j0.engine.j0_ran import UNKNOWN
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error, require
 
@@ -111,7 +113,7 @@ class Sender:
     server: Server
     opts: RunOptions
     model: str
-    manifest: dict[str, Any]
+    manifest: SetupManifest
     endpoint: str = "chat"
 
     async def send(self, prompt: prompts.Prompt, max_tokens: int) -> client.Outcome:
@@ -141,8 +143,8 @@ class Sender:
                         f"{exc}: the server has no completions endpoint", CHECK_FAILED
                     ) from None
                 self.endpoint = "completions"
-                self.manifest["endpoint"] = "completions"
-                self.manifest["thinking"] = None
+                self.manifest.set("endpoint", "completions")
+                self.manifest.set("thinking", None)
                 self.server.notes.append(
                     "the server has no /v1/chat/completions: prompts went to /v1/completions "
                     "as plain text (no chat template, no thinking switch)"
@@ -211,7 +213,7 @@ async def measure(
         dynamic_ncols=True,
     )
     gate = asyncio.Semaphore(opts.concurrency)
-    j0 = sender.manifest["j0"]
+    j0 = sender.manifest.j0 or UNKNOWN  # the writer always says: on, off or unknown
 
     async def one(index: int, prompt: prompts.Prompt) -> None:
         async with gate:

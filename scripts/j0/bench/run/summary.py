@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from j0.bench import acceptance, results
+from j0.bench.manifest import SetupManifest
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
 from j0.engine import spec_counts, spec_ranges
@@ -24,7 +24,7 @@ def build_result(
     label: str | None,
     bin_size: int,
     measurement: Measurement,
-    manifest: dict[str, Any],
+    manifest: SetupManifest,
     notes: list[str],
     warmup: dict[str, int] | None,
     per_request: Counts | None,
@@ -83,12 +83,15 @@ def build_result(
         for f in e["flags"]
     ]
     complete = measurement.dead is None and len(entries) == len(measurement.chosen)
-    manifest["num_speculative_tokens_seen"] = sorted(
-        {
-            int(e["speculative_decoding"]["num_spec_tokens"])
-            for e in entries
-            if (e.get("speculative_decoding") or {}).get("num_spec_tokens") is not None
-        }
+    manifest.set(
+        "num_speculative_tokens_seen",
+        sorted(
+            {
+                int(e["speculative_decoding"]["num_spec_tokens"])
+                for e in entries
+                if (e.get("speculative_decoding") or {}).get("num_spec_tokens") is not None
+            }
+        ),
     )
     return BenchResult(
         label=label,
