@@ -1,6 +1,6 @@
 """`j0 bench`: measure acceptance and speed of a running vLLM server with J0 off and on.
 
-run/ (`j0 bench run`: one setting into a result file; run(RunOptions)), results (that file's
+run/ (`j0 bench run`: one setting into a result file; run_bench(RunOptions)), results (that file's
 document, BenchResult), report (`j0 bench report`: tables and plots of a results folder),
 matrix/ (`j0 bench matrix`: every setting on a restarted server, backends compose/ and k8s/);
 client, prompts, manifest, pairing and roofline are what these share.
@@ -30,13 +30,13 @@ FACE = (
 
 def __getattr__(name: str) -> Any:
     if name in ("RunOptions", "run_bench"):
-        from j0.bench.run import RunOptions, run
+        from j0.bench.run import RunOptions, run_bench
 
-        return {"RunOptions": RunOptions, "run_bench": run}[name]
+        return {"RunOptions": RunOptions, "run_bench": run_bench}[name]
     if name in ("ReportOptions", "run_report"):
-        from j0.bench.report import ReportOptions, report
+        from j0.bench.report import ReportOptions, run_report
 
-        return {"ReportOptions": ReportOptions, "run_report": report}[name]
+        return {"ReportOptions": ReportOptions, "run_report": run_report}[name]
     if name in ("read_result", "pooled", "entry_counts", "entry_problems"):
         from j0.bench.results import entry_counts, entry_problems, pooled, read_result
 

@@ -3,7 +3,7 @@
 settings (the settings found in DIR, shards merged), figures (acceptance by both definitions,
 the histogram, by context length, speed, over repeats, J0 on minus off), baseline (speedup and
 the lossless check against the setting without speculative decoding), markdown (report.md),
-plots (PNG + CSV), command (report(ReportOptions) -> ReportOutcome; say() prints it;
+plots (PNG + CSV), run (run_report(ReportOptions) -> ReportOutcome; say() prints it;
 main(folder, ...) for other commands, as before).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ReportOptions", "ReportOutcome", "main", "report", "say"]
+__all__ = ["ReportOptions", "ReportOutcome", "main", "run_report", "say"]
 
 
 def __getattr__(name: str) -> Any:

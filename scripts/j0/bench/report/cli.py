@@ -78,10 +78,10 @@ def register_report(commands: argparse._SubParsersAction) -> None:  # type: igno
 
 def _report(args: argparse.Namespace) -> int:
     from j0.bench.acceptance import parse_bins
-    from j0.bench.report import ReportOptions, report, say
+    from j0.bench.report import ReportOptions, run_report, say
 
     say(
-        report(
+        run_report(
             ReportOptions(
                 folder=args.dir,
                 out=args.out,

@@ -76,7 +76,7 @@ def outputs_of(out: Path) -> list[tuple[str, Path]]:
     return [("the report's", out / name) for name in names]
 
 
-def report(opts: ReportOptions) -> ReportOutcome:
+def run_report(opts: ReportOptions) -> ReportOutcome:
     if opts.out is not None:
         check_output_folder(opts.out, "--out")
     if opts.weights_index is not None:
@@ -154,7 +154,7 @@ def main(
     """`j0 bench report FOLDER` as a function for other commands (the signature it had before
     ReportOptions): the report written and printed; 0."""
     say(
-        report(
+        run_report(
             ReportOptions(
                 folder=folder,
                 out=out,

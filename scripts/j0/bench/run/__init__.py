@@ -2,15 +2,15 @@
 
 options (RunOptions: every flag, typed), discovery (what the server serves, the prompts, the
 manifest), sending (the requests and their streams), summary (the figures, the result document
-and the lines printed), command (run(): the order of a run). Callers inside j0 (the matrix's
-backends) build a RunOptions and call run() or run_as_command().
+and the lines printed), run (run_bench(): the order of a run). Callers inside j0 (the matrix's
+backends) build a RunOptions and call run_bench() or run_as_command().
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_REQUESTS", "RunOptions", "RunOutcome", "run", "run_as_command"]
+__all__ = ["DEFAULT_REQUESTS", "RunOptions", "RunOutcome", "run_as_command", "run_bench"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,8 +20,8 @@ def __getattr__(name: str) -> Any:
         from j0.bench.run import options
 
         return getattr(options, name)
-    if name in ("RunOutcome", "run", "run_as_command"):
-        from j0.bench.run import command
+    if name in ("RunOutcome", "run_bench", "run_as_command"):
+        from j0.bench.run import run as run_module
 
-        return getattr(command, name)
+        return getattr(run_module, name)
     raise AttributeError(f"module 'j0.bench.run' has no attribute {name!r}")

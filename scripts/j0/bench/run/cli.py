@@ -227,11 +227,11 @@ def add_repeats_and_system_prompt(p: argparse.ArgumentParser, command: str) -> N
 
 
 def _run(args: argparse.Namespace) -> int:
-    from j0.bench.run import RunOptions, run
+    from j0.bench.run import RunOptions, run_bench
     from j0.bench.run.options import system_prompt_of
 
     system_prompt, system_prompt_file = system_prompt_of(args.system_prompt)
-    outcome = run(
+    outcome = run_bench(
         RunOptions(
             url=args.url,
             out=args.out,

@@ -51,7 +51,7 @@ class RunOutcome:
         return failure(self.result, self.measured, self.out)
 
 
-def run(options: RunOptions) -> RunOutcome:
+def run_bench(options: RunOptions) -> RunOutcome:
     """Measure the server at options.url into options.out; J0Error where it cannot start."""
     check_options(options)
     require("aiohttp", "j0 bench run", extra="bench")
@@ -66,7 +66,7 @@ def run_as_command(options: RunOptions) -> int:
     """What `j0 bench run` with these options exits with, its error printed as the `j0` command
     prints one (`j0: error: ...`, `j0: interrupted`): for the matrix, which runs it per setting."""
     try:
-        problem = run(options).failure()
+        problem = run_bench(options).failure()
         if problem is not None:
             raise problem
         return 0
