@@ -87,6 +87,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("status", "--json", "file-parent", ["--no-probe", "--url", CLOSED, "--json", "{file}/s.json"]),
     ("doctor", "--json", "dir", ["--json", "{dir}"]),
     ("image identity", "--json", "dir", ["--json", "{dir}"]),
+    ("overlay verify", "--json", "dir", ["{base}", "--json", "{dir}"]),
+    ("overlay build", "--json", "dir", ["--base", "{base}", "-o", "{tmp}/o.py", "--json", "{dir}"]),
     ("engine-check", "--models", "file", ["--here", "--no-gpu", "--models", "{file}"]),
     ("engine-check", "--keep", "file", ["--here", "--no-gpu", "--keep", "{file}"]),
     ("engine-check", "--json", "dir", ["--here", "--no-gpu", "--json", "{dir}"]),

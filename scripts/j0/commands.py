@@ -84,6 +84,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 overlay build                       # the article's file, from the pinned wheel",
         "j0 overlay build --variant prefix-safe -o prefix-safe.py",
         "j0 overlay build --from-image IMAGE -o speculator.py",
+        "j0 overlay build --base speculator.py.base -o speculator.py --json built.json",
     ),
     "overlay verify": (
         "j0 overlay verify overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",

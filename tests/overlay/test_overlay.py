@@ -207,6 +207,28 @@ def test_verify_exit_codes(
     assert main(["overlay", "verify", str(tmp_path / "absent.py")]) == 2
 
 
+def test_build_json_says_what_was_built(
+    base_file: Path, pins: Pins, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`overlay build --json OUT`: the text as usual, and in OUT the file written, its sha256 and
+    the base's (hashlib's, of the files on disk), its identity and variant."""
+    import json
+
+    out, record = tmp_path / "speculator.py", tmp_path / "built.json"
+    argv = ["overlay", "build", "--base", str(base_file), "-o", str(out)]
+    assert main([*argv, "--json", str(record)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"wrote {out}" and f"sha256={pins.patched_sha256}" in said[1], said
+    built = json.loads(record.read_text())
+    assert built["file"] == str(out)
+    assert built["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest() == pins.patched_sha256
+    assert built["base_sha256"] == hashlib.sha256(base_file.read_bytes()).hexdigest()
+    assert (built["identity"], built["variant"], built["audit"]) == ("article", "article", False)
+    assert main([*argv, "--json"]) == 0  # again: the same file, unchanged, said on stdout
+    again = json.loads(capsys.readouterr().out)
+    assert again["said"] == f"{out} already holds this file (unchanged)"
+
+
 def test_verify_json_names_the_file_its_sha256_and_the_same_exit_code(
     article_file: Path, base_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

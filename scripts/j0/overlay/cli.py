@@ -9,6 +9,7 @@ from j0.article import build as overlay
 from j0.article.identity import ARTICLE, identify
 from j0.article.variants import ARTICLE_VARIANT, VARIANTS, default_output
 from j0.commands import add_command, add_json_option, check_json_output, emit_result
+from j0.edge.atomic import sha256_bytes
 from j0.engine import base_sources
 from j0.errors import J0Error
 from j0.pins import Pins, load_pins
@@ -106,6 +107,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("git", "patch"),
         help="patch tool (default: git if installed, else GNU patch)",
     )
+    add_json_option(
+        build, "what was built (file, sha256, identity, variant, audit, the base and its sha256)"
+    )
     build.set_defaults(func=run_build)
 
     verify = add_command(
@@ -132,6 +136,9 @@ def _base(args: argparse.Namespace, pins: Pins) -> base_sources.BaseFile:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    import json
+
+    check_json_output(args.json)
     pins = load_pins()
     base = _base(args, pins)
     patched = overlay.build_variant(
@@ -143,8 +150,19 @@ def run_build(args: argparse.Namespace) -> int:
     if args.audit:
         default = pins.root / "overlay" / "audit" / args.variant / pins.speculator_relpath
     out = args.output or default
-    print(overlay.write_overlay(patched, out))
-    print(identify(patched, pins).line())
+    wrote = overlay.write_overlay(patched, out)
+    identity = identify(patched, pins)
+    built = {
+        "file": str(out),
+        "sha256": identity.sha256,
+        "identity": identity.kind,
+        "variant": args.variant,
+        "audit": bool(args.audit),
+        "base": base.origin,
+        "base_sha256": sha256_bytes(base.data),
+        "said": wrote,
+    }
+    emit_result(f"{wrote}\n{identity.line()}", json.dumps(built, indent=1), args.json)
     return 0
 
 
