@@ -88,6 +88,8 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("doctor", "--json", "dir", ["--json", "{dir}"]),
     ("image identity", "--json", "dir", ["--json", "{dir}"]),
     ("overlay verify", "--json", "dir", ["{base}", "--json", "{dir}"]),
+    ("drafter check", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
+    ("drafter patch-config", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
     ("overlay build", "--json", "dir", ["--base", "{base}", "-o", "{tmp}/o.py", "--json", "{dir}"]),
     ("engine-check", "--models", "file", ["--here", "--no-gpu", "--models", "{file}"]),
     ("engine-check", "--keep", "file", ["--here", "--no-gpu", "--keep", "{file}"]),

@@ -107,7 +107,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 drafter fetch --revision REV --dir DIR",
     ),
     "drafter patch-config": ("j0 drafter patch-config DIR",),
-    "drafter check": ("j0 drafter check DIR",),
+    "drafter check": ("j0 drafter check DIR", "j0 drafter check DIR --json  # the verdict as JSON"),
     "serve": ("j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",),
     "dumps show": ("j0 dumps show ./dumps",),
     "dumps check": (

@@ -380,6 +380,27 @@ def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "all 5 draft layers causal" in capsys.readouterr().out
 
 
+def test_check_and_patch_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json: the verdict as one object with the text form's exit code; the layers counted from
+    config.json's own num_hidden_layers, the change read back from the file on disk."""
+    config = write_config(tmp_path / "d", json.dumps(BASE_CONFIG))
+    layers = BASE_CONFIG["num_hidden_layers"]
+    assert main(["drafter", "check", str(config.parent), "--json"]) == 1
+    said = json.loads(capsys.readouterr().out)
+    assert (said["config"], said["all_causal"]) == (str(config), False)
+    assert said["causal"] == [False] * layers
+    out = tmp_path / "patched.json"
+    assert main(["drafter", "patch-config", str(config.parent), "--json", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f'{config}: added "causal": true to dflash_config')
+    patched = json.loads(out.read_text())
+    assert patched["changed"] is True
+    assert Path(patched["orig"]).read_text() == json.dumps(BASE_CONFIG)
+    assert json.loads(config.read_text())["dflash_config"]["causal"] is True
+    assert patched["causality"]["causal"] == [True] * layers
+    assert main(["drafter", "check", str(config.parent), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["all_causal"] is True
+
+
 CAUSALITY_CASES: list[dict[str, Any]] = [
     {"num_hidden_layers": 3},
     {"num_hidden_layers": 3, "dflash_config": {"causal": True}},

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, add_json_option, check_json_output, emit_result
 from j0.errors import J0Error
 
 FETCH_HELP = """\
@@ -105,10 +105,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="FILE",
         help="the merge patch (default: drafter-config/causal.merge-patch.json)",
     )
+    add_json_option(patch, "the result (config, changed, orig, each layer's causality)")
     patch.set_defaults(func=run_patch_config)
 
     check = add("check", "say whether vLLM 0.33 runs every draft layer causally", CHECK_HELP)
     check.add_argument("dir", type=Path, metavar="DIR", help="the drafter's folder")
+    add_json_option(check, "the verdict (config, each layer's causality, what decided it)")
     check.set_defaults(func=run_check)
 
 
@@ -122,21 +124,27 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_patch_config(args: argparse.Namespace) -> int:
+    import json
+
     from j0.drafter import config as drafter_config
 
+    check_json_output(args.json)
     result = drafter_config.patch_config(args.dir, args.patch)
-    for line in result.lines():
-        print(line)
+    emit_result("\n".join(result.lines()), json.dumps(result.to_json(), indent=1), args.json)
     return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
+    import json
+
     from j0.drafter import config as drafter_config
 
+    check_json_output(args.json)
     causality = drafter_config.check_causality(args.dir)
-    for note in causality.notes:
-        print(f"note: {note}")
-    print(f"{args.dir / drafter_config.CONFIG_NAME}: {causality.summary()}")
+    config = args.dir / drafter_config.CONFIG_NAME
+    lines = [*(f"note: {note}" for note in causality.notes), f"{config}: {causality.summary()}"]
+    verdict = {"config": str(config), **causality.to_json()}
+    emit_result("\n".join(lines), json.dumps(verdict, indent=1), args.json)
     if not causality.all_causal:
         raise J0Error("the draft is not causal everywhere", 1)
     return 0

@@ -306,6 +306,14 @@ class PatchResult:
             head = f'{self.config}: unchanged (dflash_config already has "causal": true)'
         return [head, *(f"note: {n}" for n in self.causality.notes), self.causality.summary()]
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": str(self.config),
+            "changed": self.changed,
+            "orig": None if self.orig is None else str(self.orig),
+            "causality": self.causality.to_json(),
+        }
+
 
 def _warn(message: str) -> None:
     print(f"j0: warning: {message}", file=sys.stderr)

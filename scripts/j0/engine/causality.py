@@ -46,6 +46,17 @@ class LayerCausality:
     def all_causal(self) -> bool:
         return all(self.causal)
 
+    def to_json(self) -> dict[str, Any]:
+        """What `j0 drafter check --json` and `patch-config --json` say of the layers."""
+        return {
+            "layers": len(self.causal),
+            "all_causal": self.all_causal,
+            "causal": list(self.causal),
+            "decided_by": self.decided_by,
+            "notes": list(self.notes),
+            "summary": self.summary(),
+        }
+
     def summary(self) -> str:
         count = len(self.causal)
         if self.all_causal:
