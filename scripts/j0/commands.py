@@ -63,11 +63,13 @@ def check_json_output(json_to: str | None) -> None:
 
 
 def emit_result(text: str, json_text: str, json_to: str | None) -> None:
-    """Print `text`, or `json_text` in its place; and write `json_text` into OUT where given."""
+    """Print `text` (nothing where it is empty), or `json_text` in its place; and write
+    `json_text` into OUT where given."""
     if json_to == JSON_ON_STDOUT:
         print(json_text, flush=True)
         return
-    print(text, flush=True)
+    if text:
+        print(text, flush=True)
     if json_to is not None:
         from pathlib import Path
 
@@ -135,7 +137,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 bench report results/",
         "j0 bench report results/ --gpu H200 --bins 2048,8192",
     ),
-    "deploy render": ("j0 deploy render                      # deploy/k8s/ from the pins",),
+    "deploy render": (
+        "j0 deploy render                      # deploy/k8s/ from the pins",
+        "j0 deploy render --json render.json   # and each file's sha256 into render.json",
+    ),
     "doctor": ("j0 doctor", "j0 doctor --json                                  # on stdout"),
     "status": (
         "j0 status --compose",

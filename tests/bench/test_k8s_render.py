@@ -9,6 +9,7 @@ J0_REQUIRE_DOCKER=1).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -112,6 +113,17 @@ def test_j0_deploy_render_writes_the_committed_files(tmp_path: Path) -> None:
             [sys.executable, *how, str(out)], env=env, capture_output=True, text=True, timeout=60
         )
         assert again.returncode == 0 and again.stdout == ""
+    record = tmp_path / "render.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "j0", "deploy", "render", str(out), "--json", str(record)],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    said = json.loads(record.read_text())
+    assert (said["dir"], said["written"]) == (str(out), [])
+    assert said["files"] == {
+        name: hashlib.sha256(data).hexdigest() for name, data in sorted(committed.items())
+    }
 
 
 def test_no_pinned_value_is_typed_in_the_code(pins: Pins) -> None:

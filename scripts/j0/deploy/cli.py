@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, add_json_option, check_json_output, emit_result
 
 RENDER_DESCRIPTION = """\
 Write the Kubernetes manifests for serving (deploy/k8s/serving/: PVC, Deployment, Service,
@@ -39,12 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="where to write (default: deploy/k8s in the checkout)",
     )
+    add_json_option(p, "what was rendered (the folder, the files written, each file's sha256)")
     p.set_defaults(func=_render)
 
 
 def _render(args: argparse.Namespace) -> int:
+    import json
+
     from j0.kube.serving import render_deploy
 
-    for path in render_deploy(args.dir):
-        print(f"wrote {path}")
+    check_json_output(args.json)
+    done = render_deploy(args.dir)
+    text = "\n".join(f"wrote {path}" for path in done.written)
+    emit_result(text, json.dumps(done.to_json(), indent=1), args.json)
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -203,25 +204,43 @@ def deploy_files(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, str]:
     return files
 
 
-def write_deploy(root: Path, pins: Pins) -> list[Path]:
-    from j0.edge.atomic import write_text_atomic
+@dataclass(frozen=True)
+class DeployRender:
+    """What `j0 deploy render` did: the folder, the files it wrote (those whose text changed) and
+    every file it renders, relative to the folder, with the sha256 of its text."""
+
+    root: Path
+    written: list[Path]
+    files: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.root),
+            "written": [str(path) for path in self.written],
+            "files": self.files,
+        }
+
+
+def write_deploy(root: Path, pins: Pins) -> DeployRender:
+    from j0.edge.atomic import sha256_bytes, write_text_atomic
 
     knobs = ServerKnobs(target_model=pins.target_model)
-    written = []
+    written, files = [], {}
     for rel, text in deploy_files(pins, knobs, default_image(pins)).items():
         path = root / rel
+        files[str(rel)] = sha256_bytes(text.encode("utf-8"))
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             write_text_atomic(path, text)
             written.append(path)
-    return written
+    return DeployRender(root, written, files)
 
 
 def default_deploy_dir(pins: Pins) -> Path:
     return pins.root / "deploy" / "k8s"
 
 
-def render_deploy(root: Path | None = None) -> list[Path]:
-    """Rewrite deploy/k8s/ (or `root`) from the pins; the files that changed."""
+def render_deploy(root: Path | None = None) -> DeployRender:
+    """Rewrite deploy/k8s/ (or `root`) from the pins; what was written."""
     from j0.pins import load_pins
 
     pins = load_pins()
@@ -231,7 +250,7 @@ def render_deploy(root: Path | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """`python -m j0.kube.serving [DIR]`, as `j0 deploy render [DIR]`."""
     args = sys.argv[1:] if argv is None else argv
-    for path in render_deploy(Path(args[0]) if args else None):
+    for path in render_deploy(Path(args[0]) if args else None).written:
         print(f"wrote {path}")
     return 0
 
