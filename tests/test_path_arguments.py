@@ -90,6 +90,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("overlay verify", "--json", "dir", ["{base}", "--json", "{dir}"]),
     ("drafter check", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
     ("deploy render", "--json", "dir", ["{tmp}/k8s", "--json", "{dir}"]),
+    ("image smoke", "--json", "dir", ["no-such-image", "--json", "{dir}"]),
     ("drafter patch-config", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
     ("overlay build", "--json", "dir", ["--base", "{base}", "-o", "{tmp}/o.py", "--json", "{dir}"]),
     ("engine-check", "--models", "file", ["--here", "--no-gpu", "--models", "{file}"]),

@@ -102,7 +102,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 image build --engine image                     # the article's nightly image",
         "j0 image build --variant prefix-safe",
     ),
-    "image smoke": ("j0 image smoke j0/vllm-openai:compose",),
+    "image smoke": (
+        "j0 image smoke j0/vllm-openai:compose",
+        "j0 image smoke j0/vllm-openai:compose --json smoke.json   # each check also as JSON",
+    ),
     "image identity": ("j0 image identity --json",),
     "drafter fetch": (
         "j0 drafter fetch                                  # the pinned revision into ./drafter/",

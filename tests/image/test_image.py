@@ -473,13 +473,19 @@ def test_drift_allowed_builds_and_smoke_names_the_failed_checks(
 def test_smoke_on_the_dependency_free_standin_fails_only_the_import(
     image_on_a: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """On A the file, manifest and entrypoint checks pass; importing vLLM cannot (no torch)."""
-    assert main(["image", "smoke", image_on_a, "--timeout", "300"]) == 1
+    """On A the file, manifest and entrypoint checks pass; importing vLLM cannot (no torch).
+    With --json alone the same verdict is one object on stdout, the exit code the same."""
+    assert main(["image", "smoke", image_on_a, "--timeout", "300", "--json"]) == 1
     out, err = capsys.readouterr()
-    assert "file        ok" in out and "manifest    ok" in out and "entrypoint  ok" in out
-    assert "import      FAILED" in out
+    said = json.loads(out)
+    status = {check["name"]: check["status"] for check in said["checks"]}
+    assert (said["image"], said["passed"]) == (image_on_a, False)
+    assert status["file"] == status["manifest"] == status["entrypoint"] == "ok"
+    assert status["import"] == "fail"
     # selfcheck, where the image's j0 has it, cannot run without torch either.
-    assert failed_checks(err, image_on_a) in ({"import"}, {"import", "selfcheck"})
+    failed = {name for name, value in status.items() if value == "fail"}
+    assert failed_checks(err, image_on_a) == failed
+    assert failed in ({"import"}, {"import", "selfcheck"})
 
 
 @pytest.mark.docker
@@ -509,7 +515,7 @@ def test_entrypoint_names_a_bind_mounted_swap(image_on_a: str, base_file: Path, 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
-    standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str]
+    standins: dict[str, str], built: OwnImages, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Stand-in B carries torch, triton and the import's packages: every smoke check passes."""
     tag = built.tag("on-b")
@@ -545,10 +551,15 @@ def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
     )
     # j0 image build reads the base's vllm/_version.py first and passes it to the labels.
     assert (labels["j0.vllm.version"], labels["j0.vllm.commit"]) == ("0.33.0", "4ba787ec9")
-    assert main(["image", "smoke", tag]) == 0
+    record = tmp_path / "smoke.json"
+    assert main(["image", "smoke", tag, "--json", str(record)]) == 0
     out = capsys.readouterr().out
     for name in ("file", "manifest", "entrypoint", "import"):
         assert re.search(rf"^{name}\s+ok: ", out, re.MULTILINE), out
+    said = json.loads(record.read_text())  # --json OUT: the text as usual, and the record
+    assert said["passed"] is True
+    lines = re.findall(r"^([a-z]+) +\S+: ", out, re.MULTILINE)
+    assert [check["name"] for check in said["checks"]] == lines
     assert re.search(
         r"^engine\s+warning: vLLM 0.33.0 commit 4ba787ec9 \(not the pinned c50aca14\)",
         out,

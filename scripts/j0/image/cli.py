@@ -137,6 +137,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="S",
         help="seconds each check's container may run (default 600)",
     )
+    add_json_option(smoke, "each check (name, status, detail, fix) and whether all passed")
     smoke.set_defaults(func=run_smoke)
 
     identity = add_command(
@@ -169,7 +170,8 @@ def run_build(args: argparse.Namespace) -> int:
 def run_smoke(args: argparse.Namespace) -> int:
     from j0.image import smoke
 
-    return smoke.smoke(args.image, timeout=args.timeout)
+    check_json_output(args.json)
+    return smoke.smoke(args.image, timeout=args.timeout, json_to=args.json)
 
 
 def run_identity(args: argparse.Namespace) -> int:

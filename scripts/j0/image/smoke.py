@@ -6,7 +6,6 @@ docker-py is imported inside the functions (it is optional, and absent inside th
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -316,8 +315,16 @@ def check_selfcheck(run: Runner) -> Check:
     return Check("selfcheck", PASSED, f"passed in {took:.0f} s: {last}")
 
 
-def smoke(image: str, timeout: float = 600.0) -> int:
-    """Run the smoke checks on `image`; print one line per check; 0 if none failed."""
+def smoke(image: str, timeout: float = 600.0, json_to: str | None = None) -> int:
+    """Run the smoke checks on `image`; print one line per check as it ends (with --json alone,
+    one JSON object at the end instead; with --json OUT, that object into OUT too); 0 if none
+    failed."""
+    from j0.commands import JSON_ON_STDOUT, emit_result
+
+    def say(text: str) -> None:
+        if json_to != JSON_ON_STDOUT:
+            print(text, flush=True)
+
     require("docker", "j0 image smoke")
     from docker.errors import ImageNotFound
 
@@ -340,17 +347,22 @@ def smoke(image: str, timeout: float = 600.0) -> int:
         lambda: check_import(run, pins, found, want),
         lambda: check_selfcheck(run),
     ]
-    print(
-        f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})",
-        flush=True,
-    )
+    say(f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})")
     checks = []
     for step in steps:
         check = step()
         checks.append(check)
         detail = check.detail.replace("\n", "\n    ")
-        print(f"{check.name:<11} {LABELS[check.status]}: {detail}", flush=True)
+        say(f"{check.name:<11} {LABELS[check.status]}: {detail}")
     failed = [c.name for c in checks if c.status == FAILED]
+    if json_to is not None:
+        said = {
+            "image": image,
+            "speculator": want.words,
+            "passed": not failed,
+            "checks": [check.to_json() for check in checks],
+        }
+        emit_result("", json.dumps(said, indent=1), json_to)
     if failed:
         raise J0Error(f"smoke test of {image} failed: {', '.join(failed)}")
     skipped = [c.name for c in checks if c.status == SKIPPED]
@@ -358,5 +370,5 @@ def smoke(image: str, timeout: float = 600.0) -> int:
     notes = [f"{', '.join(skipped)} skipped"] if skipped else []
     notes += [f"warning: {', '.join(warned)}"] if warned else []
     note = f" ({'; '.join(notes)})" if notes else ""
-    print(f"==> {image}: all smoke checks passed{note}", file=sys.stdout, flush=True)
+    say(f"==> {image}: all smoke checks passed{note}")
     return 0
