@@ -139,6 +139,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench report": (
         "j0 bench report results/",
         "j0 bench report results/ --gpu H200 --bins 2048,8192",
+        "j0 bench report results/ --json    # report.json on stdout, in place of report.md",
     ),
     "deploy render": (
         "j0 deploy render                      # deploy/k8s/ from the pins",

@@ -161,6 +161,24 @@ def test_report_as_a_function_for_other_commands(results_dir, tmp_path: Path) ->
         )
 
 
+def test_json_prints_report_json_in_place_of_the_text(
+    results_dir, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json alone: the report.json just written, on stdout and nothing else; --json OUT: the
+    text as usual, and that same document in OUT."""
+    root, truth = results_dir
+    out = tmp_path / "again"
+    assert main(["bench", "report", str(root), "--out", str(out), "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == json.loads((out / "report.json").read_text())
+    assert set(json.loads(printed)["settings"]) == set(truth)
+    record = tmp_path / "copy.json"
+    assert main(["bench", "report", str(root), "--out", str(out), "--json", str(record)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith((out / "report.md").read_text()) and "wrote " in text
+    assert record.read_bytes() == (out / "report.json").read_bytes()
+
+
 def test_the_statistics_and_the_repetition_in_the_report(results_dir) -> None:
     root, _ = results_dir
     summary = json.loads((root / "report.json").read_text())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ReportOptions", "ReportOutcome", "main", "run_report", "say"]
+__all__ = ["ReportOptions", "ReportOutcome", "main", "run_report", "said", "say"]
 
 
 def __getattr__(name: str) -> Any:

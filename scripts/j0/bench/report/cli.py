@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, finite_number, whole_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_result,
+    finite_number,
+    whole_number,
+)
 
 REPORT_DESCRIPTION = """\
 Read DIR/<setting>/result.json (and result-shard-NN.json files of sharded runs, merged per
@@ -73,26 +80,27 @@ def register_report(commands: argparse._SubParsersAction) -> None:  # type: igno
         "max_tokens, dataset, speculative config) anyway, with a warning in the report; without "
         "it such a pair is refused (exit 2)",
     )
+    add_json_option(p, "report.json (the figures, per setting and pair)")
     p.set_defaults(func=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     from j0.bench.acceptance import parse_bins
-    from j0.bench.report import ReportOptions, run_report, say
+    from j0.bench.report import ReportOptions, run_report, said
 
-    say(
-        run_report(
-            ReportOptions(
-                folder=args.dir,
-                out=args.out,
-                gpu=args.gpu,
-                bandwidth_tbs=args.bandwidth,
-                weights_index=args.weights_index,
-                weight_bytes=args.weight_bytes,
-                bin_size=args.bin_size,
-                bins=parse_bins(args.bins) if args.bins else None,
-                allow_mismatch=args.allow_mismatch,
-            )
+    check_json_output(args.json)
+    done = run_report(
+        ReportOptions(
+            folder=args.dir,
+            out=args.out,
+            gpu=args.gpu,
+            bandwidth_tbs=args.bandwidth,
+            weights_index=args.weights_index,
+            weight_bytes=args.weight_bytes,
+            bin_size=args.bin_size,
+            bins=parse_bins(args.bins) if args.bins else None,
+            allow_mismatch=args.allow_mismatch,
         )
     )
+    emit_result(said(done), done.report_json.read_text(), args.json)
     return 0

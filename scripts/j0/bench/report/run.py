@@ -130,13 +130,17 @@ def run_report(opts: ReportOptions) -> ReportOutcome:
     return ReportOutcome(report_md, report_json, written, summary)
 
 
-def say(done: ReportOutcome) -> None:
+def said(done: ReportOutcome) -> str:
     """What `j0 bench report` prints: report.md, then where the files went."""
-    print(done.report_md.read_text())
-    print(
+    return (
+        f"{done.report_md.read_text()}\n"
         f"wrote {done.report_md}, {done.report_json} and {len(done.written)} plot files in "
         f"{done.report_md.parent}"
     )
+
+
+def say(done: ReportOutcome) -> None:
+    print(said(done))
 
 
 def main(
