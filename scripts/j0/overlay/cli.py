@@ -80,7 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.add_argument(
         "-o",
+        "--out",
         "--output",
+        dest="output",
         type=Path,
         metavar="OUT",
         help="where to write (default: overlay/vllm/v1/.../speculator.py)",

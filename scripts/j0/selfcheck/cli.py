@@ -114,6 +114,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--prefix-cache",
+        "--prefix-caching",
+        dest="prefix_cache",
         action="store_true",
         help="run the prefix-cache batteries instead: requests that start with cached positions "
         "(the same prompt again in a slot, another prompt in between, a shared prefix in another "

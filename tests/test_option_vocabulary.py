@@ -1,0 +1,56 @@
+"""One option vocabulary across the commands: where two commands take the same kind of value,
+they take it under the same name (docs/architecture.md#one-option-vocabulary). A command may keep
+an older spelling beside it, never instead of it. Read from the real parser (`j0.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from j0.cli import build_parser
+
+# an older or other spelling -> the name every command that takes the value answers to
+CANONICAL = {
+    "--output": "--out",
+    "--prefix-cache": "--prefix-caching",
+    "--no-prefix-cache": "--no-prefix-caching",
+    "--outdir": "--out",
+    "--output-dir": "--out",
+    "--server": "--url",
+    "--base-url": "--url",
+    "--time-limit": "--timeout",
+    "--quiet-progress": "--no-progress",
+}
+
+
+def _parsers(parser: argparse.ArgumentParser, prog: str = "j0"):
+    yield prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{prog} {name}")
+
+
+def test_every_other_spelling_stands_beside_the_shared_name() -> None:
+    seen = []
+    for prog, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag in CANONICAL:
+                    seen.append(flag)
+                    assert CANONICAL[flag] in action.option_strings, (prog, flag)
+    assert "--output" in seen and "--prefix-cache" in seen  # the sweep reads the real parsers
+
+
+def test_the_shared_names_mean_one_thing() -> None:
+    """--json always names a file OUT for the JSON (alone or with `-`, on stdout, where the command
+    has the one form of j0.commands.add_json_option); --out and --url always take a value."""
+    one_form = []
+    for prog, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if "--json" in action.option_strings:
+                assert action.metavar == "OUT", prog
+                if action.nargs == "?":
+                    one_form.append(prog)
+            if {"--out", "--url"} & set(action.option_strings):
+                assert action.nargs is None and not isinstance(action.const, bool), prog
+    assert len(one_form) >= 10, one_form
