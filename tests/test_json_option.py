@@ -1,8 +1,8 @@
 """The one --json form of the commands that print their result (doctor, status, image identity,
-overlay verify; j0.commands.add_json_option): `--json` alone prints one JSON object on stdout in
-place of the text, as before; `--json OUT` writes that same object into OUT and prints the text
-as usual; a --json OUT that cannot be a file is refused (exit 64) before any work
-(tests/test_path_arguments.py).
+overlay verify, dumps show and check among them; j0.commands.add_json_option): `--json` alone
+prints one JSON object on stdout in place of the text; `--json OUT` writes that same object into
+OUT and prints the text as usual; a --json OUT that cannot be a file is refused (exit 64) before
+any work (tests/test_path_arguments.py).
 Run as a shell runs them: `python -m j0 ...` in a subprocess; status asks a closed port on
 127.0.0.1, so nothing outside this machine is reached."""
 
@@ -23,6 +23,9 @@ COMMANDS = {
     "status": ["status", "--no-probe", "--url", CLOSED],
     # a file that is none of the pinned ones: exit 4, the pieces and no diff reference
     "overlay verify": ["overlay", "verify", str(ROOT / "pyproject.toml")],
+    # the patch's dumps from vLLM's real engine on the H200 (tests/data/README.md)
+    "dumps show": ["dumps", "show", str(ROOT / "tests" / "data" / "engine-h200" / "j0-on")],
+    "dumps check": ["dumps", "check", str(ROOT / "tests" / "data" / "engine-h200" / "j0-on")],
 }
 
 

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from j0.errors import EXIT_CODE_TABLE
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def add_command(
@@ -76,6 +81,43 @@ def emit_result(text: str, json_text: str, json_to: str | None) -> None:
         from j0.edge.atomic import write_text_atomic
 
         write_text_atomic(Path(json_to), json_text.rstrip("\n") + "\n")
+
+
+def json_file(json_to: str | None) -> Path | None:
+    """The file a --json OUT names; None where there is none or the JSON goes to stdout."""
+    from pathlib import Path
+
+    return None if json_to in (None, JSON_ON_STDOUT) else Path(json_to)
+
+
+@contextmanager
+def text_unless_json_on_stdout(json_to: str | None) -> Iterator[None]:
+    """What is printed on stdout inside, dropped where --json alone puts the JSON in its place
+    (the commands that print as they go: j0 dumps)."""
+    if json_to != JSON_ON_STDOUT:
+        yield
+        return
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def emit_json(data: object, json_to: str | None) -> None:
+    """The JSON of --json: on stdout for --json alone, else into OUT where given (indented by 2,
+    a value JSON has no form for by its str)."""
+    import json
+
+    if json_to is None:
+        return
+    text = json.dumps(data, indent=2, default=str)
+    if json_to == JSON_ON_STDOUT:
+        print(text, flush=True)
+        return
+    from j0.edge.atomic import write_text_atomic
+
+    write_text_atomic(json_file(json_to), text + "\n")  # type: ignore[arg-type]
 
 
 # Every command's examples, as its --help shows them (one command line each, `# ...` after it

@@ -7,7 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from j0.commands import add_command, finite_number, whole_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_json,
+    finite_number,
+    json_file,
+    text_unless_json_on_stdout,
+    whole_number,
+)
 from j0.errors import CHECK_FAILED, J0Error
 
 GROUP_HELP = """\
@@ -102,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     show = add("show", "tables of the requests, steps and tensors in a dump folder", SHOW_HELP)
     show.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
-    show.add_argument("--json", type=Path, metavar="OUT", help="also write the tables as JSON")
+    add_json_option(show, "the tables")
     show.set_defaults(func=run_show)
 
     check = add("check", "check every dumped J0 draw against the reference", CHECK_HELP)
@@ -114,7 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="K",
         help="leave out the first K requests (the warm-up is recognised without it)",
     )
-    check.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    add_json_option(check, "the report")
     check.add_argument(
         "--mask-token",
         type=whole_number(0, (1 << 31) - 1),
@@ -161,13 +170,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     audit = add("audit", "the verdict on the J0 audit's per-step records", AUDIT_HELP)
     audit.add_argument("dir", type=Path, metavar="FOLDER", help="the VLLM_DFLASH_AUDIT folder")
-    audit.add_argument("--json", type=Path, metavar="OUT", help="also write the summary as JSON")
+    add_json_option(audit, "the summary")
     audit.set_defaults(func=run_audit)
 
     compare = add("compare", "compare two dump sets of the same prompts step by step", COMPARE_HELP)
     compare.add_argument("a", type=Path, metavar="A", help="a dump folder")
     compare.add_argument("b", type=Path, metavar="B", help="another dump folder")
-    compare.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    add_json_option(compare, "the report")
     compare.add_argument(
         "--plots", type=Path, metavar="DIR", help="write agreement.png, errors.png (+ CSV) here"
     )
@@ -193,7 +202,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     replay.add_argument(
         "--out", type=Path, metavar="DIR", help="where the reference's dump set goes"
     )
-    replay.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
+    add_json_option(replay, "the report")
     replay.set_defaults(func=run_replay)
 
 
@@ -219,7 +228,8 @@ def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
     file to write, --plots and --out a folder (each refused, exit 64, before any work)."""
     from j0.edge.atomic import check_output_folder, check_output_path, refuse_inside
 
-    outputs = [(f"--{name}", getattr(args, name, None)) for name in ("json", "plots", "out")]
+    outputs = [(f"--{name}", getattr(args, name, None)) for name in ("plots", "out")]
+    outputs.insert(0, ("--json", json_file(args.json)))
     refuse_inside(outputs, [(name.upper(), getattr(args, name)) for name in folders])
     for name, path in outputs:
         if path is not None and name == "--json":
@@ -231,12 +241,12 @@ def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
 def run_show(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "dir")
     _need_torch()
-    from j0.dumps import printing, show
+    from j0.dumps import show
 
     summary = show.summarize(args.dir)
-    show.render(summary, _console())
-    if args.json is not None:
-        printing.write_json(args.json, show.to_json(summary))
+    with text_unless_json_on_stdout(args.json):
+        show.render(summary, _console())
+    emit_json(show.to_json(summary), args.json)
     return 1 if summary.problems or summary.missing else 0
 
 
@@ -259,40 +269,36 @@ def run_check(args: argparse.Namespace) -> int:
     result = check.run_check(options)
     if result.report is None:
         raise J0Error(result.error or result.summary, result.exit_code)  # printed by j0.cli
-    printing.render(result.report, _console())
-    if args.json is not None:
-        printing.write_json(args.json, result.report.to_json())
+    with text_unless_json_on_stdout(args.json):
+        printing.render(result.report, _console())
+    emit_json(result.report.to_json(), args.json)
     return result.exit_code
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    import json
-
     from j0.dumps.audit import read_folder, verdict
-    from j0.edge.atomic import check_output_path, write_text_atomic
 
-    if args.json is not None:
-        check_output_path(args.json)  # before reading, not after
+    check_json_output(args.json)  # before reading, not after
     summary = read_folder(args.dir)
     code, text = verdict(summary)
-    print(text, file=sys.stdout if code == 0 else sys.stderr)
-    if args.json is not None:
-        payload = {"verdict": {0: "PASS", 1: "FAIL"}.get(code, "NOTHING TO JUDGE"), "exit": code}
-        write_text_atomic(args.json, json.dumps({**payload, **summary.as_json()}, indent=2) + "\n")
+    with text_unless_json_on_stdout(args.json):
+        print(text, file=sys.stdout if code == 0 else sys.stderr)
+    payload = {"verdict": {0: "PASS", 1: "FAIL"}.get(code, "NOTHING TO JUDGE"), "exit": code}
+    emit_json({**payload, **summary.as_json()}, args.json)
     return code
 
 
 def run_compare(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "a", "b")
     _need_torch()
-    from j0.dumps import compare, printing
+    from j0.dumps import compare
 
     result = compare.compare_dirs(
         args.a, args.b, compare.DEFAULT_RTOL if args.rtol is None else args.rtol
     )
-    compare.render(result, _console())
-    if args.json is not None:
-        printing.write_json(args.json, result.to_json())
+    with text_unless_json_on_stdout(args.json):
+        compare.render(result, _console())
+    emit_json(result.to_json(), args.json)
     if args.plots is not None and result.pairs:
         optional_plots = compare.write_plots(result, args.plots)
         print(f"plots: {', '.join(str(p) for p in optional_plots)}")

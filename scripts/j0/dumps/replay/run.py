@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.edge.atomic import write_bytes_atomic, write_text_atomic
+from j0.edge.atomic import write_bytes_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 if TYPE_CHECKING:
@@ -342,10 +341,13 @@ def main(args: argparse.Namespace) -> int:
     report = replay(
         dump_dir, Path(args.drafter), Path(args.target), getattr(args, "device", "cpu"), out_dir
     )
-    for line in report.lines():
-        print(line)
-    if getattr(args, "json", None):
-        write_text_atomic(Path(args.json), json.dumps(report.to_json(), indent=2) + "\n")
+    from j0.commands import emit_json, text_unless_json_on_stdout
+
+    json_to = getattr(args, "json", None)
+    with text_unless_json_on_stdout(json_to):
+        for line in report.lines():
+            print(line)
+    emit_json(report.to_json(), json_to)
     if not any(s.replayed for s in report.steps if s.kind == "query"):
         raise J0Error(f"{dump_dir}: no query step could be replayed (see above)", INPUT_LACKS)
     return 1 if report.real_disagreements else 0
