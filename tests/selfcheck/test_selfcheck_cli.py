@@ -80,8 +80,9 @@ def test_device_cuda_without_a_cuda_device(article_file: Path) -> None:
 
 
 @pytest.mark.slow
-def test_json_result_and_no_vllm_noise(article_file: Path, tmp_path: Path) -> None:
-    out = tmp_path / "result.json"
+def test_json_result_and_no_vllm_noise(article_file: Path) -> None:
+    """--json alone: the result as one JSON document on stdout, in place of the text (--json OUT,
+    the file beside the text, is read by the --bench and --audit tests)."""
     result = selfcheck(
         sys.executable,
         "--speculator",
@@ -91,10 +92,9 @@ def test_json_result_and_no_vllm_noise(article_file: Path, tmp_path: Path) -> No
         "--cases",
         "1",
         "--json",
-        str(out),
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    data = json.loads(out.read_text())
+    data = json.loads(result.stdout)  # nothing else on stdout
     assert data["code"] == 0 and data["device"] == "cpu" and data["cases_run"] == 1
     assert data["file"] == str(article_file) and data["steps_run"] > 0
     assert "Failed to import from vllm._C" not in result.stdout + result.stderr

@@ -7,10 +7,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-from j0.commands import MAX_SEED, add_command, whole_number
+from j0.commands import (
+    JSON_ON_STDOUT,
+    MAX_SEED,
+    add_command,
+    add_json_option,
+    check_json_output,
+    whole_number,
+)
 from j0.engine.processes import owning
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
@@ -132,9 +140,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="with --audit: keep the audit's records here (a new or empty folder)",
     )
-    parser.add_argument(
-        "--json", type=Path, metavar="OUT", help="also write the result (and bench) as JSON"
-    )
+    add_json_option(parser, "the result (and bench)")
     parser.set_defaults(func=owning(run))  # its worker stops with it
 
 
@@ -206,7 +212,9 @@ def _child_env(device: str) -> dict[str, str]:
     return env
 
 
-def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
+def _run_worker(args: argparse.Namespace, path: Path, device: str, json_out: Path | None) -> int:
+    """The worker's exit code; it writes its JSON into json_out (where given) and prints as it
+    checks, except where --json alone puts the JSON in the place of its text."""
     cmd = [
         sys.executable,
         "-m",
@@ -230,11 +238,12 @@ def _run_worker(args: argparse.Namespace, path: Path, device: str) -> int:
         cmd.append("--audit")
     if args.audit_out is not None:
         cmd += ["--audit-out", str(args.audit_out)]
-    if args.json is not None:
-        cmd += ["--json", str(args.json)]
+    if json_out is not None:
+        cmd += ["--json", str(json_out)]
     from j0.engine.processes import start_owned, wait_owned
 
-    return wait_owned(start_owned(cmd, env=_child_env(device)))
+    quiet = {"stdout": subprocess.DEVNULL} if args.json == JSON_ON_STDOUT else {}
+    return wait_owned(start_owned(cmd, env=_child_env(device), **quiet))
 
 
 def _check_audit_args(args: argparse.Namespace) -> None:
@@ -262,10 +271,7 @@ def run(args: argparse.Namespace) -> int:
             exit_code=64,
         )
     _check_audit_args(args)
-    if args.json is not None:
-        from j0.edge.atomic import check_output_path
-
-        check_output_path(args.json)  # before the check, not after it
+    check_json_output(args.json)  # before the check, not after it
     if args.speculator is not None:
         path = args.speculator
         if not path.exists() and overlay_variant(path, pins) is not None:
@@ -295,11 +301,32 @@ def run(args: argparse.Namespace) -> int:
         what = "the prefix-cache batteries"
     if args.audit:
         what += ", the J0 audit"
-    print(f"j0 selfcheck: {path} on {device}, seed {args.seed}, {what}", flush=True)
-    rc = _run_worker(args, path, device)
+    say(args, f"j0 selfcheck: {path} on {device}, seed {args.seed}, {what}")
+    if args.json != JSON_ON_STDOUT:
+        return _checked(args, path, device, None if args.json is None else Path(args.json))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="j0-selfcheck-") as folder:
+        json_out = Path(folder) / "result.json"
+        rc = _checked(args, path, device, json_out)
+        if json_out.is_file():
+            print(json_out.read_text().rstrip("\n"), flush=True)
+        return rc
+
+
+def say(args: argparse.Namespace, line: str) -> None:
+    """A line of the text, which --json alone replaces by the JSON."""
+    if args.json != JSON_ON_STDOUT:
+        print(line, flush=True)
+
+
+def _checked(args: argparse.Namespace, path: Path, device: str, json_out: Path | None) -> int:
+    """Run the worker (on the CPU again where --device auto found no usable CUDA device) and turn
+    what it exits with into the command's exit code or error."""
+    rc = _run_worker(args, path, device, json_out)
     if rc == selfcheck.NO_CUDA and args.device == "auto":
-        print("j0 selfcheck: no usable CUDA device; running on the CPU instead", flush=True)
-        rc = _run_worker(args, path, "cpu")
+        say(args, "j0 selfcheck: no usable CUDA device; running on the CPU instead")
+        rc = _run_worker(args, path, "cpu", json_out)
     if rc == selfcheck.NO_CUDA:
         raise J0Error(
             "--device cuda: torch sees no CUDA device here; nothing was checked (--device cpu "
