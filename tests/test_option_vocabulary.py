@@ -42,15 +42,14 @@ def test_every_other_spelling_stands_beside_the_shared_name() -> None:
 
 
 def test_the_shared_names_mean_one_thing() -> None:
-    """--json always names a file OUT for the JSON (alone or with `-`, on stdout, where the command
-    has the one form of j0.commands.add_json_option); --out and --url always take a value."""
-    one_form = []
+    """--json is always the one form of j0.commands.add_json_option (an optional OUT: alone or
+    with `-`, on stdout); --out and --url always take a value."""
+    with_json = []
     for prog, parser in _parsers(build_parser()):
         for action in parser._actions:
             if "--json" in action.option_strings:
-                assert action.metavar == "OUT", prog
-                if action.nargs == "?":
-                    one_form.append(prog)
+                with_json.append(prog)
+                assert (action.metavar, action.nargs, action.const) == ("OUT", "?", "-"), prog
             if {"--out", "--url"} & set(action.option_strings):
                 assert action.nargs is None and not isinstance(action.const, bool), prog
-    assert len(one_form) >= 10, one_form
+    assert len(with_json) >= 17, with_json
