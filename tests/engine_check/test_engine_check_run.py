@@ -70,6 +70,17 @@ def engine_check(tmp_path: Path, *extra: str) -> tuple[int, dict]:
     return code, json.loads(out.read_text())
 
 
+def test_json_alone_prints_the_report_in_place_of_the_text(
+    tmp_path: Path, article_vllm: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json alone: the report as one JSON document on stdout, nothing else there."""
+    argv = ["engine-check", "--here", "--no-gpu", "--models", str(models(tmp_path))]
+    argv += ["--server-command", f"{sys.executable} {STANDIN}", "--port", str(free_port())]
+    assert main([*argv, "--startup-timeout", "60", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "PASS" and report["checks"]
+
+
 def by_name(report: dict) -> dict[str, dict]:
     return {c["name"]: c for c in report["checks"]}
 

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from j0.commands import MAX_PORT, add_command, finite_number, whole_number
+from j0.commands import (
+    JSON_ON_STDOUT,
+    MAX_PORT,
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_json,
+    finite_number,
+    text_unless_json_on_stdout,
+    whole_number,
+)
 from j0.engine.processes import owning
 from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
 from j0.engine_check.scenario_run import ScenarioSettings
@@ -104,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="keep models, dumps, server logs, responses and the report in DIR",
     )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the report as JSON")
+    add_json_option(parser, "the report")
     parser.add_argument(
         "--env",
         action="append",
@@ -220,7 +229,7 @@ def compose_image() -> tuple[str, str]:
 def check_paths(args: argparse.Namespace) -> None:
     """--models (a folder with target/ and draft/), --keep (a folder to write) and --json (a file
     to write), each refused in one line before anything is checked or started."""
-    from j0.edge.atomic import check_output_folder, check_output_path
+    from j0.edge.atomic import check_output_folder
     from j0.errors import require_input_folder
 
     if args.models is not None:
@@ -234,8 +243,7 @@ def check_paths(args: argparse.Namespace) -> None:
             )
     if args.keep is not None:
         check_output_folder(args.keep, "--keep")
-    if args.json is not None:
-        check_output_path(args.json)
+    check_json_output(args.json)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -278,16 +286,14 @@ def run(args: argparse.Namespace) -> int:
         image_source=image_source,
         scenarios=chosen,
     )
-    report = engine_check(options)
-    for check in report["checks"]:
-        word = "WARN" if check.get("status") == "warn" else "ok  " if check["ok"] else "FAIL"
-        print(f"  {word} {check['name']}: {check['detail']}")
-    for row in report.get("scenarios", []):
-        print(f"  scenario {row['scenario']} forces: {row['forces']}")
-    if args.json:
-        from j0.edge.atomic import write_text_atomic
-
-        write_text_atomic(args.json, json.dumps(report, indent=2) + "\n")
+    with text_unless_json_on_stdout(args.json):
+        report = engine_check(options)
+        for check in report["checks"]:
+            word = "WARN" if check.get("status") == "warn" else "ok  " if check["ok"] else "FAIL"
+            print(f"  {word} {check['name']}: {check['detail']}")
+        for row in report.get("scenarios", []):
+            print(f"  scenario {row['scenario']} forces: {row['forces']}")
+    emit_json(report, args.json)
     failed = [c["name"] for c in report["checks"] if not c["ok"]]
     stream = sys.stdout if not failed else sys.stderr
     if failed:
@@ -298,5 +304,7 @@ def run(args: argparse.Namespace) -> int:
         if report.get("scenarios")
         else "J0 runs in vLLM's engine as the article says"
     )
-    print(f"==> engine check PASSED ({report['seconds']} s): {what}")
+    say = args.json != JSON_ON_STDOUT
+    if say:
+        print(f"==> engine check PASSED ({report['seconds']} s): {what}")
     return 0
