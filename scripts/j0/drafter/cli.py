@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, add_json_option, check_json_output, emit_result
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_json,
+    emit_result,
+    text_unless_json_on_stdout,
+)
 from j0.errors import J0Error
 
 FETCH_HELP = """\
@@ -93,6 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="where to put the files (default: ./drafter/REV, as compose's DRAFTER_DIR)",
     )
+    add_json_option(fetch, "what was fetched (repo, the full commit, the folder, the patch)")
     fetch.set_defaults(func=run_fetch)
 
     patch = add(
@@ -116,10 +124,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run_fetch(args: argparse.Namespace) -> int:
     from j0.drafter import fetch as drafter_fetch
+    from j0.drafter.folder import local_commit
+    from j0.pins import load_pins
 
-    result = drafter_fetch.fetch(args.repo_id, args.revision, args.dir)
-    for line in result.lines():
-        print(line)
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        result = drafter_fetch.fetch(args.repo_id, args.revision, args.dir)
+        for line in result.lines():
+            print(line)
+    pins, folder = load_pins(), result.config.parent
+    fetched = {
+        "repo": args.repo_id or pins.drafter_repo,
+        "revision_asked": args.revision or pins.drafter_revision,
+        "commit": local_commit(folder),  # the full commit the files came from
+        "dir": str(folder),
+        **result.to_json(),
+    }
+    emit_json(fetched, args.json)
     return 0
 
 
