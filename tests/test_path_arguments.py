@@ -92,6 +92,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("deploy render", "--json", "dir", ["{tmp}/k8s", "--json", "{dir}"]),
     ("image smoke", "--json", "dir", ["no-such-image", "--json", "{dir}"]),
     ("bench report", "--json", "dir", ["{tmp}", "--json", "{dir}"]),
+    ("bench matrix", "--json", "dir", ["--out", "{tmp}/m", "--json", "{dir}"]),
     ("drafter patch-config", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
     ("overlay build", "--json", "dir", ["--base", "{base}", "-o", "{tmp}/o.py", "--json", "{dir}"]),
     ("engine-check", "--models", "file", ["--here", "--no-gpu", "--models", "{file}"]),

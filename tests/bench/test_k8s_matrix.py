@@ -295,7 +295,7 @@ def test_a_failing_index_fails_its_setting_only(
 
 
 def test_dry_run_renders_and_contacts_no_cluster(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
     out = tmp_path / "out"
@@ -313,6 +313,11 @@ def test_dry_run_renders_and_contacts_no_cluster(
     assert done.returncode == 0, done.stdout + done.stderr
     plan = json.loads((out / "k8s" / "plan.json").read_text())
     assert len(plan["indexes"]) == 8
+    again = tmp_path / "again"  # --json alone: matrix.json on stdout, nothing else there
+    capsys.readouterr()
+    assert matrix(again, "--dry-run", "--gpus", "8", "--namespace", "research", "--json") == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == load(again / "matrix.json")
 
 
 def test_no_cluster_is_a_clear_error(

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 
 from j0.bench.run.cli import add_repeats_and_system_prompt
-from j0.commands import add_command, whole_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_json,
+    text_unless_json_on_stdout,
+    whole_number,
+)
 
 
 def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,10 +53,20 @@ def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: igno
     )
     add_repeats_and_system_prompt(p, "matrix")
     p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    add_json_option(p, "matrix.json (each setting's status, results and server log)")
     p.set_defaults(func=_matrix)
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from j0.bench.matrix import run as matrix_run
+    import json
 
-    return int(matrix_run.main(args))
+    from j0.bench.matrix import run as matrix_run
+    from j0.bench.matrix.layout import MATRIX_JSON
+
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        code = int(matrix_run.main(args))
+    record = Path(args.out) / MATRIX_JSON
+    if record.is_file():
+        emit_json(json.loads(record.read_text()), args.json)
+    return code
