@@ -5,14 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.article import build as overlay
-from j0.article.identity import ARTICLE, identify
-from j0.article.variants import ARTICLE_VARIANT, VARIANTS, default_output
+from j0.article.variants import ARTICLE_VARIANT, VARIANTS
 from j0.commands import add_command, add_json_option, check_json_output, emit_result
-from j0.edge.atomic import sha256_bytes
-from j0.engine import base_sources
-from j0.errors import J0Error
-from j0.pins import Pins, load_pins
 
 BUILD_HELP = """\
 Make the article's speculator.py: take vLLM's unpatched file from one source, check its sha256
@@ -125,70 +119,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     verify.set_defaults(func=run_verify)
 
 
-def _base(args: argparse.Namespace, pins: Pins) -> base_sources.BaseFile:
-    if args.base is not None:
-        return base_sources.from_file(args.base)
-    if args.site_packages is not None:
-        return base_sources.from_site_packages(args.site_packages, pins)
-    if args.installed:
-        return base_sources.from_installed(pins)
-    if args.from_image:
-        return base_sources.from_image(args.from_image, pins)
-    return base_sources.from_wheel(pins)
-
-
 def run_build(args: argparse.Namespace) -> int:
     import json
 
+    from j0.overlay.run import BuildOptions
+    from j0.overlay.run import run_build as build
+
     check_json_output(args.json)
-    pins = load_pins()
-    base = _base(args, pins)
-    patched = overlay.build_variant(
-        base.data, base.origin, pins, args.variant, args.allow_base_drift, args.tool
+    built = build(
+        BuildOptions(
+            base=args.base,
+            site_packages=args.site_packages,
+            installed=args.installed,
+            from_image=args.from_image,
+            variant=args.variant,
+            allow_base_drift=args.allow_base_drift,
+            tool=args.tool,
+            audit=args.audit,
+            output=args.output,
+        )
     )
-    if args.audit:
-        patched = overlay.audit_file(patched, base.origin, pins, args.variant, args.tool)
-    default = default_output(pins, args.variant)
-    if args.audit:
-        default = pins.root / "overlay" / "audit" / args.variant / pins.speculator_relpath
-    out = args.output or default
-    wrote = overlay.write_overlay(patched, out)
-    identity = identify(patched, pins)
-    built = {
-        "file": str(out),
-        "sha256": identity.sha256,
-        "identity": identity.kind,
-        "variant": args.variant,
-        "audit": bool(args.audit),
-        "base": base.origin,
-        "base_sha256": sha256_bytes(base.data),
-        "said": wrote,
-    }
-    emit_result(f"{wrote}\n{identity.line()}", json.dumps(built, indent=1), args.json)
+    emit_result(built.text(), json.dumps(built.to_json(), indent=1), args.json)
     return 0
-
-
-def _reference(pins: Pins) -> bytes | None:
-    """The article's file, if it can be had without a download: the default overlay, else the
-    cached wheel plus the patch."""
-    default = pins.default_overlay_path
-    if default.is_file() and identify(default.read_bytes(), pins).kind == ARTICLE:
-        return default.read_bytes()
-    wheels = sorted(base_sources.wheel_cache_dir().glob(f"vllm-{pins.vllm_release}-*.whl"))
-    if not wheels:
-        return None
-    try:
-        base = base_sources.from_wheel(pins)
-        return overlay.patch_base(base.data, base.origin, pins)
-    except J0Error:
-        return None
 
 
 def run_verify(args: argparse.Namespace) -> int:
     import json
 
+    from j0.overlay.run import VerifyOptions
+    from j0.overlay.run import run_verify as verify
+
     check_json_output(args.json)
-    pins = load_pins()
-    verdict = overlay.verdict_of(args.file, pins, _reference(pins))
+    verdict = verify(VerifyOptions(args.file))
     emit_result("\n".join(verdict.lines), json.dumps(verdict.to_json(), indent=1), args.json)
     return verdict.exit_code
