@@ -123,34 +123,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from j0.drafter import fetch as drafter_fetch
-    from j0.drafter.folder import local_commit
-    from j0.pins import load_pins
+    from j0.drafter.run import FetchOptions
+    from j0.drafter.run import run_fetch as fetch
 
     check_json_output(args.json)
     with text_unless_json_on_stdout(args.json):
-        result = drafter_fetch.fetch(args.repo_id, args.revision, args.dir)
-        for line in result.lines():
+        fetched = fetch(FetchOptions(args.repo_id, args.revision, args.dir))
+        for line in fetched.lines():
             print(line)
-    pins, folder = load_pins(), result.config.parent
-    fetched = {
-        "repo": args.repo_id or pins.drafter_repo,
-        "revision_asked": args.revision or pins.drafter_revision,
-        "commit": local_commit(folder),  # the full commit the files came from
-        "dir": str(folder),
-        **result.to_json(),
-    }
-    emit_json(fetched, args.json)
+    emit_json(fetched.to_json(), args.json)
     return 0
 
 
 def run_patch_config(args: argparse.Namespace) -> int:
     import json
 
-    from j0.drafter import config as drafter_config
+    from j0.drafter.run import PatchOptions
+    from j0.drafter.run import run_patch_config as patch_config
 
     check_json_output(args.json)
-    result = drafter_config.patch_config(args.dir, args.patch)
+    result = patch_config(PatchOptions(args.dir, args.patch))
     emit_result("\n".join(result.lines()), json.dumps(result.to_json(), indent=1), args.json)
     return 0
 
@@ -158,14 +150,12 @@ def run_patch_config(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     import json
 
-    from j0.drafter import config as drafter_config
+    from j0.drafter.run import CheckOptions
+    from j0.drafter.run import run_check as check
 
     check_json_output(args.json)
-    causality = drafter_config.check_causality(args.dir)
-    config = args.dir / drafter_config.CONFIG_NAME
-    lines = [*(f"note: {note}" for note in causality.notes), f"{config}: {causality.summary()}"]
-    verdict = {"config": str(config), **causality.to_json()}
-    emit_result("\n".join(lines), json.dumps(verdict, indent=1), args.json)
-    if not causality.all_causal:
+    checked = check(CheckOptions(args.dir))
+    emit_result("\n".join(checked.lines()), json.dumps(checked.to_json(), indent=1), args.json)
+    if not checked.causality.all_causal:
         raise J0Error("the draft is not causal everywhere", 1)
     return 0
