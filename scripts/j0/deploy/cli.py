@@ -1,4 +1,4 @@
-"""`j0 deploy render`: argument parsing only (the work: j0.kube.serving)."""
+"""`j0 deploy render`: argument parsing only (the work: run.py, over j0.kube.serving)."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _render(args: argparse.Namespace) -> int:
     import json
 
-    from j0.kube.serving import render_deploy
+    from j0.deploy.run import RenderOptions, run_render
 
     check_json_output(args.json)
-    done = render_deploy(args.dir)
+    done = run_render(RenderOptions(args.dir))
     text = "\n".join(f"wrote {path}" for path in done.written)
     emit_result(text, json.dumps(done.to_json(), indent=1), args.json)
     return 0

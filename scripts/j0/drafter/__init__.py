@@ -2,10 +2,11 @@
 file, and its config.json made causal (`fetch`, `patch-config`, `causality`).
 
 run.py holds each subcommand's run function (typed options in, typed outcome out; cli.py parses
-and prints); fetch runs `j0 drafter fetch` step by step; revision resolves the commit, pin_record records it
-in the pins, files chooses and checks the files, download fetches them, folder names and guards
-the drafter's folder, hub holds the endpoint, token and the Hub's errors, console the messages;
-config patches config.json and reports the draft layers' causality.
+and prints); fetch runs `j0 drafter fetch` step by step; revision resolves the commit,
+pin_record records it in the pins, files chooses and checks the files, download fetches them,
+folder names and guards the drafter's folder, hub holds the endpoint, token and the Hub's
+errors, console the messages; config patches config.json and reports the draft layers'
+causality.
 """
 
 from typing import Any
