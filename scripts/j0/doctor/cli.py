@@ -48,12 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    from j0.compose import settings
-    from j0.doctor import doctor
-    from j0.pins import load_pins
+    from j0.doctor.run import DoctorOptions
+    from j0.doctor.run import run_doctor as doctor
 
     check_json_output(args.json)
-    pins = load_pins()
-    report = doctor.run(pins, settings.resolve(pins))
+    report = doctor(DoctorOptions())
     emit_result(report.text(), report.json(), args.json)
     return 0 if report.ready else 1

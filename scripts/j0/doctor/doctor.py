@@ -1,5 +1,5 @@
-"""`j0 doctor`: can this host run the article's `docker compose up`? Each check ok / warn / fail,
-with a one-line fix; ready when none fails.
+"""`j0 doctor`'s checks: can this host run the article's `docker compose up`? Each check ok /
+warn / fail, with a one-line fix; ready when none fails (run.py runs them, in order).
 
 The order follows what `docker compose up` meets: Docker, Compose, buildx, a GPU for containers,
 the base image, the GPU and its memory for the target, the Hub (token, gated repos), free disk.
@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
-from j0.checks import FAIL, OK, WARN, Check, Report
+from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.settings import Settings
-from j0.doctor import cuda, disk, docker_checks, engine_route, gpu, hub, needs
-from j0.pins import Pins
+from j0.doctor import cuda, gpu, hub, needs
 
 GPU_FIX = (
     "run on a host with an NVIDIA GPU and its driver (`nvidia-smi` must list the GPU); the "
@@ -29,7 +28,7 @@ ARTICLE_GPU_BYTES = 96 * needs.GIB
 ARTICLE_GPU_BAR = 95 * needs.GIB
 
 
-def _unset(value: str) -> bool:
+def is_unset(value: str) -> bool:
     return value in ("", "/dev/null")
 
 
@@ -283,82 +282,3 @@ def repo_check(name: str, facts: hub.RepoFacts, cached: int) -> Check:
         f"{where}: {words}{known}",
         "check the network, HF_ENDPOINT and HF_HUB_OFFLINE" if facts.reachable is False else "",
     )
-
-
-def run(pins: Pins, settings: Settings) -> Report:
-    report = Report("j0 doctor: can this host run `docker compose up` (the article's server)?")
-    state = docker_checks.engine()
-    report.add(state.engine)
-    report.add(docker_checks.compose(state))
-    report.add(docker_checks.buildx(state))
-    report.add(docker_checks.gpu_runtime(state))
-    route = engine_route.route_of(settings, pins)
-    image, knob = engine_route.base_of(route, settings, pins)
-    report.add(engine_route.checks(state, settings, pins))
-    report.add(
-        docker_checks.base_image(
-            state, image, pins, f"{knob}, {settings.source(knob)}", wheel_route=route == "wheel"
-        )
-    )
-
-    compose_token = settings.path("HF_TOKEN_FILE")
-    if compose_token is not None and _unset(str(settings.get("HF_TOKEN_FILE"))):
-        compose_token = None
-    token = hub.find_token(compose_token)
-    target_repo = settings.get("TARGET_MODEL", pins.target_model)
-    drafter_repo = settings.get("DRAFTER_REPO", pins.drafter_repo)
-    drafter_rev = pins.drafter_commit or settings.get("DRAFTER_REVISION", pins.drafter_revision)
-    drafter_dir = settings.path("DRAFTER_DIR")
-    target = repo_facts(target_repo, "main", None, settings, token)
-    drafter = repo_facts(drafter_repo, drafter_rev, drafter_dir, settings, token)
-
-    need, why = compute_needs(target, drafter, settings)
-    try:
-        util = float(settings.get("GPU_MEMORY_UTILIZATION", "0.90"))
-    except ValueError:
-        util = 0.9
-    query = gpu.query()
-    image_cuda = None
-    if query.gpus:  # the CUDA of the image compose runs: its manifest, else the pins
-        served = settings.get("J0_IMAGE", "j0/vllm-openai:compose")
-        present = docker_checks.image_present(state, served)
-        image_cuda = cuda.image_cuda(served, present, pins.cuda)
-    report.add(gpu_checks(query, need, why, util, image_cuda))
-
-    cache = settings.hub_cache()
-    cached = hub.cached_bytes(cache, target_repo)
-    report.add(token_check(token, [target, drafter]))
-    report.add(repo_check("target-repo", target, cached))
-    report.add(repo_check("drafter-repo", drafter, 0))
-
-    here = docker_checks.image_present(state, image)
-    downloads = [
-        disk.Download(
-            f"vLLM's image {image}{' (present)' if here else ''}",
-            docker_checks.docker_root(state),
-            0 if here else needs.ASSUMED_IMAGE_BYTES,
-            not here,
-        )
-    ]
-    if need is not None:
-        target_left = max(0, need.weights.bytes - cached)
-        downloads.append(
-            disk.Download(
-                f"{target_repo} weights",
-                cache,
-                target_left,
-                need.weights.source.startswith("estimate"),
-            )
-        )
-        present = drafter.weights_source.endswith(str(drafter_dir)) if drafter_dir else False
-        drafter_left = 0 if present else need.drafter_weights.bytes
-        downloads.append(
-            disk.Download(
-                "the drafter",
-                drafter_dir or pins.root / "drafter",
-                drafter_left,
-                need.drafter_weights.source == "estimate",
-            )
-        )
-    report.add(disk.check(downloads))
-    return report
