@@ -91,6 +91,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("drafter check", "--json", "dir", ["{drafter}", "--json", "{dir}"]),
     ("deploy render", "--json", "dir", ["{tmp}/k8s", "--json", "{dir}"]),
     ("image smoke", "--json", "dir", ["no-such-image", "--json", "{dir}"]),
+    ("image build", "--json", "dir", ["--no-pull", "--json", "{dir}"]),
     ("bench report", "--json", "dir", ["{tmp}", "--json", "{dir}"]),
     ("bench matrix", "--json", "dir", ["--out", "{tmp}/m", "--json", "{dir}"]),
     ("drafter patch-config", "--json", "dir", ["{drafter}", "--json", "{dir}"]),

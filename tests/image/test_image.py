@@ -531,10 +531,13 @@ def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
                 "--tag",
                 tag,
                 "--no-pull",
+                "--json",
+                str(tmp_path / "built.json"),
             ]
         )
         == 0
     )
+    built_record = json.loads((tmp_path / "built.json").read_text())
     captured = capsys.readouterr()
     out = captured.out
     assert "Step 1/" in out and f"==> built {tag}" in out  # the build's progress is shown
@@ -551,6 +554,12 @@ def test_image_build_and_smoke_pass_on_the_standin_with_the_import_dependencies(
     )
     # j0 image build reads the base's vllm/_version.py first and passes it to the labels.
     assert (labels["j0.vllm.version"], labels["j0.vllm.commit"]) == ("0.33.0", "4ba787ec9")
+    image_id = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert (built_record["image_id"], built_record["tag"]) == (image_id, tag)
+    assert (built_record["base"], built_record["route"]) == (standins["b"], "image")
     record = tmp_path / "smoke.json"
     assert main(["image", "smoke", tag, "--json", str(record)]) == 0
     out = capsys.readouterr().out

@@ -12,6 +12,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,23 @@ def _engine_for_labels(
     return engine
 
 
+@dataclass(frozen=True)
+class ImageBuilt:
+    """What `j0 image build` made: the image's id and tag, the base and route it was built on,
+    the speculator.py variant, the build's network and the image's size."""
+
+    image_id: str
+    tag: str
+    base: str
+    route: str
+    variant: str
+    network: str
+    size_mb: int
+
+    def to_json(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
 def build(
     base: str | None = None,
     tag: str | None = None,
@@ -201,9 +219,9 @@ def build(
     wheel_index: str = "",
     network: str | None = None,
     variant: str = "article",
-) -> str:
+) -> ImageBuilt:
     """Build docker/Dockerfile on `base` by route `engine` (wheel or image; default VLLM_ENGINE
-    of the pins); return the image id. Progress goes to `echo`. The build's network: `none` on
+    of the pins); return what was built. Progress goes to `echo`. The build's network: `none` on
     the image route, Docker's default on the wheel route (it fetches the wheel), or `network`."""
     require("docker", "j0 image build")
     from docker.errors import APIError
@@ -256,4 +274,4 @@ def build(
         f"==> built {tag} ({image_id or image.id}, {size_mb:.0f} MB) in "
         f"{time.monotonic() - started:.0f} s\n"
     )
-    return str(image.id)
+    return ImageBuilt(str(image.id), tag, base, route, variant, network, round(size_mb))

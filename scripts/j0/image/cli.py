@@ -10,6 +10,7 @@ from j0.commands import (
     check_json_output,
     emit_result,
     finite_number,
+    text_unless_json_on_stdout,
 )
 
 IMAGE_HELP = """\
@@ -121,6 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "prefix-safe (the article's file with overlay/jetspec-j0-prefix-safe.patch on top; tag "
         "suffix -prefix-safe)",
     )
+    add_json_option(build, "what was built (image id, tag, base, route, variant, network, size)")
     build.set_defaults(func=run_build)
 
     smoke = add_command(
@@ -152,44 +154,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from j0.image import build as image
+    import json
 
-    image.build(
-        base=args.base,
-        tag=args.tag,
-        allow_base_drift=args.allow_base_drift,
-        pull=not args.no_pull,
-        engine=args.engine,
-        wheel_index=args.wheel_index,
-        network=args.network,
-        variant=args.variant,
-    )
+    from j0.image.run import ImageBuildOptions
+    from j0.image.run import run_build as build
+
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        built = build(
+            ImageBuildOptions(
+                base=args.base,
+                tag=args.tag,
+                allow_base_drift=args.allow_base_drift,
+                pull=not args.no_pull,
+                engine=args.engine,
+                wheel_index=args.wheel_index,
+                network=args.network,
+                variant=args.variant,
+            )
+        )
+    emit_result("", json.dumps(built.to_json(), indent=1), args.json)
     return 0
 
 
 def run_smoke(args: argparse.Namespace) -> int:
-    from j0.image import smoke
+    from j0.image.run import SmokeOptions
+    from j0.image.run import run_smoke as smoke
 
     check_json_output(args.json)
-    return smoke.smoke(args.image, timeout=args.timeout, json_to=args.json)
+    return smoke(SmokeOptions(args.image, timeout=args.timeout, json_to=args.json))
 
 
 def run_identity(args: argparse.Namespace) -> int:
-    from j0.image.identity import (
-        identity_json,
-        identity_line,
-        installed_engine,
-        installed_identity,
-    )
-    from j0.pins import load_pins
+    from j0.image.run import run_identity as identify
 
     check_json_output(args.json)
-    pins = load_pins()
-    path, identity = installed_identity(pins)
-    engine = installed_engine()
-    emit_result(
-        f"{args.prefix}: {identity_line(path, identity, engine, pins)}",
-        identity_json(path, identity, engine, pins),
-        args.json,
-    )
+    identified = identify(args.prefix)
+    emit_result(identified.line, identified.json_text, args.json)
     return 0
