@@ -89,11 +89,15 @@ def _serve(args: argparse.Namespace) -> int:
     serve_args = list(args.serve_args)
     if serve_args and serve_args[0] == "--":
         serve_args = serve_args[1:]
-    return serve_launch.run(
-        serve_args,
-        then=args.then,
-        dry_run=args.dry_run,
-        api_key_file=args.api_key_file,
-        overlay_mount=args.overlay_mount,
-        force=args.force,
+    from j0.serve.run import ServeOptions, run_serve
+
+    return run_serve(
+        ServeOptions(
+            args=serve_args,
+            then=args.then,
+            dry_run=args.dry_run,
+            api_key_file=args.api_key_file,
+            overlay_mount=Path(args.overlay_mount),
+            force=args.force,
+        )
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -415,44 +414,3 @@ def claim_dumps(plan: Plan, force: bool, dry_run: bool) -> None:
     folder = plan.env.get("VLLM_DFLASH_DUMP", "")
     if folder and plan.env.get("VLLM_DFLASH_DUMP_STEPS", "0") != "0":
         plan.facts.extend(claim_dump_folder(Path(folder), force, dry_run))
-
-
-def run(
-    args: Sequence[str],
-    then: str,
-    dry_run: bool,
-    api_key_file: Path | None,
-    overlay_mount: Path,
-    force: bool = False,
-) -> int:
-    """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (unless dry_run)."""
-    plan = plan_serve(args, os.environ, api_key_file)
-    claim_dumps(plan, force, dry_run)
-    if overlay_mount.is_dir():  # J0_OVERLAY named a folder: no file to swap in
-        raise J0Error(
-            f"--overlay-mount {overlay_mount}: a folder, expected the speculator.py to swap in "
-            "(does J0_OVERLAY name a folder?); the server was not started",
-            INPUT_LACKS,
-        )
-    if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
-        from j0.engine.base_sources import installed_speculator
-        from j0.pins import load_pins
-
-        apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
-    identify_running(plan)
-    # One line each, whatever a value holds (the log's grammar: j0.engine.server_log).
-    for fact in plan.facts:
-        print(f"{server_log.SERVE_PREFIX}{server_log.log_safe(fact)}", file=sys.stderr)
-    for warning in plan.warnings:
-        print(f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(warning)}", file=sys.stderr)
-    if dry_run:
-        print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
-        return 0
-    drop_own_pythonpath(plan.env)
-    sys.stderr.flush()
-    sys.stdout.flush()
-    try:
-        os.execvpe(then, [then, *plan.args], plan.env)
-    except OSError as exc:
-        raise J0Error(f"cannot run {then}: {exc}", INPUT_LACKS) from exc
-    return 0  # not reached
