@@ -21,7 +21,7 @@ import pytest
 from j0.article.identity import identify
 from j0.article.variants import default_output
 from j0.pins import Pins, load_pins
-from j0.selfcheck.cli import build_overlay, overlay_variant
+from j0.selfcheck.run import build_overlay, overlay_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 
