@@ -93,7 +93,7 @@ def json_file(json_to: str | None) -> Path | None:
 @contextmanager
 def text_unless_json_on_stdout(json_to: str | None) -> Iterator[None]:
     """What is printed on stdout inside, dropped where --json alone puts the JSON in its place
-    (the commands that print as they go: j0 dumps)."""
+    (for the commands that print as they go: dumps, engine-check, image build, bench matrix)."""
     if json_to != JSON_ON_STDOUT:
         yield
         return
@@ -105,19 +105,13 @@ def text_unless_json_on_stdout(json_to: str | None) -> Iterator[None]:
 
 
 def emit_json(data: object, json_to: str | None) -> None:
-    """The JSON of --json: on stdout for --json alone, else into OUT where given (indented by 2,
-    a value JSON has no form for by its str)."""
+    """emit_result of a command whose text was printed as it went: `data` as JSON (indented by
+    2, a value JSON has no form for by its str) on stdout for --json alone, into OUT where given,
+    nothing where no --json."""
     import json
 
-    if json_to is None:
-        return
-    text = json.dumps(data, indent=2, default=str)
-    if json_to == JSON_ON_STDOUT:
-        print(text, flush=True)
-        return
-    from j0.edge.atomic import write_text_atomic
-
-    write_text_atomic(json_file(json_to), text + "\n")  # type: ignore[arg-type]
+    if json_to is not None:
+        emit_result("", json.dumps(data, indent=2, default=str), json_to)
 
 
 # Every command's examples, as its --help shows them (one command line each, `# ...` after it
