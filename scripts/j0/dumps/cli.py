@@ -228,8 +228,8 @@ def _refuse_writing_into(args: argparse.Namespace, *folders: str) -> None:
     file to write, --plots and --out a folder (each refused, exit 64, before any work)."""
     from j0.edge.atomic import check_output_folder, check_output_path, refuse_inside
 
-    outputs = [(f"--{name}", getattr(args, name, None)) for name in ("plots", "out")]
-    outputs.insert(0, ("--json", json_file(args.json)))
+    others = [(f"--{name}", getattr(args, name, None)) for name in ("plots", "out")]
+    outputs = [("--json", json_file(args.json)), *others]
     refuse_inside(outputs, [(name.upper(), getattr(args, name)) for name in folders])
     for name, path in outputs:
         if path is not None and name == "--json":

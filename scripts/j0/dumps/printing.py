@@ -3,13 +3,10 @@ its findings and its summary line; and any `j0 dumps` report (show, check, compa
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from j0.dumps.check.findings import FAIL, NOTE, UNVERIFIABLE
 from j0.dumps.check.report import CheckReport, summary_after_verdict
-from j0.edge.atomic import write_text_atomic
 
 SHOW_FINDINGS = 12  # failures printed in full; the JSON report has all of them
 
@@ -73,7 +70,3 @@ def render(report: CheckReport, console: Any) -> None:
     style = VERDICT_STYLE.get(report.verdict, "bold")
     # The summary has no markup of its own: escaped, it prints as check.report.summary_line.
     console.print(f"[{style}]{report.verdict}[/{style}]{escape(summary_after_verdict(report))}")
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
