@@ -7,7 +7,8 @@
   B       A + what importing the speculator needs on a CPU (torch, triton and the packages
           vLLM's speculator module imports, at the versions of requirements/test.txt),
           installed here with `uv pip install --target` (from uv's cache, which making the test
-          environment filled) and copied in, so that no docker build needs the network.
+          environment filled) and copied in, so that no docker build needs the network; then
+          everything in its site-packages compiled to bytecode, as a pip install leaves it.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
   F       A + huggingface_hub 1.31 (requirements/hub-floor.txt, the oldest vLLM 0.33 allows) and
           what it needs, pinned by requirements/test.txt, without httpx2: the floor of a vLLM
@@ -68,6 +69,13 @@ NOT_IN_B = {
     "execnet",
     "scipy",
 }
+# B's packages compiled to bytecode in the image, as pip leaves an install (vLLM's image is made
+# with pip): without it every container that imports the speculator (j0 image smoke imports it
+# twice, j0 engine-check once) compiles torch, triton and vLLM first, about 10 s of CPU each time.
+# The j0 build step drops the bytecode of the file it replaces (image/build_step.py). As pip does,
+# a file this Python cannot compile (torch's tests written for 3.12) is left as it is: compileall
+# exits 1 for those, which is not a failure of the stand-in.
+B_COMPILE = f"python3 -m compileall -qq -j 0 {SITE} || test $? -eq 1"
 # C: one byte of vLLM's file changed, in a comment outside every hunk of the patch.
 DRIFT_FROM, DRIFT_TO = b"# Fixed-address inputs", b"# fixed-address inputs"
 
@@ -243,8 +251,11 @@ def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
     return tag
 
 
-def _write_dockerfile(context: Path, base: str, copies: list[tuple[str, str]]) -> None:
+def _write_dockerfile(
+    context: Path, base: str, copies: list[tuple[str, str]], run: tuple[str, ...] = ()
+) -> None:
     lines = [f"FROM {base}"] + [f"COPY {src} {dst}" for src, dst in copies]
+    lines += [f"RUN {command}" for command in run]
     (context / "Dockerfile").write_text("\n".join(lines) + "\n")
 
 
@@ -302,12 +313,12 @@ def deps_dir(requirements: list[str]) -> Path:
 def image_b(pins: Pins) -> str:
     base = image_a(pins)
     requirements = b_requirements()
-    tag = f"j0-standin/b:{_key(base, requirements)}"
+    tag = f"j0-standin/b:{_key(base, requirements, B_COMPILE)}"
     if image_exists(tag):
         return tag
     context = deps_dir(requirements)
     started = time.monotonic()
-    _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+    _write_dockerfile(context, base, [("site/", f"{SITE}/")], (B_COMPILE,))
     docker_build(tag, context)
     log(
         f"built {tag} (+ torch, triton and the import's packages) in "
