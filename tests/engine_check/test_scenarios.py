@@ -343,10 +343,15 @@ def _free_port_base() -> int:
     """A port P with P..P+5 free on 127.0.0.1 (the script's six servers). The search starts at a
     place of this process's own (its pid), so that two pytest-xdist workers asking at once do not
     both take the first free block: one's servers would then fail to bind, and a test waiting for
-    them to come up would wait for its whole deadline (94 s seen in a loaded run)."""
+    them to come up would wait for its whole deadline (94 s seen in a loaded run). The blocks
+    lie below the kernel's ephemeral range (ip_local_port_range, 32768 by default), from which
+    every client connection and every server bound to port 0 takes its port: in a busy run one of
+    those could take a port of the block between this search and the script's servers binding."""
     import socket
 
-    bases = list(range(23000, 60000, 97))
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32768
+    bases = list(range(10000, max(low, 10000 + 97 * 8) - 6, 97))
     start = os.getpid() % len(bases)
     for base in bases[start:] + bases[:start]:
         sockets = []
