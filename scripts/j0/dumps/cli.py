@@ -242,12 +242,14 @@ def run_show(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "dir")
     _need_torch()
     from j0.dumps import show
+    from j0.dumps.run import ShowOptions
+    from j0.dumps.run import run_show as show_folder
 
-    summary = show.summarize(args.dir)
+    shown = show_folder(ShowOptions(folder=args.dir))
     with text_unless_json_on_stdout(args.json):
-        show.render(summary, _console())
-    emit_json(show.to_json(summary), args.json)
-    return 1 if summary.problems or summary.missing else 0
+        show.render(shown.summary, _console())
+    emit_json(shown.to_json(), args.json)
+    return shown.exit_code
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -276,26 +278,25 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from j0.dumps.audit import read_folder, verdict
+    from j0.dumps.run import AuditOptions
+    from j0.dumps.run import run_audit as audit
 
     check_json_output(args.json)  # before reading, not after
-    summary = read_folder(args.dir)
-    code, text = verdict(summary)
+    audited = audit(AuditOptions(folder=args.dir))
     with text_unless_json_on_stdout(args.json):
-        print(text, file=sys.stdout if code == 0 else sys.stderr)
-    payload = {"verdict": {0: "PASS", 1: "FAIL"}.get(code, "NOTHING TO JUDGE"), "exit": code}
-    emit_json({**payload, **summary.as_json()}, args.json)
-    return code
+        print(audited.text, file=sys.stdout if audited.exit_code == 0 else sys.stderr)
+    emit_json(audited.to_json(), args.json)
+    return audited.exit_code
 
 
 def run_compare(args: argparse.Namespace) -> int:
     _refuse_writing_into(args, "a", "b")
     _need_torch()
     from j0.dumps import compare
+    from j0.dumps.run import CompareOptions
+    from j0.dumps.run import run_compare as compare_folders
 
-    result = compare.compare_dirs(
-        args.a, args.b, compare.DEFAULT_RTOL if args.rtol is None else args.rtol
-    )
+    result = compare_folders(CompareOptions(a=args.a, b=args.b, rtol=args.rtol))
     with text_unless_json_on_stdout(args.json):
         compare.render(result, _console())
     emit_json(result.to_json(), args.json)
