@@ -164,14 +164,22 @@ tree_for() {  # tree_for NAME FILE: links to every entry of $site; vllm/ linked 
 
 pids=()
 stop_all() {
-  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  # A server's subshell makes its own session only when it execs the server: one still printing
+  # its identity is in ours, so it gets the signal by its pid (else the wait below ran out, 30 s).
   for pid in "${pids[@]}"; do
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  local stopped
+  for pid in "${pids[@]}"; do
+    stopped=no
     for _ in $(seq 30); do  # gone, or a zombie that this shell has not reaped yet
-      kill -0 "$pid" 2>/dev/null || break
-      [[ "$(ps -o stat= -p "$pid" 2>/dev/null)" == Z* ]] && break
+      if ! kill -0 "$pid" 2>/dev/null || [[ "$(ps -o stat= -p "$pid" 2>/dev/null)" == Z* ]]; then
+        stopped=yes && break
+      fi
       sleep 1
     done
-    kill -KILL -- "-$pid" 2>/dev/null || true
+    [[ $stopped == yes ]] || echo "engine-scenarios-h200.sh: server $pid still ran 30 s after SIGTERM; SIGKILL" >&2
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   done
   pids=()
 }
