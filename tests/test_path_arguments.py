@@ -44,6 +44,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("drafter check", "dir", "file", ["{file}"]),
     ("serve", "--api-key-file", "dir", ["--dry-run", "--api-key-file", "{dir}", *SERVE, SPEC]),
     ("serve", "--overlay-mount", "dir", ["--dry-run", "--overlay-mount", "{dir}", *SERVE, SPEC]),
+    ("serve", "--json", "dir", ["--dry-run", "--json", "{dir}", *SERVE, SPEC]),
     ("dumps show", "dir", "file", ["{file}"]),
     ("dumps show", "--json", "dir", [ENGINE, "--json", "{dir}"]),
     ("dumps check", "dir", "file", ["{file}"]),

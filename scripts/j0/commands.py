@@ -149,7 +149,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "drafter patch-config": ("j0 drafter patch-config DIR",),
     "drafter check": ("j0 drafter check DIR", "j0 drafter check DIR --json  # the verdict as JSON"),
-    "serve": ("j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",),
+    "serve": (
+        "j0 serve --dry-run -- MODEL --max-num-seqs 4    # the checks, vLLM not started",
+        "j0 serve --json plan.json -- MODEL --max-num-seqs 4   # keep what ran beside the results",
+    ),
     "dumps show": ("j0 dumps show ./dumps",),
     "dumps check": (
         "j0 dumps check ./dumps --json check.json",

@@ -488,6 +488,63 @@ def test_j0_serve_dry_run_and_refusal_exit_codes(tmp_path: Path) -> None:
     assert result.returncode == 2 and "cannot run" in result.stderr
 
 
+def _logged(stderr: str) -> tuple[list[str], list[str]]:
+    """The facts and warnings among `j0 serve`'s lines on stderr, without their prefix."""
+    lines = [
+        x.removeprefix("j0 serve: ") for x in stderr.splitlines() if x.startswith("j0 serve: ")
+    ]
+    warnings = [x.removeprefix("warning: ") for x in lines if x.startswith("warning: ")]
+    facts = [x for x in lines if not x.startswith(("warning: ", "checks passed"))]
+    return facts, warnings
+
+
+def test_json_alone_prints_the_plan_and_the_log_lines_stay(tmp_path: Path) -> None:
+    """--dry-run --json: the plan on stdout, its facts and warnings the very lines logged on
+    stderr (still there: they are the server's log); an API key given in ARGS, in either
+    spelling, never shown; the switches are vLLM's environment's."""
+    folder = drafter(tmp_path)
+    common = ["--api-key-file", os.devnull, "--overlay-mount", str(tmp_path / "none")]
+    for key_args in (["--api-key", "k-s3cret"], ["--api_key=k-s3cret"]):
+        args = serve_args(folder, 9, *key_args)
+        env = {"VLLM_DFLASH_CTX_NOISE": "1", "ENABLE_PREFIX_CACHING": "0"}
+        result = run_j0_serve(*common, "--dry-run", "--json", "--", *args, env=env)
+        assert result.returncode == 0, result.stderr
+        assert "k-s3cret" not in result.stdout + result.stderr
+        plan = json.loads(result.stdout)
+        assert (plan["kind"], plan["format_version"], plan["started"]) == (
+            "j0-serve-plan",
+            1,
+            False,
+        )
+        assert plan["program"] == serve_launch.DEFAULT_THEN
+        masked = ["--api-key", "***"] if len(key_args) == 2 else ["--api_key=***"]
+        # ENABLE_PREFIX_CACHING=0 is applied as vLLM's flag, after the arguments given
+        assert plan["args"] == [*serve_args(folder, 9), *masked, "--no-enable-prefix-caching"]
+        assert plan["switches"] == env
+        facts, warnings = _logged(result.stderr)
+        assert (plan["facts"], plan["warnings"]) == (facts, warnings)
+        assert any("num_speculative_tokens=9" in w for w in warnings)
+        assert "API key: from --api-key" in facts
+
+
+def test_json_out_is_written_before_vllm_starts(tmp_path: Path) -> None:
+    """--json OUT without --dry-run: OUT says started, then --then runs as without --json."""
+    folder = drafter(tmp_path)
+    then = tmp_path / "entrypoint"
+    then.write_text('#!/bin/sh\necho "entrypoint got: $*"\n')
+    then.chmod(0o755)
+    out = tmp_path / "plan.json"
+    args = serve_args(folder)
+    common = ["--api-key-file", os.devnull, "--overlay-mount", str(tmp_path / "none")]
+    result = run_j0_serve(*common, "--then", str(then), "--json", str(out), "--", *args, env={})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["entrypoint got: " + " ".join(args)]
+    plan = json.loads(out.read_text())
+    assert plan["started"] is True and plan["program"] == str(then)
+    assert plan["args"] == args
+    assert (plan["facts"], plan["warnings"]) == _logged(result.stderr)
+
+
 def test_an_empty_hf_endpoint_is_the_hub(tmp_path: Path) -> None:
     """`HF_ENDPOINT=` in .env reaches the container as an empty value; vLLM must not get it."""
     folder = drafter(tmp_path)

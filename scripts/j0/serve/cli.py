@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command
+from j0.commands import add_command, add_json_option
 from j0.serve import launch as serve_launch
 
 DESCRIPTION = """\
@@ -81,6 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="a VLLM_DFLASH_DUMP folder that holds an earlier run's files: move them into its "
         "subfolder previous-STAMP/ (named in the output) instead of refusing",
     )
+    add_json_option(
+        parser,
+        "what will run (target, arguments with any API key masked, switches, facts, warnings; "
+        "the log lines stay on stderr)",
+    )
     parser.add_argument("serve_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
     parser.set_defaults(func=_serve)
 
@@ -99,5 +104,6 @@ def _serve(args: argparse.Namespace) -> int:
             api_key_file=args.api_key_file,
             overlay_mount=Path(args.overlay_mount),
             force=args.force,
+            json=args.json,
         )
     )

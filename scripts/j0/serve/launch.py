@@ -45,6 +45,7 @@ class Plan:
     env: dict[str, str]
     facts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    api_keys: list[str] = field(default_factory=list)  # given in args: masked where shown
 
 
 def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
@@ -167,6 +168,7 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> No
                 "--api-key",
                 USAGE,
             )
+        plan.api_keys = [key for key in keys if key]
         plan.facts.append(
             "API key: from --api-key" + (f" ({len(keys)} keys)" if len(keys) > 1 else "")
         )

@@ -9,11 +9,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from j0.commands import check_json_output, emit_json
 from j0.engine import server_log
 from j0.errors import INPUT_LACKS, J0Error
 from j0.serve.launch import (
     DEFAULT_OVERLAY_MOUNT,
     DEFAULT_THEN,
+    LOGGED_KNOBS,
+    Plan,
     apply_overlay_swap,
     claim_dumps,
     drop_own_pythonpath,
@@ -32,10 +35,30 @@ class ServeOptions:
     api_key_file: Path | None = None
     overlay_mount: Path = DEFAULT_OVERLAY_MOUNT
     force: bool = False
+    json: str | None = None  # the plan (plan_document.py): "-" on stdout, else the file OUT
+
+
+def _emit_plan(plan: Plan, options: ServeOptions) -> None:
+    """--json: the plan as its document, on stdout or into OUT, before vLLM starts. The lines on
+    stderr stay where they are with --json alone: they are the server's log."""
+    from j0.serve.plan_document import ServePlanDocument
+
+    document = ServePlanDocument.of(
+        started=not options.dry_run,
+        program=options.then,
+        args=plan.args,
+        api_keys=plan.api_keys,
+        env=plan.env,
+        switch_names=LOGGED_KNOBS,
+        facts=plan.facts,
+        warnings=plan.warnings,
+    )
+    emit_json(document.to_json(), options.json)
 
 
 def run_serve(options: ServeOptions) -> int:
     """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (a dry run: 0)."""
+    check_json_output(options.json)  # before the checks, not after them
     plan = plan_serve(options.args, os.environ, options.api_key_file)
     claim_dumps(plan, options.force, options.dry_run)
     overlay_mount = options.overlay_mount
@@ -56,6 +79,7 @@ def run_serve(options: ServeOptions) -> int:
         print(f"{server_log.SERVE_PREFIX}{server_log.log_safe(fact)}", file=sys.stderr)
     for warning in plan.warnings:
         print(f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(warning)}", file=sys.stderr)
+    _emit_plan(plan, options)
     if options.dry_run:
         print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
         return 0
