@@ -198,8 +198,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 mini train /tmp/mini                           # ~10 min on one H200",
         "j0 mini train /tmp/mini --smoke --device cpu      # tiny, for a try",
     ),
-    "mini run": ("j0 mini run /tmp/mini --here --tokens 7",),
-    "mini numbers": ("j0 mini numbers docs/results/mini-h200/README.md",),
+    "mini run": (
+        "j0 mini run /tmp/mini --here --tokens 7",
+        "j0 mini run /tmp/mini --here --json verdict.json   # the verdict and summary as JSON too",
+    ),
+    "mini numbers": (
+        "j0 mini numbers docs/results/mini-h200/README.md",
+        "j0 mini numbers docs/results/mini-h200/README.md --json   # agrees? the difference",
+    ),
     "mini curves": ("j0 mini curves /tmp/mini",),
 }
 

@@ -30,8 +30,10 @@ def test_the_curves_are_drawn_from_the_logs(tmp_path: Path) -> None:
         ],
     )
     assert series(read_log(logs / "drafter-j0.jsonl"), "heldout_loss") == ([1, 101], [8.1, 5.5])
-    assert main(["mini", "curves", str(tmp_path / "mini")]) == 0
+    said = tmp_path / "said.json"
+    assert main(["mini", "curves", str(tmp_path / "mini"), "--json", str(said)]) == 0
     assert (logs / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(said.read_text()) == {"plot": str(logs / "curves.png")}
     assert plot_curves(logs) == logs / "curves.png"
 
 

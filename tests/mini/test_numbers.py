@@ -57,6 +57,36 @@ def test_changed_data_fails_the_check(tmp_path: Path) -> None:
     assert "| engine-k7 | 2011 |" in (copy / "README.md").read_text()
 
 
+def test_json_says_whether_the_tables_agree_and_how_they_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`j0 mini numbers --json`: agrees, the difference, written; the text unchanged beside
+    --json OUT."""
+    from j0.cli import main
+
+    source = ROOT / "docs" / "results" / "mini-h200" / "2026-12-01-loops"
+    copy = tmp_path / "mini-h200"
+    shutil.copytree(source, copy)
+    readme = str(copy / "README.md")
+    assert main(["mini", "numbers", readme, "--json"]) == OK
+    said = json.loads(capsys.readouterr().out)
+    assert said == {"readme": readme, "agrees": True, "written": False, "diff": []}
+    manifest = copy / "engine-k7" / "mini.json"
+    doc = json.loads(manifest.read_text())
+    doc["target"]["steps"] = 2011
+    manifest.write_text(json.dumps(doc))
+    out = tmp_path / "numbers.json"
+    assert main(["mini", "numbers", readme, "--json", str(out)]) == CHECK_FAILED
+    printed = capsys.readouterr().out
+    said = json.loads(out.read_text())
+    assert (said["agrees"], said["written"]) == (False, False)
+    diff = "\n".join(said["diff"])
+    assert "-| engine-k7 | 948 |" in diff and "+| engine-k7 | 2011 |" in diff
+    assert printed == "\n".join(said["diff"]) + "\n"
+    assert main(["mini", "numbers", readme, "--write", "--json", str(out)]) == OK
+    assert json.loads(out.read_text())["written"] is True
+
+
 def test_a_block_without_its_data_is_named(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("<!-- numbers: engine nowhere -->\n<!-- /numbers -->\n")

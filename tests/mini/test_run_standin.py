@@ -178,12 +178,25 @@ def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Pat
 
 
 @pytest.mark.slow  # a matrix of stand-in servers
-def test_no_token_ids_leaves_the_cross_check_not_run(trained: Path, article_vllm: Path) -> None:
-    result = run_matrix(
-        options(trained, crosscheck=True, parts=("mask-off",)), say=lambda line: None
-    )
-    assert result.exit_code == INPUT_LACKS
-    assert "return_token_ids" in result.verdict and "cross-check not run" in result.verdict
+def test_no_token_ids_leaves_the_cross_check_not_run(
+    trained: Path, article_vllm: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the command line, with --json alone: the verdict and mini-run.json's summary on
+    stdout in place of the text."""
+    from j0.cli import main
+
+    chosen = options(trained, crosscheck=True, parts=("mask-off",))
+    args = ["mini", "run", str(trained), "--here", "--tokens", "7", "--contexts", "32,64"]
+    args += ["--requests", "2", "--max-tokens", "16", "--port", str(chosen.port)]
+    args += ["--startup-timeout", "60", "--device", "cpu", "--j0-seeds", "20261031"]
+    args += ["--slots", "2", "--parts", "mask-off", "--json"]
+    args += ["--server-command", f"{sys.executable} {STANDIN}"]
+    assert main(args) == INPUT_LACKS
+    result = json.loads(capsys.readouterr().out)
+    assert result["exit_code"] == INPUT_LACKS and result["problems"] == []
+    assert result["verdict"].startswith("==> INCOMPLETE: ")
+    assert "return_token_ids" in result["verdict"] and "cross-check not run" in result["verdict"]
+    assert result["summary"] == json.loads((trained / "run" / "mini-run.json").read_text())
     answers = json.loads(
         (trained / "run" / "drafter-mask" / "k7-j0-off" / "crosscheck-answers.json").read_text()
     )

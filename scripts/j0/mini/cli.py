@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from j0.commands import MAX_PORT, MAX_SEED, WholeNumbers, add_command, finite_number, whole_number
+from j0.commands import (
+    MAX_PORT,
+    MAX_SEED,
+    WholeNumbers,
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_json,
+    emit_result,
+    finite_number,
+    text_unless_json_on_stdout,
+    whole_number,
+)
 from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
 from j0.mini.train.temperature import MAX_TEMPERATURE
+
+if TYPE_CHECKING:
+    from j0.mini.run.run import MiniRunResult
 
 TRAIN_HELP = """\
 Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
@@ -71,15 +88,20 @@ def _curves(args: argparse.Namespace) -> int:
 
     if not args.out.is_dir():
         raise J0Error(f"{args.out}: not a folder; expected a folder made by `j0 mini train`", USAGE)
+    check_json_output(args.json)
     require("matplotlib", "j0 mini curves", extra="mini")
-    print(f"wrote {plot_curves(args.out / 'logs')}")
+    plot = plot_curves(args.out / "logs")
+    emit_result(f"wrote {plot}", json.dumps({"plot": str(plot)}, indent=2), args.json)
     return 0
 
 
 def _numbers(args: argparse.Namespace) -> int:
-    from j0.mini.numbers import run
+    from j0.mini.numbers import check_numbers
 
-    return run(args.readme, write=args.write)
+    check_json_output(args.json)
+    outcome = check_numbers(args.readme, write=args.write)
+    emit_result(outcome.text, json.dumps(outcome.to_json(), indent=2), args.json)
+    return outcome.exit_code
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -142,6 +164,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "temperature (default, as DFlash trains), or the text itself",
     )
     train.add_argument("--no-progress", dest="progress", action="store_false")
+    add_json_option(train, "the folder, its models and mini.json's manifest")
     train.set_defaults(func=_train)
 
     run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
@@ -246,6 +269,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--run-dir", type=Path, metavar="DIR", help="where the run goes (default OUT/run; new)"
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
+    add_json_option(run, "the verdict, its reasons and mini-run.json's summary")
     run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
@@ -253,6 +277,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     numbers.add_argument(
         "--write", action="store_true", help="write the tables into README (default: check)"
     )
+    add_json_option(numbers, "whether the tables agree with the data, and the difference")
     numbers.set_defaults(func=_numbers)
     curves = add_command(
         sub,
@@ -264,30 +289,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "Example: j0 mini curves /tmp/mini",
     )
     curves.add_argument("out", type=Path, metavar="OUT", help="a `j0 mini train` folder")
+    add_json_option(curves, "the plot's path")
     curves.set_defaults(func=_curves)
 
 
 def _train(args: argparse.Namespace) -> int:
     from j0.mini.train.run import TrainOptions, run_train
 
-    run_train(
-        TrainOptions(
-            out=args.out,
-            budget=args.budget,
-            smoke=args.smoke,
-            seed=args.seed,
-            device=args.device,
-            labels=args.labels,
-            gamma=args.gamma,
-            progress=args.progress,
-            anchors=args.anchors,
-            draft_layers=args.draft_layers,
-            draft_lr=args.draft_lr,
-            draft_data=args.draft_data,
-            temperature=args.temperature,
-            rows=args.rows,
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        result = run_train(
+            TrainOptions(
+                out=args.out,
+                budget=args.budget,
+                smoke=args.smoke,
+                seed=args.seed,
+                device=args.device,
+                labels=args.labels,
+                gamma=args.gamma,
+                progress=args.progress,
+                anchors=args.anchors,
+                draft_layers=args.draft_layers,
+                draft_lr=args.draft_lr,
+                draft_data=args.draft_data,
+                temperature=args.temperature,
+                rows=args.rows,
+            )
         )
-    )
+    emit_json(result.to_json(), args.json)
     return 0
 
 
@@ -299,13 +328,22 @@ def temperature_choice(text: str) -> float | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.here:
+        raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        result = _run_matrix(args)
+    text = (Path(result.summary["out"]) / "mini-run.md").read_text() + "\n" + result.verdict
+    emit_result(text, json.dumps(result.to_json(), indent=2, default=str), args.json)
+    return result.exit_code
+
+
+def _run_matrix(args: argparse.Namespace) -> MiniRunResult:
     import shlex
 
     from j0.mini.run.run import MiniRunOptions, run_matrix
 
-    if not args.here:
-        raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
-    result = run_matrix(
+    return run_matrix(
         MiniRunOptions(
             out=args.out,
             tokens=tuple(args.tokens),
@@ -331,6 +369,3 @@ def _run(args: argparse.Namespace) -> int:
             sample_seed=args.sample_seed,
         )
     )
-    print((Path(result.summary["out"]) / "mini-run.md").read_text())
-    print(result.verdict)
-    return result.exit_code

@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -283,21 +284,52 @@ def regenerate(text: str, folder: Path) -> str:
         _READ.clear()
 
 
-def run(readme: Path, write: bool = False, say: Any = print) -> int:
+@dataclass(frozen=True)
+class NumbersOutcome:
+    """What `j0 mini numbers` found: whether README's blocks held what the data makes (before any
+    --write), the difference where they did not, and whether they were written."""
+
+    readme: Path
+    write: bool
+    agrees: bool
+    diff: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return OK if self.write or self.agrees else CHECK_FAILED
+
+    @property
+    def text(self) -> str:
+        if self.write:
+            return f"{self.readme}: the numbers written from the data"
+        if self.agrees:
+            return f"{self.readme}: every number agrees with the data"
+        return "\n".join(self.diff)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "readme": str(self.readme),
+            "agrees": self.agrees,
+            "written": self.write and not self.agrees,
+            "diff": self.diff,
+        }
+
+
+def check_numbers(readme: Path, write: bool = False) -> NumbersOutcome:
+    """README's blocks made again from their data; with `write`, written where they differ."""
     text = require_input_file(readme, "README").read_text()  # a folder or nothing: 2, not 70
     if not BLOCK.search(text):
         raise J0Error(f"{readme}: no <!-- numbers: ... --> block in it", INPUT_LACKS)
     made = regenerate(text, readme.parent)
-    if write:
-        if made != text:
-            write_text_atomic(readme, made)
-        say(f"{readme}: the numbers written from the data")
-        return OK
-    if made == text:
-        say(f"{readme}: every number agrees with the data")
-        return OK
+    if write and made != text:
+        write_text_atomic(readme, made)
     diff = difflib.unified_diff(
         text.splitlines(), made.splitlines(), str(readme), "from the data", lineterm=""
     )
-    say("\n".join(diff))
-    return CHECK_FAILED
+    return NumbersOutcome(readme, write, made == text, [] if made == text else list(diff))
+
+
+def run(readme: Path, write: bool = False, say: Any = print) -> int:
+    outcome = check_numbers(readme, write)
+    say(outcome.text)
+    return outcome.exit_code

@@ -96,6 +96,16 @@ class MiniRunResult:
             return "==> INCOMPLETE: " + "; ".join(self.missing)
         return "==> PASS: every setting ran, every check passed"
 
+    def to_json(self) -> dict[str, Any]:
+        """`j0 mini run --json`: the verdict, its reasons, and mini-run.json's summary."""
+        return {
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "problems": self.problems,
+            "missing": self.missing,
+            "summary": self.summary,
+        }
+
 
 def contexts_of(manifest: MiniManifest, options: MiniRunOptions) -> tuple[int, ...]:
     if options.contexts:

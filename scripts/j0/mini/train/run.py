@@ -52,6 +52,14 @@ class TrainResult:
     def folders(self) -> dict[str, Path]:
         return {name: self.out / name for name in ("target", *drafter_folders())}
 
+    def to_json(self) -> dict[str, Any]:
+        """`j0 mini train --json`: the folder, its models' folders and mini.json's manifest."""
+        return {
+            "out": str(self.out),
+            "folders": {name: str(path) for name, path in self.folders.items()},
+            "manifest": self.manifest,
+        }
+
 
 def drafter_folders() -> list[str]:
     return [f"drafter-{init}" for init in DRAFTERS]
