@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,28 @@ def test_json_alone_prints_it_and_json_out_writes_the_same_beside_the_text(
     assert on_file.keys() == printed.keys()
     assert written.stdout == text.stdout
     assert not text.stdout.lstrip().startswith("{")
+
+
+def test_every_command_has_the_one_json_option() -> None:
+    """Each leaf command of the parser takes --json [OUT] as j0.commands.add_json_option makes
+    it: an optional value, stdout where it is absent or "-"."""
+    import argparse
+
+    from j0.cli import build_parser
+    from j0.commands import JSON_ON_STDOUT
+
+    def leaves(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, Any]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [(name, parser)]
+        found = []
+        for sub_name, sub in subs[0].choices.items():
+            found += leaves(sub, f"{name} {sub_name}".strip())
+        return found
+
+    commands = leaves(build_parser(), "")
+    assert len(commands) >= 26
+    for name, parser in commands:
+        (json_option,) = [a for a in parser._actions if "--json" in a.option_strings] or [None]
+        assert json_option is not None, f"j0 {name} has no --json"
+        assert (json_option.nargs, json_option.const) == ("?", JSON_ON_STDOUT), name

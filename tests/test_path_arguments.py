@@ -66,6 +66,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
                                        "--json", "{dir}"]),
     ("bench run", "--out", "dir", ["--url", CLOSED, "--out", "{dir}"]),
     ("bench run", "--out", "file-parent", ["--url", CLOSED, "--out", "{file}/r.json"]),
+    ("bench run", "--json", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json", "--json", "{dir}"]),
     ("bench run", "--dataset", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json",
                                        "--dataset", "{dir}"]),
     ("bench run", "--dataset-files", "dir", ["--url", CLOSED, "--out", "{tmp}/r.json",

@@ -183,6 +183,38 @@ def test_out_that_is_one_of_the_inputs_is_refused_even_with_force(
     assert path.read_bytes() == before
 
 
+def test_json_is_the_result_files_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json alone: FILE.json's bytes on stdout (the lines stay on stderr); --json OUT: the same
+    bytes in OUT, a run that stopped early included (exit 1, the finished requests in both)."""
+    out = tmp_path / "r.json"
+    with VllmStandIn(num_spec_tokens=7, seed=3) as server:
+        assert bench(server.url, out, "--requests", "2", "--max-tokens", "20", "--json") == 0
+    printed = capsys.readouterr()
+    assert printed.out == out.read_text()
+    assert "acceptance" in printed.err  # the summary, where it always was
+    out, said = tmp_path / "dies.json", tmp_path / "said.json"
+    with VllmStandIn(num_spec_tokens=7, seed=3, die_after=1) as server:
+        code = bench(server.url, out, "--requests", "3", "--max-tokens", "20", "--json", str(said))
+    assert code == 1
+    assert said.read_bytes() == out.read_bytes()
+    assert json.loads(said.read_text())["complete"] is False
+
+
+@pytest.mark.parametrize("flag", ["--out", "--dataset"])
+def test_json_out_that_is_the_out_or_an_input_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    args, path = _inputs(tmp_path)["--dataset"]
+    before = path.read_bytes()
+    out = tmp_path / "r.json"
+    json_out = out if flag == "--out" else path
+    assert bench(DEAD_URL, out, *args, "--json", str(json_out)) == USAGE
+    assert f"--json {json_out} is the same file as {flag} " in capsys.readouterr().err
+    assert path.read_bytes() == before and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("flag", "value"),
     [

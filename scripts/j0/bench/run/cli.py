@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from j0.commands import add_command, finite_number, whole_number
+from j0.commands import (
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_result,
+    finite_number,
+    json_file,
+    whole_number,
+)
+from j0.edge.atomic import refuse_own_inputs
+
+if TYPE_CHECKING:
+    from j0.bench.run.options import RunOptions
 
 RUN_DESCRIPTION = """\
 Send prompts to a running vLLM server with speculative decoding (one at a time by default,
@@ -201,6 +214,7 @@ def register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "outputs (the repetition measure) can be recomputed from the file",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_json_option(p, "FILE.json's document, the same bytes (its lines stay on stderr)")
     p.set_defaults(func=_run)
 
 
@@ -226,43 +240,52 @@ def add_repeats_and_system_prompt(p: argparse.ArgumentParser, command: str) -> N
     )
 
 
+def _check_json_out(json_to: str | None, options: RunOptions) -> None:
+    """--json OUT: a file to write, and neither --out nor one of the run's inputs (exit 64)."""
+    check_json_output(json_to)
+    out = json_file(json_to)
+    if out is not None:
+        refuse_own_inputs([("--json", out)], [("--out", options.out), *options.inputs()])
+
+
 def _run(args: argparse.Namespace) -> int:
     from j0.bench.run import RunOptions, run_bench
     from j0.bench.run.options import system_prompt_of
 
     system_prompt, system_prompt_file = system_prompt_of(args.system_prompt)
-    outcome = run_bench(
-        RunOptions(
-            url=args.url,
-            out=args.out,
-            requests=args.requests,
-            max_tokens=args.max_tokens,
-            dataset=args.dataset,
-            dataset_files=args.dataset_files,
-            concurrency=args.concurrency,
-            warmup=args.warmup,
-            label=args.label,
-            model=args.model,
-            thinking=args.thinking,
-            endpoint=args.endpoint,
-            temperature=args.temperature,
-            seed=args.seed,
-            ignore_eos=args.ignore_eos,
-            bin_size=args.bin_size,
-            status_json=args.status_json,
-            log=args.log,
-            j0=None if args.j0 is None else args.j0 == "on",
-            overlay_identity=args.overlay_identity,
-            timeout_s=args.timeout,
-            request_deadline_s=args.request_deadline,
-            force=args.force,
-            progress=args.progress,
-            repeats=args.repeats,
-            system_prompt=system_prompt,
-            system_prompt_file=system_prompt_file,
-            keep_outputs=args.keep_outputs,
-        )
+    options = RunOptions(
+        url=args.url,
+        out=args.out,
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        dataset=args.dataset,
+        dataset_files=args.dataset_files,
+        concurrency=args.concurrency,
+        warmup=args.warmup,
+        label=args.label,
+        model=args.model,
+        thinking=args.thinking,
+        endpoint=args.endpoint,
+        temperature=args.temperature,
+        seed=args.seed,
+        ignore_eos=args.ignore_eos,
+        bin_size=args.bin_size,
+        status_json=args.status_json,
+        log=args.log,
+        j0=None if args.j0 is None else args.j0 == "on",
+        overlay_identity=args.overlay_identity,
+        timeout_s=args.timeout,
+        request_deadline_s=args.request_deadline,
+        force=args.force,
+        progress=args.progress,
+        repeats=args.repeats,
+        system_prompt=system_prompt,
+        system_prompt_file=system_prompt_file,
+        keep_outputs=args.keep_outputs,
     )
+    _check_json_out(args.json, options)
+    outcome = run_bench(options)
+    emit_result("", outcome.out.read_text(encoding="utf-8").rstrip("\n"), args.json)  # done or not
     problem = outcome.failure()
     if problem is not None:
         raise problem
