@@ -38,7 +38,14 @@ def j0(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
+# The dumps commands import torch in each of their four runs: 7 s alone each, slow.
+SLOW = {"dumps show", "dumps check"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(COMMANDS)],
+)
 def test_json_alone_prints_it_and_json_out_writes_the_same_beside_the_text(
     name: str, tmp_path: Path
 ) -> None:

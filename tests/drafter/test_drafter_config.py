@@ -420,6 +420,7 @@ CAUSALITY_CASES: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow  # 8.3 s alone: vLLM's own config classes imported
 def test_causality_rule_matches_vllm_0_33(monkeypatch: pytest.MonkeyPatch) -> None:
     """j0's reimplementation against vLLM 0.33.0's own `_dflash_layer_causal` (the real module),
     on configs loaded by transformers' Qwen3Config as vLLM loads them. The GPU is hidden from

@@ -97,6 +97,7 @@ def test_a_block_without_its_data_is_named(tmp_path: Path) -> None:
         numbers.run(readme)
 
 
+@pytest.mark.slow  # 12.6 s alone: every result of a whole run, read and held
 def test_a_run_kept_as_an_archive_is_read_and_held_to_it(tmp_path: Path) -> None:
     """docs/results/mini-h200/ keeps its run as run.tar.xz (1.9 MB, 23 MB unpacked): the blocks
     are made from the archive's contents, and a change inside it fails the check. Seen failing
