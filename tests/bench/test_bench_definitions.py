@@ -15,22 +15,25 @@ from pathlib import Path
 import pytest
 
 from j0.bench import acceptance
+from j0.bench.request_entry import RequestEntry
 from j0.cli import main
 from j0.errors import J0Error
 from servers.vllm.server import VllmStandIn
 
 
-def entry(steps: list[int], prompt_tokens: int = 100, drafted: int = 4) -> dict:
+def entry(steps: list[int], prompt_tokens: int = 100, drafted: int = 4) -> RequestEntry:
     from j0.engine import spec_counts
 
-    return {
-        "ok": True,
-        "prompt_tokens": prompt_tokens,
-        "per_step_accepted": steps,
-        "per_step_drafted": [drafted] * len(steps),
-        "per_step_context_length": spec_counts.step_contexts(prompt_tokens, steps),
-        "speculative_decoding": {"num_spec_tokens": drafted},
-    }
+    return RequestEntry.from_json(
+        {
+            "ok": True,
+            "prompt_tokens": prompt_tokens,
+            "per_step_accepted": steps,
+            "per_step_drafted": [drafted] * len(steps),
+            "per_step_context_length": spec_counts.step_contexts(prompt_tokens, steps),
+            "speculative_decoding": {"num_spec_tokens": drafted},
+        }
+    )
 
 
 def test_the_two_definitions_part_where_requests_differ_in_length() -> None:
@@ -39,12 +42,15 @@ def test_the_two_definitions_part_where_requests_differ_in_length() -> None:
     entries = [entry([4, 4, 4, 4]), entry([0])]
     assert acceptance.request_mean(entries) == 3.0
     assert acceptance.histogram(entries) == [1 / 5, 0.0, 0.0, 0.0, 4 / 5]
-    assert acceptance.request_mean([{**entries[0], "ok": False}, entries[1]]) == 1.0
+    failed = RequestEntry.from_json({**entries[0].to_json(), "ok": False})
+    assert acceptance.request_mean([failed, entries[1]]) == 1.0
 
 
 def test_summary_level_histograms_give_the_same_request_mean() -> None:
     # Without per-step arrays, the server's acceptance_histogram (steps with exactly j accepted).
-    summary = {"ok": True, "speculative_decoding": {"acceptance_histogram": [1, 0, 2]}}
+    summary = RequestEntry.from_json(
+        {"ok": True, "speculative_decoding": {"acceptance_histogram": [1, 0, 2]}}
+    )
     assert acceptance.request_length(summary) == statistics.mean([1, 3, 3])
 
 

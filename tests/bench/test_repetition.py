@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from j0.bench import acceptance
+from j0.bench.request_entry import RequestEntry
 from j0.measure import repetition
 
 
@@ -121,12 +122,10 @@ def test_characters_when_there_are_no_token_ids() -> None:
     assert repetition.of_output([3, 3, 3, 3], "x")["units"] == repetition.TOKEN_IDS
 
 
-def entry(prompt_tokens: int, units: list[int], kind: str = repetition.TOKEN_IDS) -> dict:
-    return {
-        "ok": True,
-        "prompt_tokens": prompt_tokens,
-        "repetition": repetition.measure(units, kind),
-    }
+def entry(prompt_tokens: int, units: list[int], kind: str = repetition.TOKEN_IDS) -> RequestEntry:
+    return RequestEntry.from_json(
+        {"ok": True, "prompt_tokens": prompt_tokens, "repetition": repetition.measure(units, kind)}
+    )
 
 
 def test_the_gate_by_context_bin() -> None:

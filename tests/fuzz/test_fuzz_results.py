@@ -73,9 +73,9 @@ def _figures(doc: results.BenchResult) -> None:
     """What the report computes from the requests (pooled counts, per-context bins)."""
     results.pooled(doc.requests)
     pairs = [
-        (e["prompt_tokens"], e["per_step_accepted"])
+        (e.prompt_tokens, e.per_step_accepted)
         for e in doc.requests
-        if isinstance(e.get("prompt_tokens"), int) and "per_step_accepted" in e
+        if isinstance(e.prompt_tokens, int) and e.per_step_accepted is not None
     ]
     if all(len(a) == len(spec_counts.step_contexts(p, a)) for p, a in pairs):
         spec_counts.by_context(pairs, 512)

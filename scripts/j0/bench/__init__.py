@@ -3,14 +3,16 @@
 run/ (`j0 bench run`: one setting into a result file; run_bench(RunOptions)), results (that file's
 document, BenchResult), report (`j0 bench report`: tables and plots of a results folder),
 matrix/ (`j0 bench matrix`: every setting on a restarted server, backends compose/ and k8s/);
-client, prompts, manifest, pairing and roofline are what these share.
+client, prompts, manifest, request_entry (a result's request entry, RequestEntry), pairing and
+roofline are what these share.
 """
 
 from typing import Any
 
 # The face other commands use (issue 32), resolved on first use so that `j0 --help` imports none
 # of it: `j0 bench run` (RunOptions, run_bench), `j0 bench report` (ReportOptions, run_report), the
-# result file's readers (read_result, pooled, entry_counts, entry_problems), the comparison table
+# result file's readers (read_result, pooled, entry_counts, entry_problems) and its request entry
+# (RequestEntry), the comparison table
 # (comparison_header, comparison_row, STATS_TEXT) and a request's sampling seed (request_seed).
 FACE = (
     "RunOptions",
@@ -21,6 +23,7 @@ FACE = (
     "pooled",
     "entry_counts",
     "entry_problems",
+    "RequestEntry",
     "comparison_header",
     "comparison_row",
     "STATS_TEXT",
@@ -47,6 +50,10 @@ def __getattr__(name: str) -> Any:
             "entry_problems": entry_problems,
         }
         return found[name]
+    if name == "RequestEntry":
+        from j0.bench.request_entry import RequestEntry
+
+        return RequestEntry
     if name in ("comparison_header", "comparison_row", "STATS_TEXT"):
         from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
 

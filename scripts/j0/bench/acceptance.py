@@ -11,8 +11,8 @@ binned by context length (a fixed bin size, or the bin edges a reader names).
     acceptance_histogram[i]           fraction of verify steps that accepted exactly i drafts,
                                       i = 0..k (k: draft tokens per step)
 
-Every function takes request entries of a result file (results.request_entry) and uses only the
-ok ones. Standard library only.
+Every function takes request entries of a result file (request_entry.RequestEntry) and uses only
+the ok ones. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from j0.bench.request_entry import RequestEntry
 from j0.engine import spec_counts
 from j0.errors import USAGE, J0Error
 
-Entry = dict[str, Any]
+Entry = RequestEntry
 # A context-length bin: [start, end), end None for the last bin of named edges.
 Bin = tuple[int, int | None]
 
 
 def request_steps(entry: Entry) -> list[int] | None:
     """The accepted count of each verify step of one request, where the entry has them."""
-    steps = entry.get("per_step_accepted")
-    return [int(a) for a in steps] if isinstance(steps, list) else None
+    steps = entry.per_step_accepted
+    return [int(a) for a in steps] if steps is not None else None
 
 
 def request_histogram(entry: Entry) -> list[int] | None:
@@ -46,7 +47,7 @@ def request_histogram(entry: Entry) -> list[int] | None:
         for a in steps:
             counts[a] += 1
         return counts
-    spec = entry.get("speculative_decoding") or {}
+    spec = entry.speculative_decoding or {}
     histogram = spec.get("acceptance_histogram")
     if isinstance(histogram, list) and histogram:
         return [int(n) for n in histogram]
@@ -65,7 +66,7 @@ def request_length(entry: Entry) -> float | None:
 def request_mean(entries: Sequence[Entry]) -> float | None:
     """acceptance_length_request_mean over the ok entries that have steps: statistics.mean of
     the requests' means, as the dflash benchmark computes it."""
-    lengths = [request_length(e) for e in entries if e.get("ok")]
+    lengths = [request_length(e) for e in entries if e.ok]
     values = [v for v in lengths if v is not None]
     return float(statistics.mean(values)) if values else None
 
@@ -74,10 +75,10 @@ def width_of(entries: Sequence[Entry]) -> int:
     """k: the draft tokens per step the server reported (num_spec_tokens, else the most drafted)."""
     width = 0
     for e in entries:
-        spec = e.get("speculative_decoding") or {}
+        spec = e.speculative_decoding or {}
         if spec.get("num_spec_tokens") is not None:
             width = max(width, int(spec["num_spec_tokens"]))
-        width = max(width, max((int(d) for d in e.get("per_step_drafted") or []), default=0))
+        width = max(width, max((int(d) for d in e.per_step_drafted or []), default=0))
     return width
 
 
@@ -85,7 +86,7 @@ def histogram(entries: Sequence[Entry]) -> list[float]:
     """acceptance_histogram: fraction of all verify steps (pooled) with i accepted, i = 0..k."""
     total: list[int] = [0] * (width_of(entries) + 1)
     for e in entries:
-        if not e.get("ok"):
+        if not e.ok:
             continue
         for i, n in enumerate(request_histogram(e) or []):
             if i >= len(total):
@@ -139,10 +140,10 @@ def by_context(entries: Sequence[Entry], bin_of: Callable[[int], Bin]) -> list[d
     per_request: dict[Bin, list[float]] = {}
     for e in entries:
         steps = request_steps(e)
-        contexts = e.get("per_step_context_length")
-        if not isinstance(contexts, list) and steps is not None and e.get("prompt_tokens"):
-            contexts = spec_counts.step_contexts(int(e["prompt_tokens"]), steps)
-        if not e.get("ok") or steps is None or not isinstance(contexts, list):
+        contexts = e.per_step_context_length
+        if contexts is None and steps is not None and e.prompt_tokens:
+            contexts = spec_counts.step_contexts(int(e.prompt_tokens), steps)
+        if not e.ok or steps is None or contexts is None:
             continue
         mine: dict[Bin, list[int]] = {}
         for context, a in zip(contexts, steps, strict=True):

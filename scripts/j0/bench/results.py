@@ -29,8 +29,9 @@ Top-level keys (format_version 1), in the order they are written:
     notes                   what the reader should know about the figures' source
     warmup                  the warm-up requests sent and how many answered
     manifest                the setup (manifest.py)
-    requests                one entry per measured request, in order; each with `repetition`,
-                            how much its output repeats itself (j0.measure.repetition), and with
+    requests                one entry per measured request, in order (request_entry.py: the
+                            RequestEntry type and its keys); each with `repetition`, how much its
+                            output repeats itself (j0.measure.repetition), and with
                             --keep-outputs the output's text (`output_text`)
 
 Standard library only.
@@ -51,7 +52,8 @@ from typing import Any
 from j0.bench.client import Outcome
 from j0.bench.manifest import SetupManifest
 from j0.bench.prompts import Prompt
-from j0.bench.result_schema import ENTRY_TIMES, document_problem
+from j0.bench.request_entry import ENTRY_TIMES, RequestEntry
+from j0.bench.result_schema import document_problem
 from j0.edge.atomic import write_text_atomic
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
@@ -96,7 +98,7 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     warmup: dict[str, Any] | None = None
     manifest: SetupManifest = field(default_factory=SetupManifest)
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[RequestEntry] = field(default_factory=list)
     acceptance_length_request_mean: float | None = None
     acceptance_histogram: list[float] = field(default_factory=list)
     acceptance_by_context_request_mean: dict[str, Any] = field(default_factory=dict)
@@ -128,7 +130,7 @@ class BenchResult:
             "notes": self.notes,
             "warmup": self.warmup,
             "manifest": self.manifest.to_json(),
-            "requests": self.requests,
+            "requests": [entry.to_json() for entry in self.requests],
         }
 
     @classmethod
@@ -159,7 +161,7 @@ class BenchResult:
             notes=list(value.get("notes") or []),
             warmup=value.get("warmup"),
             manifest=SetupManifest.from_json(value.get("manifest") or None, "key 'manifest'"),
-            requests=list(value.get("requests") or []),
+            requests=[RequestEntry.from_json(e) for e in value.get("requests") or []],
         )
 
     def setup(self) -> dict[str, Any]:
@@ -213,42 +215,41 @@ def read_result(path: Path) -> BenchResult:
     return BenchResult.from_json(doc)
 
 
-def entry_problems(entry: Any) -> list[str]:
+def entry_problems(entry: RequestEntry) -> list[str]:
     """Why a request entry's figures cannot be true (empty: they can): counts that are not whole
     numbers >= 0, NaN/Inf or negative times, cached > prompt tokens, and its server metrics and
     acceptance figures outside their possible ranges (j0.engine.spec_ranges). The problems found
     when the run wrote the entry (`metrics_problems`) come first. Such an entry is kept in the
     file, flagged, and out of every pooled figure."""
-    if not isinstance(entry, dict):
-        return [f"not a JSON object ({type(entry).__name__})"]
-    found = entry.get("metrics_problems")
-    if found:
-        return [str(p) for p in found] if isinstance(found, list) else [str(found)]
-    problems = [p for key in ENTRY_COUNTS if (p := spec_ranges.count_problem(key, entry.get(key)))]
-    problems += [
-        p for key in ENTRY_TIMES if (p := spec_ranges.number_problem(key, entry.get(key), 0, None))
+    if entry.metrics_problems:
+        return [str(p) for p in entry.metrics_problems]
+    problems = [
+        p for key in ENTRY_COUNTS if (p := spec_ranges.count_problem(key, getattr(entry, key)))
     ]
-    prompt, cached = entry.get("prompt_tokens"), entry.get("cached_tokens")
+    problems += [
+        p
+        for key in ENTRY_TIMES
+        if (p := spec_ranges.number_problem(key, getattr(entry, key), 0, None))
+    ]
+    prompt, cached = entry.prompt_tokens, entry.cached_tokens
     if spec_ranges.is_count(prompt) and spec_ranges.is_count(cached) and cached > prompt:
         problems.append(f"cached_tokens={cached} > prompt_tokens={prompt}")
-    spec = entry.get("speculative_decoding")
-    if spec is not None and not isinstance(spec, dict):
-        return [*problems, f"speculative_decoding={spec!r:.60}: expected a JSON object"]
-    merged = {**(spec or {}), **{key: entry[key] for key in STEP_KEYS if key in entry}}
+    steps = {key: getattr(entry, key) for key in STEP_KEYS if entry.has(key)}
+    merged = {**(entry.speculative_decoding or {}), **steps}
     problems += spec_ranges.spec_problems(merged or None)
     k = merged.get("num_spec_tokens")
     k = k if spec_ranges.is_count(k) and k >= 1 else None
     for key, low, high in (("acceptance_rate", 0.0, 1.0), ("acceptance_length", 1.0, k and k + 1)):
-        if (p := spec_ranges.number_problem(key, entry.get(key), low, high)) is not None:
+        if (p := spec_ranges.number_problem(key, getattr(entry, key), low, high)) is not None:
             problems.append(p)
-    contexts, steps = entry.get("per_step_context_length"), entry.get("per_step_accepted")
+    contexts, accepted = entry.per_step_context_length, entry.per_step_accepted
     if contexts is not None:
-        if not isinstance(contexts, list) or not all(map(spec_ranges.is_count, contexts)):
+        if not all(map(spec_ranges.is_count, contexts)):
             problems.append("per_step_context_length: expected a list of token counts")
-        elif isinstance(steps, list) and len(contexts) != len(steps):
+        elif accepted is not None and len(contexts) != len(accepted):
             problems.append(
                 f"per_step_context_length has {len(contexts)} entries, per_step_accepted "
-                f"{len(steps)}"
+                f"{len(accepted)}"
             )
     return problems
 
@@ -270,7 +271,7 @@ def _ms(seconds: float | None) -> float | None:
 
 def request_entry(
     index: int, prompt: Prompt, out: Outcome, j0: str, repeat: int = 0, keep_output: bool = False
-) -> dict[str, Any]:
+) -> RequestEntry:
     """One measured request as the result file holds it (`repeat`: which pass over the prompts
     sent it, from 0; `keep_output`: with the output's text). `repetition`: how much the output
     repeats itself (j0.measure.repetition), on its token ids, else its characters."""
@@ -351,29 +352,29 @@ def request_entry(
             entry["flags"].append(
                 {"flag": "cached_prompt_tokens_j0_unknown", "note": CACHED_J0_UNKNOWN}
             )
-    return entry
+    return RequestEntry.from_json(entry)
 
 
-def entry_counts(entry: dict[str, Any]) -> Counts | None:
+def entry_counts(entry: RequestEntry) -> Counts | None:
     """The counts of a request entry (from its per-step arrays or its server summary)."""
-    spec = dict(entry.get("speculative_decoding") or {})
+    spec = dict(entry.speculative_decoding or {})
     if not spec:
         return None
     for key in STEP_KEYS:
-        if key in entry:
-            spec[key] = entry[key]
+        if entry.has(key):
+            spec[key] = getattr(entry, key)
     counts, _ = spec_counts.request_counts(spec)
     return counts
 
 
-def pooled(entries: Sequence[dict[str, Any]]) -> tuple[Counts | None, int]:
+def pooled(entries: Sequence[RequestEntry]) -> tuple[Counts | None, int]:
     """Counts summed over the ok entries that have server metrics, and how many have none;
     entries whose metrics were found out of range when written (`metrics_problems`) are left out
     (the report checks what it reads with entry_problems before it pools)."""
     total: Counts | None = None
     missing = 0
     for entry in entries:
-        if not entry.get("ok") or entry.get("metrics_problems"):
+        if not entry.ok or entry.metrics_problems:
             continue
         counts = entry_counts(entry)
         if counts is None:
@@ -419,10 +420,10 @@ def crosscheck(
 
 
 def summary(
-    entries: Sequence[dict[str, Any]], outcomes: Sequence[Outcome], wall_s: float | None
+    entries: Sequence[RequestEntry], outcomes: Sequence[Outcome], wall_s: float | None
 ) -> dict[str, Any]:
-    answered = [e for e in entries if e.get("ok")]
-    ok = [e for e in answered if not e.get("metrics_problems")]  # the figures' requests
+    answered = [e for e in entries if e.ok]
+    ok = [e for e in answered if not e.metrics_problems]  # the figures' requests
     ok_out = [o for o in outcomes if o.ok]
 
     def mean(values: list[float]) -> float | None:
@@ -431,12 +432,12 @@ def summary(
     def median(values: list[float]) -> float | None:
         return statistics.median(values) if values else None
 
-    ttft = [e["ttft_ms"] for e in ok if e["ttft_ms"] is not None]
+    ttft = [e.ttft_ms for e in ok if e.ttft_ms is not None]
     itl = [gap * 1000.0 for o in ok_out for gap in o.itl_s]
-    tpot = [e["tpot_ms"] for e in ok if e["tpot_ms"] is not None]
-    tok_s = [e["output_tok_s"] for e in ok if e["output_tok_s"] is not None]
-    lengths = [e["acceptance_length"] for e in ok if e["acceptance_length"] is not None]
-    output = sum(e["output_tokens"] or 0 for e in ok)
+    tpot = [e.tpot_ms for e in ok if e.tpot_ms is not None]
+    tok_s = [e.output_tok_s for e in ok if e.output_tok_s is not None]
+    lengths = [e.acceptance_length for e in ok if e.acceptance_length is not None]
+    output = sum(e.output_tokens or 0 for e in ok)
     client = sum(o.client_time_s for o in outcomes)
     busy = sum(o.latency_s or 0.0 for o in outcomes)
     return {
@@ -445,8 +446,8 @@ def summary(
         "requests_failed": len(entries) - len(answered),
         "requests_out_of_range": len(answered) - len(ok),
         "duration_s": wall_s,
-        "total_prompt_tokens": sum(e["prompt_tokens"] or 0 for e in ok),
-        "total_cached_tokens": sum(e["cached_tokens"] or 0 for e in ok),
+        "total_prompt_tokens": sum(e.prompt_tokens or 0 for e in ok),
+        "total_cached_tokens": sum(e.cached_tokens or 0 for e in ok),
         "total_output_tokens": output,
         "output_throughput_tok_s": output / wall_s if wall_s else None,
         "mean_output_tok_s": mean(tok_s),

@@ -18,7 +18,7 @@ characters ("characters": the gate is judged on token ids only). Standard librar
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 LOOP_PERIOD = 64
 SEARCH_PERIOD = 512
@@ -90,8 +90,16 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+class MeasuredRequest(Protocol):
+    """What the gate reads of a request (j0.bench's RequestEntry has it)."""
+
+    ok: bool | None
+    prompt_tokens: int | float | None
+    repetition: dict[str, Any] | None
+
+
 def gate(
-    entries: Sequence[dict[str, Any]],
+    entries: Sequence[MeasuredRequest],
     bin_of: Callable[[int], tuple[int, int | None]],
     share: float = GATE_SHARE,
 ) -> list[dict[str, Any]]:
@@ -100,10 +108,10 @@ def gate(
     no output of the bin has token ids); with the bin's mean distinct-n and repeating suffix."""
     bins: dict[tuple[int, int | None], list[dict[str, Any]]] = {}
     for e in entries:
-        rep = e.get("repetition")
-        if not e.get("ok") or not isinstance(rep, dict) or e.get("prompt_tokens") is None:
+        rep = e.repetition
+        if not e.ok or rep is None or e.prompt_tokens is None:
             continue
-        bins.setdefault(bin_of(int(e["prompt_tokens"])), []).append(rep)
+        bins.setdefault(bin_of(int(e.prompt_tokens)), []).append(rep)
     out = []
     for b, reps in sorted(bins.items(), key=lambda x: x[0][0]):
         judged = [r for r in reps if r.get("units") == TOKEN_IDS]

@@ -22,6 +22,7 @@ from j0.commands import (
 )
 from j0.engine.processes import owning
 from j0.errors import USAGE, J0Error
+from j0.mini.train.batch import DRAFT_DATA, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--labels",
         default="target",
-        choices=("data", "target"),
+        choices=LABELS,
         help="the drafters' labels: the target's greedy prediction (default: on the H200 it "
         "raised the J0 drafter's agreement with the target from 0.30 to 0.46, "
         "docs/results/mini-h200/), or the text",
@@ -159,7 +160,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--draft-data",
         default="generated",
-        choices=("text", "generated"),
+        choices=DRAFT_DATA,
         help="the drafters' windows: the target's own continuations of the text at the "
         "temperature (default, as DFlash trains), or the text itself",
     )

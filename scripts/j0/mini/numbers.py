@@ -161,16 +161,14 @@ def engine(run: Path) -> list[str]:
             continue
         path = run / name / "result.json"
         doc = _once("result", path, lambda p=path: read_result(p))
-        ok = [e for e in doc.requests if e.get("ok")]
+        ok = [e for e in doc.requests if e.ok]
         cells = []
         for c in [None, *contexts]:
-            mine = [
-                e for e in ok if c is None or data[name]["context"].get(str(e["prompt_id"])) == c
-            ]
+            mine = [e for e in ok if c is None or data[name]["context"].get(str(e.prompt_id)) == c]
             counts, _ = pooled(mine)
             length = spec_counts.acceptance_length(counts) if counts and counts.drafts else None
             own = data[name]["length"]
-            lengths = [own[str(e["prompt_id"])] for e in mine if str(e["prompt_id"]) in own]
+            lengths = [own[str(e.prompt_id)] for e in mine if str(e.prompt_id) in own]
             mean = sum(lengths) / len(lengths) if lengths else None
             cells += [_f(length), _f(mean)]
         lines.append(f"| {name} | {len(ok)} | " + " | ".join(cells) + " |")

@@ -23,6 +23,7 @@ from typing import Any
 
 from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
 from j0.bench.report.settings import Setting, prompt_key
+from j0.bench.request_entry import RequestEntry
 from j0.measure import pairing, stats
 
 MISSING = (
@@ -41,10 +42,10 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
 
 
 def _baseline_request(
-    base: dict[tuple[str, int], dict[str, Any]], entry: dict[str, Any]
-) -> dict[str, Any] | None:
+    base: dict[tuple[str, int], RequestEntry], entry: RequestEntry
+) -> RequestEntry | None:
     key = prompt_key(entry)
-    found = base.get((key, int(entry.get("repeat", 0))))
+    found = base.get((key, entry.repeat))
     if found is None:
         firsts = sorted(r for (k, r) in base if k == key)
         found = base.get((key, firsts[0])) if firsts else None
@@ -53,7 +54,7 @@ def _baseline_request(
 
 def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
     """Each of the setting's ok requests against the baseline's output for its prompt."""
-    base = {(prompt_key(r), int(r.get("repeat", 0))): r for r in baseline.ok}
+    base = {(prompt_key(r), r.repeat): r for r in baseline.ok}
     compared = identical = missing = 0
     by_text = False
     differences: list[dict[str, Any]] = []
@@ -63,16 +64,16 @@ def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
             missing += 1
             continue
         compared += 1
-        mine, theirs = entry.get("output_token_ids"), other.get("output_token_ids")
-        if isinstance(mine, list) and isinstance(theirs, list):
+        mine, theirs = entry.output_token_ids, other.output_token_ids
+        if mine is not None and theirs is not None:
             at = first_difference(mine, theirs)
             if at is None:
                 identical += 1
                 continue
             differences.append(
                 {
-                    "prompt_id": entry.get("prompt_id"),
-                    "repeat": int(entry.get("repeat", 0)),
+                    "prompt_id": entry.prompt_id,
+                    "repeat": entry.repeat,
                     "first_differing_token": at,
                     "token": mine[at] if at < len(mine) else None,
                     "baseline_token": theirs[at] if at < len(theirs) else None,
@@ -80,13 +81,13 @@ def lossless(setting: Setting, baseline: Setting) -> dict[str, Any]:
             )
             continue
         by_text = True
-        if entry.get("output_sha256") and entry.get("output_sha256") == other.get("output_sha256"):
+        if entry.output_sha256 and entry.output_sha256 == other.output_sha256:
             identical += 1
         else:
             differences.append(
                 {
-                    "prompt_id": entry.get("prompt_id"),
-                    "repeat": int(entry.get("repeat", 0)),
+                    "prompt_id": entry.prompt_id,
+                    "repeat": entry.repeat,
                     "first_differing_token": None,
                     "token": None,
                     "baseline_token": None,

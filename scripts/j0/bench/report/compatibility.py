@@ -71,7 +71,7 @@ def setup_values(setting: Setting) -> dict[str, dict[str, tuple[Any, list[str]]]
 
 
 def prompt_set(setting: Setting) -> set[str]:
-    return {prompt_key(r) for doc in setting.docs for r in doc.requests if isinstance(r, dict)}
+    return {prompt_key(r) for doc in setting.docs for r in doc.requests}
 
 
 def _prompt_difference(a: Setting, b: Setting) -> Difference | None:

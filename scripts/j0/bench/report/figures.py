@@ -27,6 +27,7 @@ from typing import Any
 
 from j0.bench import acceptance, results
 from j0.bench.report.settings import Setting, prompt_key
+from j0.bench.request_entry import RequestEntry
 from j0.engine import spec_counts
 from j0.measure import pairing, repetition, stats
 
@@ -38,24 +39,24 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def speed(entries: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+def speed(entries: Sequence[RequestEntry]) -> dict[str, float | None]:
     """tok/s, TTFT and ITL of the ok entries (ITL weighted by each request's gaps)."""
-    ok = [r for r in entries if r.get("ok")]
+    ok = [r for r in entries if r.ok]
     itl_weighted = [
-        (r["itl_ms_mean"], max(r.get("num_chunks", 2) - 1, 1))
+        (r.itl_ms_mean, max((2 if r.num_chunks is None else r.num_chunks) - 1, 1))
         for r in ok
-        if r.get("itl_ms_mean") is not None
+        if r.itl_ms_mean is not None
     ]
     weight = sum(w for _, w in itl_weighted)
     return {
-        "output_tok_s": _mean([r["output_tok_s"] for r in ok if r.get("output_tok_s")]),
-        "ttft_ms": _mean([r["ttft_ms"] for r in ok if r.get("ttft_ms") is not None]),
+        "output_tok_s": _mean([r.output_tok_s for r in ok if r.output_tok_s]),
+        "ttft_ms": _mean([r.ttft_ms for r in ok if r.ttft_ms is not None]),
         "itl_ms": sum(v * w for v, w in itl_weighted) / weight if weight else None,
     }
 
 
-def pooled_figures(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    ok = [r for r in entries if r.get("ok")]
+def pooled_figures(entries: Sequence[RequestEntry]) -> dict[str, Any]:
+    ok = [r for r in entries if r.ok]
     counts, _ = results.pooled(ok)
     fig = (
         spec_counts.figures(counts)
@@ -73,12 +74,12 @@ def over_repeats(setting: Setting) -> dict[str, Any]:
     """Each repeat's figures, and their mean, sample standard deviation, min and max."""
     per_repeat = []
     for repeat in setting.repeats:
-        mine = [r for r in setting.requests if int(r.get("repeat", 0)) == repeat]
+        mine = [r for r in setting.requests if r.repeat == repeat]
         fig = pooled_figures(mine)
         per_repeat.append(
             {
                 "repeat": repeat,
-                "requests_ok": sum(1 for r in mine if r.get("ok")),
+                "requests_ok": sum(1 for r in mine if r.ok),
                 "acceptance_length": fig["acceptance_length"],
                 "acceptance_length_request_mean": fig["acceptance_length_request_mean"],
                 **speed(mine),
@@ -106,7 +107,7 @@ def figures(setting: Setting, bin_of: Callable[[int], acceptance.Bin]) -> dict[s
         "requests_excluded": len(setting.excluded),
         "excluded": setting.excluded,
         **speed(ok),
-        "flags": sum(len(r.get("flags") or []) for r in setting.requests),
+        "flags": sum(len(r.flags or []) for r in setting.requests),
         "by_context": acceptance.by_context(ok, bin_of),
         "repetition_by_context": repetition.gate(ok, bin_of),
         "repeats": over_repeats(setting),
@@ -118,7 +119,7 @@ def per_prompt(setting: Setting, key: str) -> dict[str, float]:
     request's own, from its counts where the entry lacks it)."""
     values: dict[str, list[float]] = {}
     for r in setting.ok:
-        value = r.get(key)
+        value = getattr(r, key)
         if value is None and key == "acceptance_length":
             counts = results.entry_counts(r)
             value = spec_counts.acceptance_length(counts) if counts else None
@@ -132,8 +133,8 @@ def sources(settings: Sequence[Setting]) -> dict[str, str]:
     found: dict[str, str] = {}
     for s in settings:
         for r in s.requests:
-            if r.get("prompt_source"):
-                found.setdefault(prompt_key(r), str(r["prompt_source"]))
+            if r.prompt_source:
+                found.setdefault(prompt_key(r), str(r.prompt_source))
     return found
 
 

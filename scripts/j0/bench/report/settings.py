@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.bench import results
+from j0.bench.request_entry import RequestEntry
 from j0.bench.results import BenchResult
 from j0.errors import INPUT_LACKS, J0Error
 
@@ -37,7 +38,7 @@ BASELINE_NAME = "baseline"
 class Setting:
     name: str
     files: list[Path]
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[RequestEntry] = field(default_factory=list)
     docs: list[BenchResult] = field(default_factory=list)
     k: int | None = None
     j0: str = "unknown"
@@ -48,21 +49,21 @@ class Setting:
     excluded: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def ok(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r.get("ok")]
+    def ok(self) -> list[RequestEntry]:
+        return [r for r in self.requests if r.ok]
 
     @property
     def repeats(self) -> list[int]:
         """The repeats the setting's requests belong to, in order (one, 0, for older files)."""
-        return sorted({int(r.get("repeat", 0)) for r in self.requests}) or [0]
+        return sorted({r.repeat for r in self.requests}) or [0]
 
 
-def prompt_key(entry: dict[str, Any]) -> str:
-    return str(entry.get("prompt_sha256") or entry.get("prompt_id"))
+def prompt_key(entry: RequestEntry) -> str:
+    return str(entry.prompt_sha256 or entry.prompt_id)
 
 
-def request_key(entry: dict[str, Any]) -> tuple[str, int]:
-    return prompt_key(entry), int(entry.get("repeat", 0))
+def request_key(entry: RequestEntry) -> tuple[str, int]:
+    return prompt_key(entry), entry.repeat
 
 
 def find_settings(folder: Path) -> list[Setting]:
@@ -105,7 +106,7 @@ def _merge(setting: Setting) -> None:
                 continue
             key = request_key(entry)
             if key in seen:
-                setting.notes.append(f"{path.name}: request {entry.get('prompt_id')} seen before")
+                setting.notes.append(f"{path.name}: request {entry.prompt_id} seen before")
                 continue
             seen.add(key)
             setting.requests.append(entry)
@@ -122,13 +123,14 @@ def _merge(setting: Setting) -> None:
             )
 
 
-def _excluded(path: Path, position: int, entry: Any, problems: list[str]) -> dict[str, Any]:
-    named = entry if isinstance(entry, dict) else {}
+def _excluded(
+    path: Path, position: int, entry: RequestEntry, problems: list[str]
+) -> dict[str, Any]:
     return {
         "file": path.name,
-        "request": named.get("index", position),
-        "prompt_id": named.get("prompt_id"),
-        "repeat": named.get("repeat"),
+        "request": entry.index if entry.has("index") else position,
+        "prompt_id": entry.prompt_id,
+        "repeat": entry.repeat if entry.has("repeat") else None,
         "reasons": problems,
     }
 
@@ -169,9 +171,9 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
     elif setting.j0 == "unknown" and manifest.j0 in ("on", "off"):
         setting.j0 = manifest.j0
     if setting.k is None:
-        ks = {
-            (r.get("speculative_decoding") or {}).get("num_spec_tokens") for r in setting.requests
-        } - {None}
+        ks = {(r.speculative_decoding or {}).get("num_spec_tokens") for r in setting.requests} - {
+            None
+        }
         if len(ks) == 1:
             setting.k = int(ks.pop())
     match = _NAME.search(setting.name)

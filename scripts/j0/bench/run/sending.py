@@ -19,6 +19,7 @@ from typing import Any
 
 from j0.bench import bounded_http, client, prompts, results
 from j0.bench.manifest import SetupManifest
+from j0.bench.request_entry import RequestEntry
 from j0.bench.run.options import RunOptions
 from j0.edge import urls
 from j0.engine import prometheus_counters, spec_counts
@@ -171,7 +172,7 @@ class Measurement:
 
     chosen: list[prompts.Prompt]
     repeats: int = 1
-    entries: list[dict[str, Any] | None] = field(default_factory=list)
+    entries: list[RequestEntry | None] = field(default_factory=list)
     outcomes: list[client.Outcome | None] = field(default_factory=list)
     dead: str | None = None
 
@@ -187,7 +188,7 @@ class Measurement:
         """Which pass over the prompts request `index` belongs to (from 0)."""
         return index * self.repeats // len(self.chosen) if self.chosen else 0
 
-    def finished_entries(self) -> list[dict[str, Any]]:
+    def finished_entries(self) -> list[RequestEntry]:
         return [e for e in self.entries if e is not None]
 
     def finished_outcomes(self) -> list[client.Outcome]:

@@ -9,10 +9,13 @@ values."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from j0.errors import INPUT_LACKS, J0Error
+
+if TYPE_CHECKING:
+    from j0.bench.request_entry import RequestEntry
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -75,7 +78,7 @@ def status_k(status: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def refuse_another_k(status: dict[str, Any], entries: Sequence[dict[str, Any]]) -> None:
+def refuse_another_k(status: dict[str, Any], entries: Sequence[RequestEntry]) -> None:
     """After the measured requests: the draft length the responses report (each request's
     num_spec_tokens, else its most drafted per step) is the status file's."""
     from j0.bench.acceptance import width_of

@@ -39,7 +39,7 @@ def build_result(
     entries = measurement.finished_entries()
     outcomes = measurement.finished_outcomes()
     _, missing = results.pooled(entries)
-    if out_of_range := sum(1 for e in entries if e.get("metrics_problems")):
+    if out_of_range := sum(1 for e in entries if e.metrics_problems):
         notes.append(
             f"{out_of_range} requests' metrics are outside their possible ranges (flag "
             f"{results.OUT_OF_RANGE}): kept in the file, out of the figures"
@@ -68,28 +68,29 @@ def build_result(
         else {"acceptance_length": None, "acceptance_rate": None, "per_position_acceptance": []}
     )
     with_steps = [
-        (e["prompt_tokens"], e["per_step_accepted"])
+        (e.prompt_tokens, e.per_step_accepted)
         for e in entries
-        if e.get("ok") and "per_step_accepted" in e and e.get("prompt_tokens") is not None
+        if e.ok and e.per_step_accepted is not None and e.prompt_tokens is not None
     ]
     flags = [
         {
-            "request": e["index"],
-            "prompt_id": e["prompt_id"],
-            "cached_tokens": e["cached_tokens"],
+            "request": e.index,
+            "prompt_id": e.prompt_id,
+            "cached_tokens": e.cached_tokens,
             **f,
         }
         for e in entries
-        for f in e["flags"]
+        for f in e.flags or []
     ]
     complete = measurement.dead is None and len(entries) == len(measurement.chosen)
     manifest.set(
         "num_speculative_tokens_seen",
         sorted(
             {
-                int(e["speculative_decoding"]["num_spec_tokens"])
+                int(e.speculative_decoding["num_spec_tokens"])
                 for e in entries
-                if (e.get("speculative_decoding") or {}).get("num_spec_tokens") is not None
+                if e.speculative_decoding is not None
+                and e.speculative_decoding.get("num_spec_tokens") is not None
             }
         ),
     )
@@ -181,10 +182,10 @@ def failure(result: BenchResult, measured: int, out: Path) -> J0Error | None:
             f"{result.error}; {s['requests_ok']} finished requests kept in {out}", CHECK_FAILED
         )
     if s["requests_failed"]:
-        failed = [e for e in result.requests if not e["ok"]]
+        failed = [e for e in result.requests if not e.ok]
         return J0Error(
             f"{len(failed)} of {measured} requests failed (first: request "
-            f"{failed[0]['index']}: {failed[0]['error']}); results in {out}",
+            f"{failed[0].index}: {failed[0].error}); results in {out}",
             CHECK_FAILED,
         )
     return None

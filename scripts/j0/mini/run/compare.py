@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from j0.bench import entry_counts, entry_problems, pooled, read_result
+from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_result
 from j0.engine import spec_counts
 from j0.measure import repetition, stats
 
@@ -35,19 +35,19 @@ def context_of(prompt_id: str) -> int | None:
     return int(head[3:]) if head.startswith("ctx") and head[3:].isdigit() else None
 
 
-def request_length(entry: dict[str, Any]) -> float | None:
-    if entry.get("acceptance_length") is not None:
-        return float(entry["acceptance_length"])
+def request_length(entry: RequestEntry) -> float | None:
+    if entry.acceptance_length is not None:
+        return float(entry.acceptance_length)
     counts = entry_counts(entry)
     return spec_counts.acceptance_length(counts) if counts else None
 
 
-def request_rate(entry: dict[str, Any]) -> float | None:
+def request_rate(entry: RequestEntry) -> float | None:
     """The request's output tokens per second of its whole latency (first token included).
     Sampled outputs end at different lengths in different settings; the decode-only rate of a
     request that stopped after a few tokens is a few tokens over a few milliseconds (173,000
     tok/s on the H200), and one of those in a mean of ratios outweighs every other prompt."""
-    tokens, latency = entry.get("output_tokens"), entry.get("latency_s")
+    tokens, latency = entry.output_tokens, entry.latency_s
     if not tokens or not latency or latency <= 0:
         return None
     return float(tokens) / float(latency)
@@ -62,7 +62,7 @@ def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict
         if not path.is_file():
             continue
         doc = read_result(path)
-        ok = [e for e in doc.requests if e.get("ok") and not entry_problems(e)]
+        ok = [e for e in doc.requests if e.ok and not entry_problems(e)]
         counts, _ = pooled(ok)
         mine: dict[str, Any] = {
             "pooled": spec_counts.acceptance_length(counts) if counts and counts.drafts else None,
@@ -74,20 +74,20 @@ def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict
             "repetition": {},
         }
         for e in ok:
-            pid = str(e["prompt_id"])
+            pid = str(e.prompt_id)
             mine["context"][pid] = context_of(pid)
-            mine["source"][pid] = e.get("prompt_source") or pid
+            mine["source"][pid] = e.prompt_source or pid
             if (length := request_length(e)) is not None:
                 mine["length"][pid] = length
             if (rate := request_rate(e)) is not None:
                 mine["tok_s"][pid] = rate
-            ids = e.get("output_token_ids")
+            ids = e.output_token_ids
             if ids:
                 mine["output"][pid] = list(ids)
                 mine["repetition"][pid] = repetition.measure(ids)
             else:
-                mine["output"][pid] = e.get("output_sha256")
-                text = e.get("output_text")
+                mine["output"][pid] = e.output_sha256
+                text = e.output_text
                 if text and tokenizer is not None:
                     encoded = tokenizer(text, add_special_tokens=False)["input_ids"]
                     measured = repetition.measure(list(encoded))

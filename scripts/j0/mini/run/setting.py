@@ -312,9 +312,9 @@ def by_context(result_path: Path) -> dict[str, Any]:
     counts, _ = pooled(doc.requests)
     groups: dict[str, list[float]] = {}
     for entry in doc.requests:
-        if entry.get("ok") and entry.get("acceptance_length") is not None:
-            context = str(entry["prompt_id"]).split("-")[0].removeprefix("ctx")
-            groups.setdefault(context, []).append(float(entry["acceptance_length"]))
+        if entry.ok and entry.acceptance_length is not None:
+            context = str(entry.prompt_id).split("-")[0].removeprefix("ctx")
+            groups.setdefault(context, []).append(float(entry.acceptance_length))
     return {
         "pooled_acceptance_length": (
             round(spec_counts.acceptance_length(counts), 4) if counts else None
@@ -322,7 +322,7 @@ def by_context(result_path: Path) -> dict[str, Any]:
         "per_request_mean_by_context": {
             c: round(sum(v) / len(v), 4) for c, v in sorted(groups.items(), key=lambda x: int(x[0]))
         },
-        "requests_ok": sum(1 for e in doc.requests if e.get("ok")),
+        "requests_ok": sum(1 for e in doc.requests if e.ok),
         "metrics_crosscheck": doc.metrics_crosscheck.get("status"),
     }
 

@@ -18,8 +18,12 @@ from typing import Any
 
 from j0.mini.sizes import MASK_ID
 
+# The drafters' block initialisations (each trains a drafter of its own: drafter-mask,
+# drafter-j0), their labels (`--labels`) and what they train on (`--draft-data`), declared here
+# once for the command line, the training and the run.
 INITS = ("mask", "j0")
 LABELS = ("data", "target")
+DRAFT_DATA = ("text", "generated")
 
 
 @dataclass

@@ -16,9 +16,10 @@ from j0.edge.atomic import sha256_file, write_text_atomic
 from j0.errors import USAGE, J0Error, require
 from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
 from j0.mini.sizes import FULL, SMOKE, Sizes
+from j0.mini.train.batch import DRAFT_DATA, INITS, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
 
-DRAFTERS = ("mask", "j0")
+DRAFTERS = INITS  # one drafter per block initialisation
 # --draft-data generated: at most this share of the per-model budget, once. On the H200 half of
 # 90 s made 5,120 of the 12,288 rows asked (docs/results/mini-h200/): a whole budget now.
 GENERATE_SHARE = 1.0
@@ -74,9 +75,9 @@ def check(options: TrainOptions) -> Sizes:
         )
     if options.budget is not None and options.budget <= 0:
         raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
-    if options.labels not in ("data", "target"):
+    if options.labels not in LABELS:
         raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
-    if options.draft_data not in ("text", "generated"):
+    if options.draft_data not in DRAFT_DATA:
         raise J0Error(f"--draft-data {options.draft_data}: expected text or generated", USAGE)
     if options.temperature is not None and not 0 <= options.temperature <= MAX_TEMPERATURE:
         raise J0Error(

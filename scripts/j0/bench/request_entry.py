@@ -1,0 +1,210 @@
+"""One measured request of a `j0 bench run` result (an item of its `requests` list), owned here:
+`RequestEntry` is the entry (results.request_entry makes one per request; to_json() is what the
+file holds, from_json() what the readers get back), and FIELDS says each key's kinds, in the
+order the writer writes them. A result file's entries are checked against FIELDS once, where the
+file is read (entry_problem, through result_schema); past that, readers take attributes and never
+guess at a key.
+
+    index, repeat           the request's place in the run, and which pass over the prompts sent it
+    prompt_id, prompt_sha256, prompt_source
+                            the prompt: its id, its text's sha256, where it came from
+    ok, error, finish_reason, started_at
+    prompt_tokens, cached_tokens, output_tokens
+                            the server's usage (null where it sent a value that is no count)
+    ttft_ms, itl_ms_mean, itl_ms_median, tpot_ms, latency_s, decode_s, output_tok_s,
+    client_time_s           its times
+    num_chunks, chunk_tokens
+                            the stream's chunks and the tokens each carried
+    acceptance_length, acceptance_rate, speculative_decoding
+                            the server's per-request metrics and the figures from them
+    flags, warnings         what the reader should look at (results.CACHED_WITH_J0, ...)
+    output_token_ids, output_sha256, repetition, output_text
+                            the output (its text only with --keep-outputs)
+    metrics_problems, speculative_decoding_rejected, token_counts_rejected
+                            where the server's metrics cannot be true: why, and what it sent
+    per_step_accepted, per_step_drafted, per_step_context_length
+                            the per-step arrays of the server's detailed metrics
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from j0.edge.fields import NUMBER, FieldTable, Kinds, field_problem, shown
+from j0.engine import spec_counts
+
+_NULL = type(None)
+_NUM: Kinds = (*NUMBER, _NULL)
+_TEXT: Kinds = (str, _NULL)
+_LIST: Kinds = (list, _NULL)
+_OBJECT: Kinds = (dict, _NULL)
+_ANY_JSON: Kinds = (dict, list, str, int, float, bool, _NULL)
+# An entry's times (>= 0 where given; results.entry_problems judges their ranges).
+ENTRY_TIMES = (
+    "ttft_ms",
+    "itl_ms_mean",
+    "itl_ms_median",
+    "tpot_ms",
+    "latency_s",
+    "decode_s",
+    "output_tok_s",
+    "client_time_s",
+)
+# The lists of whole numbers (the per-step ones may hold any numbers here: one that is no count,
+# 2.5 or -1, is the range checks', j0.engine.spec_ranges: flagged, kept out of the figures).
+INT_LISTS = (
+    "chunk_tokens",
+    "output_token_ids",
+    "per_step_accepted",
+    "per_step_drafted",
+    "per_step_context_length",
+)
+# The keys in the order the writer writes them, each with the kinds a reader takes; no key must
+# be there (an older or hand-made file may lack any). Counts may be any numbers here: one that is
+# no count (12.5, -4) is flagged by the range checks, not refused. `repeat` and `num_chunks` are
+# never null where present.
+FIELDS: FieldTable = {
+    "index": ((int, _NULL), False),
+    "prompt_id": (_TEXT, False),
+    "prompt_sha256": (_TEXT, False),
+    "prompt_source": (_TEXT, False),
+    "ok": ((bool, _NULL), False),
+    "error": (_TEXT, False),
+    "started_at": (_NUM, False),
+    "prompt_tokens": (_NUM, False),
+    "cached_tokens": (_NUM, False),
+    "output_tokens": (_NUM, False),
+    "finish_reason": (_TEXT, False),
+    **{key: (_NUM, False) for key in ENTRY_TIMES[:-1]},
+    "num_chunks": ((int,), False),
+    "chunk_tokens": (_LIST, False),
+    "client_time_s": (_NUM, False),
+    "acceptance_length": (_NUM, False),
+    "acceptance_rate": (_NUM, False),
+    "speculative_decoding": (_OBJECT, False),
+    "flags": (_LIST, False),
+    "warnings": (_LIST, False),
+    "repeat": ((int,), False),
+    "output_token_ids": (_LIST, False),
+    "output_sha256": (_TEXT, False),
+    "repetition": (_OBJECT, False),
+    "output_text": (_TEXT, False),
+    "metrics_problems": (_LIST, False),
+    "speculative_decoding_rejected": (_ANY_JSON, False),  # what the server sent, as it came
+    "token_counts_rejected": (_OBJECT, False),
+    "per_step_accepted": (_LIST, False),
+    "per_step_drafted": (_LIST, False),
+    "per_step_context_length": (_LIST, False),
+}
+_NOT_LISTS = {key: kinds for key, kinds in FIELDS.items() if key not in INT_LISTS}
+Number = int | float
+
+
+@dataclass
+class RequestEntry:
+    """One measured request (FIELDS says each key). `keys` is the keys the entry has, in its
+    order (to_json writes those only, so an entry read back is written as it was); `extra` the
+    keys FIELDS does not know, kept as they were. A key the entry lacks reads as its default
+    here: None, `repeat` 0."""
+
+    index: int | None = None
+    prompt_id: str | None = None
+    prompt_sha256: str | None = None
+    prompt_source: str | None = None
+    ok: bool | None = None
+    error: str | None = None
+    started_at: Number | None = None
+    prompt_tokens: Number | None = None
+    cached_tokens: Number | None = None
+    output_tokens: Number | None = None
+    finish_reason: str | None = None
+    ttft_ms: Number | None = None
+    itl_ms_mean: Number | None = None
+    itl_ms_median: Number | None = None
+    tpot_ms: Number | None = None
+    latency_s: Number | None = None
+    decode_s: Number | None = None
+    output_tok_s: Number | None = None
+    num_chunks: int | None = None
+    chunk_tokens: list[int] | None = None
+    client_time_s: Number | None = None
+    acceptance_length: Number | None = None
+    acceptance_rate: Number | None = None
+    speculative_decoding: dict[str, Any] | None = None
+    flags: list[dict[str, Any]] | None = None
+    warnings: list[str] | None = None
+    repeat: int = 0
+    output_token_ids: list[int] | None = None
+    output_sha256: str | None = None
+    repetition: dict[str, Any] | None = None
+    output_text: str | None = None
+    metrics_problems: list[Any] | None = None
+    speculative_decoding_rejected: Any = None
+    token_counts_rejected: dict[str, Any] | None = None
+    per_step_accepted: list[Number] | None = None
+    per_step_drafted: list[Number] | None = None
+    per_step_context_length: list[int] | None = None
+    keys: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def has(self, key: str) -> bool:
+        """Whether the entry holds `key` (null included), as the file had it."""
+        return key in self.keys
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry's object: its keys in its order (the writer's: FIELDS' order)."""
+        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RequestEntry:
+        """An entry's object, of the kinds FIELDS says (entry_problem checked it: a result file
+        is read through results.read_result; the writer's own entries are made so)."""
+        known = {key: item for key, item in value.items() if key in FIELDS}
+        extra = {key: item for key, item in value.items() if key not in FIELDS}
+        return cls(**known, keys=tuple(value), extra=extra)
+
+
+def _kinds_named(kinds: Kinds) -> str:
+    """The kinds a value may be, as a result file's messages name them (null left unsaid)."""
+    shown_kinds = [k for k in kinds if k is not _NULL]
+    if set(NUMBER) <= set(shown_kinds):
+        return "a number"
+    return " or ".join(k.__name__ for k in shown_kinds)
+
+
+def entry_problem(index: int, entry: Any) -> str | None:
+    """What in one request entry has another kind or shape than FIELDS says, or None."""
+    where = f"requests[{index}]: "
+    if not isinstance(entry, dict):
+        return f"requests[{index}] is {shown(entry)}, expected an object"
+    problem = field_problem(entry, _NOT_LISTS, _kinds_named)
+    if problem is not None:
+        return where + problem
+    for key in INT_LISTS:
+        value = entry.get(key)
+        if value is not None:
+            item = (int, float) if key.startswith("per_step_") else (int,)
+            if not isinstance(value, list) or not _all_are(value, item):
+                what = "numbers" if key.startswith("per_step_") else "whole numbers"
+                return f"{where}{key!r} is {shown(value)}, expected a list of {what}"
+    lengths = {k: len(entry[k]) for k in INT_LISTS[2:] if isinstance(entry.get(k), list)}
+    if len(set(lengths.values())) > 1:
+        return f"{where}per-step arrays of different lengths ({lengths})"
+    spec = entry.get("speculative_decoding")
+    if spec:
+        steps = {k: entry[k] for k in spec_counts.STEP_KEYS if k in entry}
+        found = spec_counts.spec_problem({**spec, **steps}, whole=False)
+        if found is not None:
+            return f"{where}{found}"
+    return None
+
+
+def _all_are(values: list[Any], kinds: Kinds) -> bool:
+    """Every item of one of `kinds`, true and false no numbers; plain items (thousands of
+    per-step ints) at the speed of set(map(type, ...))."""
+    from j0.edge.fields import is_of
+
+    return set(map(type, values)) <= set(kinds) - {bool} or all(is_of(x, kinds) for x in values)
