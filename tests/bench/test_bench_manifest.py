@@ -40,12 +40,14 @@ def test_read_status_takes_its_fields_from_a_real_status_file(host: Host, tmp_pa
         off = status_file(tmp_path, vllm.url, "off", article_log(noise=0, pool="(1, 1)"))
         none = status_file(tmp_path, vllm.url, "none", None)
     found = manifest.read_status(on)
-    assert found["file"] == str(on) and found["status"] == json.loads(on.read_text())
-    assert found["j0_on"] is True and found["overlay_identity"] == "article"
-    assert found["speculative_config"] == json.loads(SPEC_15)
-    assert manifest.read_status(off)["j0_on"] is False
+    assert found.file == str(on) and found.status is not None
+    assert found.status.to_json() == json.loads(on.read_text())
+    assert found.j0_on is True and found.overlay_identity == "article"
+    assert found.speculative_config == json.loads(SPEC_15)
+    assert manifest.read_status(off).j0_on is False
     # no log: j0 status knows none of the three, and neither does the run
-    assert set(manifest.read_status(none)) == {"file", "status"}
+    nothing = manifest.read_status(none)
+    assert (nothing.ran, nothing.overlay_identity, nothing.speculative_config) == (None, None, None)
 
 
 def test_the_run_records_a_real_status_file(host: Host, tmp_path: Path) -> None:

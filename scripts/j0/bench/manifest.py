@@ -22,7 +22,7 @@ from typing import Any
 from j0 import __version__
 from j0.edge.fields import FieldTable, field_problem
 from j0.engine import server_log
-from j0.engine.j0_ran import OFF, ON, UNKNOWN, asked_differs, j0_of, j0_ran
+from j0.engine.j0_ran import OFF, ON, UNKNOWN, J0Ran, asked_differs, j0_of, j0_ran
 from j0.errors import (
     INPUT_LACKS,
     InputLimit,
@@ -137,44 +137,62 @@ def problem_of(value: dict[str, Any]) -> str | None:
     return field_problem(value, FIELDS)
 
 
-def read_status(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SeenRun:
+    """What a file that saw the server says ran: `j0 status --json`'s output (--status-json
+    FILE, its report in `status`) or the server's log (--log FILE). `ran` is J0's state as that
+    file shows it (j0.engine.j0_ran), None where a status file shows nothing of it; the other
+    facts are None where the file does not have them."""
+
+    file: str
+    ran: J0Ran | None = None
+    overlay_identity: str | None = None
+    speculative_config: dict[str, Any] | None = None
+    vllm_commit: str | None = None
+    status: StatusReport | None = None
+
+    @property
+    def j0_on(self) -> bool | None:
+        """Whether J0 ran, where the file shows it."""
+        return None if self.ran is None or self.ran.j0 == UNKNOWN else self.ran.j0 == ON
+
+
+def read_status(path: Path) -> SeenRun:
     """What a `j0 status --json` file says about J0, the overlay, the speculative config and the
-    engine: "j0_on", "overlay_identity", "speculative_config" and "vllm_commit" where the file
-    knows them."""
+    engine, with the file's report."""
     text = read_input_text(path, "--status-json", limit=InputLimit.SMALL)
     value = parse_json(text, f"--status-json {path}")
     status = StatusReport.from_json(value, f"--status-json {path}")
-    found: dict[str, Any] = {"file": str(path), "status": value}
+    ran = None
     if status.j0 is not None or status.identity is not None:
         ran = j0_of(status.identity, status.j0, f"--status-json {path}")
-        found["ran"] = ran
-        if ran.j0 != UNKNOWN:
-            found["j0_on"] = ran.j0 == ON
-    if status.identity is not None:
-        found["overlay_identity"] = status.identity
-    if status.speculative_config:
-        found["speculative_config"] = status.speculative_config
-    if status.vllm_commit is not None:
-        found["vllm_commit"] = status.vllm_commit
-    return found
+    return SeenRun(
+        file=str(path),
+        ran=ran,
+        overlay_identity=status.identity,
+        speculative_config=status.speculative_config or None,
+        vllm_commit=status.vllm_commit,
+        status=status,
+    )
 
 
-def read_log(path: Path) -> dict[str, Any]:
-    """What a server's log (`--log FILE`) says ran: "ran" (j0.engine.j0_ran), "j0_on" where that
-    is known, "overlay_identity", "speculative_config" and "vllm_commit" where the log has them."""
+def read_log(path: Path) -> SeenRun:
+    """What a server's log (`--log FILE`) says ran: J0's state (always: "unknown" where the log
+    does not show it), the overlay identity, the speculative config and the vLLM commit."""
     text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
     facts = server_log.parse(text, f"--log {path}")
-    ran = j0_ran(facts)
-    found: dict[str, Any] = {"file": str(path), "ran": ran}
-    if ran.j0 != UNKNOWN:
-        found["j0_on"] = ran.j0 == ON
-    if facts.identity is not None:
-        found["overlay_identity"] = facts.identity
-    if facts.speculative_config:
-        found["speculative_config"] = facts.speculative_config
-    if facts.vllm_commit is not None:
-        found["vllm_commit"] = facts.vllm_commit
-    return found
+    return SeenRun(
+        file=str(path),
+        ran=j0_ran(facts),
+        overlay_identity=facts.identity,
+        speculative_config=facts.speculative_config or None,
+        vllm_commit=facts.vllm_commit,
+    )
+
+
+def _first_said(key: str, *seen: SeenRun | None) -> Any:
+    """`key` from the first of `seen` that has it (the log before the status file)."""
+    return next((v for s in seen if s is not None and (v := getattr(s, key)) is not None), None)
 
 
 def git_revision(root: Path) -> dict[str, Any]:
@@ -203,41 +221,42 @@ def build(
     model: str,
     endpoint: str,
     thinking: bool,
-    status: dict[str, Any] | None,
+    status: SeenRun | None,
     j0_flag: bool | None,
     overlay_identity: str | None,
     dataset: dict[str, Any],
     options: dict[str, Any],
-    log: dict[str, Any] | None = None,
+    log: SeenRun | None = None,
 ) -> SetupManifest:
     card = next((m for m in models if m.get("id") == model), {})
-    seen = log if log and "ran" in log else (status if status and "ran" in status else None)
-    j0_on = seen.get("j0_on") if seen is not None else j0_flag
-    differs = asked_differs(j0_flag, seen["ran"]) if seen and j0_flag is not None else None
-    told = {**(status or {}), **(log or {})}  # the log first where both say
-    identity = told.get("overlay_identity") or overlay_identity
+    seen = next((s for s in (log, status) if s is not None and s.ran is not None), None)
+    j0_on = seen.j0_on if seen is not None else j0_flag
+    ran = seen.ran if seen is not None else None
+    differs = asked_differs(j0_flag, ran) if ran is not None and j0_flag is not None else None
+    identity = _first_said("overlay_identity", log, status) or overlay_identity
+    spec = _first_said("speculative_config", log, status)
     root = project_root_or_none()
     written = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "server": {
             "url": url,
             "vllm_version": server_version,
-            "vllm_commit": told.get("vllm_commit"),
+            "vllm_commit": _first_said("vllm_commit", log, status),
         },
         "model": model,
         "model_root": card.get("root"),
         "max_model_len": card.get("max_model_len"),
         "endpoint": endpoint,
         "thinking": thinking if endpoint == "chat" else None,
-        "speculative_config": told.get("speculative_config", "unknown"),
+        "speculative_config": spec if spec is not None else "unknown",
         "j0": UNKNOWN if j0_on is None else (ON if j0_on else OFF),
         "j0_source": _j0_source(j0_flag, status, log),
         "j0_asked": None if j0_flag is None else (ON if j0_flag else OFF),
-        "j0_from": seen["ran"].why if seen is not None else None,
+        "j0_from": ran.why if ran is not None else None,
         "j0_differs": differs,
         "overlay_identity": identity if identity is not None else "unknown",
-        "status_json": (status or {}).get("file"),
-        "server_log": (log or {}).get("file"),
+        "status_json": status.file if status is not None else None,
+        "server_log": log.file if log is not None else None,
         "drafter": drafter_pin(),
         "dataset": dataset,
         "options": options,
@@ -247,14 +266,12 @@ def build(
     return SetupManifest.from_json(written, "the manifest being written")
 
 
-def _j0_source(
-    j0_flag: bool | None, status: dict[str, Any] | None, log: dict[str, Any] | None
-) -> str | None:
+def _j0_source(j0_flag: bool | None, status: SeenRun | None, log: SeenRun | None) -> str | None:
     """Where the manifest's "j0" comes from: the file that ran (--log, else --status-json), else
     what was asked (--j0)."""
-    if log and "ran" in log:
+    if log is not None and log.ran is not None:
         return "--log"
-    if status and "ran" in status:
+    if status is not None and status.ran is not None:
         return "--status-json"
     if j0_flag is not None:
         return "--j0"

@@ -12,7 +12,7 @@ from typing import Any
 
 from j0.bench import manifest, prompts
 from j0.bench.bounded_http import RedirectRefused
-from j0.bench.manifest import SetupManifest
+from j0.bench.manifest import SeenRun, SetupManifest
 from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
@@ -74,7 +74,7 @@ def max_words_for(card: dict[str, Any], max_tokens: int) -> int | None:
 
 
 async def discover(
-    server: Server, opts: RunOptions, status: dict[str, Any] | None, notes: list[str]
+    server: Server, opts: RunOptions, status: SeenRun | None, notes: list[str]
 ) -> Discovery:
     models, model = await served_models(server, opts.model)
     version = await server_version(server)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench import manifest, results
+from j0.bench.manifest import SeenRun
 from j0.bench.results import BenchResult
 from j0.bench.run import status_check
 from j0.bench.run.discovery import discover
@@ -114,7 +115,7 @@ class _Signals:
         )
 
 
-async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
+async def _run(opts: RunOptions, status: SeenRun | None) -> RunOutcome:
     signals = _Signals()
     signals.install()
     try:
@@ -127,9 +128,7 @@ async def _run(opts: RunOptions, status: dict[str, Any] | None) -> RunOutcome:
         signals.remove()
 
 
-async def _measured_run(
-    opts: RunOptions, status: dict[str, Any] | None, signals: _Signals
-) -> RunOutcome:
+async def _measured_run(opts: RunOptions, status: SeenRun | None, signals: _Signals) -> RunOutcome:
     notes: list[str] = []
     async with open_server(opts, notes) as server:
         found = await discover(server, opts, status, notes)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
+    from j0.bench.manifest import SeenRun
     from j0.bench.request_entry import RequestEntry
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -29,10 +30,10 @@ def _address(url: str) -> tuple[str, str, int | None, str]:
     return (parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/"))
 
 
-def _refuse(status: dict[str, Any], problems: list[str]) -> None:
+def _refuse(status: SeenRun, problems: list[str]) -> None:
     if problems:
         raise J0Error(
-            f"--status-json {status['file']}: not the status of the server this bench talks to: "
+            f"--status-json {status.file}: not the status of the server this bench talks to: "
             + "; ".join(problems)
             + " (run `j0 status --url URL --json` against this server)",
             INPUT_LACKS,
@@ -40,45 +41,47 @@ def _refuse(status: dict[str, Any], problems: list[str]) -> None:
 
 
 def refuse_another_server(
-    status: dict[str, Any],
+    status: SeenRun,
     url: str,
     model: str,
     card: dict[str, Any],
-    log: dict[str, Any] | None,
+    log: SeenRun | None,
 ) -> None:
     """Before any request (see the module's docstring)."""
-    said = status["status"]
+    said = status.status
+    if said is None:
+        raise ValueError(f"{status.file}: not a --status-json file's (manifest.read_status)")
     problems = []
-    theirs = str(said.get("url") or "")
+    theirs = said.url or ""
     if _address(theirs) != _address(url):
         problems.append(f"URL {theirs!r} in the file, the bench's {url!r}")
-    if said.get("model") != model:
-        problems.append(f"model {said.get('model')!r} in the file, the server serves {model!r}")
-    length = said.get("max_model_len")
+    if said.model != model:
+        problems.append(f"model {said.model!r} in the file, the server serves {model!r}")
+    length = said.max_model_len
     if length is not None and card.get("max_model_len") != length:
         problems.append(
             f"max_model_len {length} in the file, the server's {card.get('max_model_len')}"
         )
     if log is not None:
-        if "j0_on" in status and "j0_on" in log and status["j0_on"] != log["j0_on"]:
+        if status.j0_on is not None and log.j0_on is not None and status.j0_on != log.j0_on:
             on = {True: "on", False: "off"}
             problems.append(
-                f"J0 {on[status['j0_on']]} in the file, {on[log['j0_on']]} in --log {log['file']}"
+                f"J0 {on[status.j0_on]} in the file, {on[log.j0_on]} in --log {log.file}"
             )
-        spec, logged = status.get("speculative_config"), log.get("speculative_config")
+        spec, logged = status.speculative_config, log.speculative_config
         if spec and logged and spec != logged:
             problems.append(f"speculative config {spec} in the file, {logged} in --log")
     _refuse(status, problems)
 
 
-def status_k(status: dict[str, Any]) -> int | None:
-    value = status["status"].get("num_speculative_tokens")
+def status_k(status: SeenRun) -> int | None:
+    value = status.status.num_speculative_tokens if status.status is not None else None
     if value is None:
-        value = (status.get("speculative_config") or {}).get("num_speculative_tokens")
+        value = (status.speculative_config or {}).get("num_speculative_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def refuse_another_k(status: dict[str, Any], entries: Sequence[RequestEntry]) -> None:
+def refuse_another_k(status: SeenRun, entries: Sequence[RequestEntry]) -> None:
     """After the measured requests: the draft length the responses report (each request's
     num_spec_tokens, else its most drafted per step) is the status file's."""
     from j0.bench.acceptance import width_of
