@@ -95,6 +95,13 @@ def shared_packages() -> list[Path]:
     return [p for p in top_packages() if not (p / "cli.py").is_file()]
 
 
+def test_every_folder_of_modules_is_a_package() -> None:
+    """A folder of modules without `__init__.py` (a namespace package) would be left out of
+    every rule here, which walk the packages."""
+    folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    assert {f for f in folders if not (f / "__init__.py").is_file()} == set()
+
+
 def test_every_package_has_a_two_line_docstring() -> None:
     for package in top_packages():
         for init in sorted(package.rglob("__init__.py")):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from j0.engine.torch_version import TorchVersion, installed_torch, parse_version_file
-from j0.image.wheel_index import variant_of_cuda
+from j0.engine.wheel_index import variant_of_cuda
 
 ROOT = Path(__file__).resolve().parents[2]
 # /opt/torch/.venv/lib/python3.12/site-packages/torch/version.py on the H200 (2026-12-02), as

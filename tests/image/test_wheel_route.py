@@ -484,7 +484,7 @@ def test_pip_check_lines_are_split_by_project() -> None:
 def test_which_wheel_fits_this_python_and_machine(name: str, machine: str, fits: bool) -> None:
     """PEP 427 tags read from the file name: CPython abi3 wheels of an older minor fit, another
     architecture or platform does not (names in the shape of vLLM's per-commit wheels)."""
-    from j0.image.wheel_index import fits_here
+    from j0.engine.wheel_index import fits_here
 
     assert fits_here(name, machine) is fits
 
@@ -501,7 +501,7 @@ def test_which_wheel_fits_this_python_and_machine(name: str, machine: str, fits:
 )
 def test_a_wheels_variant_is_read_from_its_local_version(name: str, variant: str) -> None:
     """The file names of vLLM's index generator's docstring (generate-nightly-index.py)."""
-    from j0.image.wheel_index import wheel_variant
+    from j0.engine.wheel_index import wheel_variant
 
     assert wheel_variant(name) == variant
 
@@ -510,6 +510,6 @@ def test_a_wheels_variant_is_read_from_its_local_version(name: str, variant: str
     ("cuda", "variant"), [("13.0", "cu130"), ("12.9", "cu129"), ("12.8", "cu128"), (None, "cpu")]
 )
 def test_torch_cuda_names_the_variant_folder(cuda: str | None, variant: str) -> None:
-    from j0.image.wheel_index import variant_of_cuda
+    from j0.engine.wheel_index import variant_of_cuda
 
     assert variant_of_cuda(cuda) == variant

@@ -4,20 +4,9 @@ inside the base image on the standard library alone, its smoke checks and its id
 from typing import Any
 
 # The face other commands use (issue 32), resolved on first use: the image's default tag
-# (default_tag), its manifest's type (ImageManifest; torch_cuda_of, doctor's part of it) and the
-# wheel index the build step asks (WheelIndexError, VariantError, PROJECT, project_url,
-# variant_of_cuda, variant_wheels).
-FACE = (
-    "default_tag",
-    "ImageManifest",
-    "torch_cuda_of",
-    "WheelIndexError",
-    "VariantError",
-    "PROJECT",
-    "project_url",
-    "variant_of_cuda",
-    "variant_wheels",
-)
+# (default_tag) and its manifest's type (ImageManifest; torch_cuda_of, doctor's part of it). The
+# wheel index the build step asks is the engine floor's (j0.engine.wheel_index).
+FACE = ("default_tag", "ImageManifest", "torch_cuda_of")
 
 
 def __getattr__(name: str) -> Any:
@@ -29,8 +18,4 @@ def __getattr__(name: str) -> Any:
         from j0.image.build import default_tag
 
         return default_tag
-    if name in FACE:
-        from j0.image import wheel_index
-
-        return getattr(wheel_index, name)
     raise AttributeError(f"module 'j0.image' has no attribute {name!r}")

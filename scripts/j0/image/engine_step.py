@@ -42,11 +42,11 @@ from pathlib import Path
 
 from j0.edge import urls
 from j0.edge.atomic import write_text_atomic
+from j0.engine import wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
 from j0.errors import J0Error
-from j0.image import wheel_index
 from j0.pins import ENGINES, Pins, load_pins, wheel_index_for
 
 PROG = "j0 image engine step"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
@@ -250,7 +251,7 @@ def check_entrypoint(
             FAILED,
             f"the image's entrypoint is {config_entrypoint}, not [{ENTRYPOINT}]",
         )
-    args = ["--model", "j0-smoke", "--max-num-seqs", "4"]
+    args = ["--model", "j0-smoke", "--max-num-seqs", str(ARTICLE_MAX_NUM_SEQS)]
     result = run([ENTRYPOINT, *args], ["/bin/sh", "-c", FAKE_VLLM])
     want_identity = f"sha256={want.sha256} identity={want.identity}"
     want_exec = "fake vllm: serve " + " ".join(args)
