@@ -213,6 +213,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 # Upper bounds for what no run needs more of: a count beyond MAX_COUNT (requests, tokens, steps,
 # cases) or a number beyond MAX_NUMBER (seconds, a temperature, a learning rate) is a typo, and
 # would overflow a deadline's arithmetic or a list's size rather than run.
+# `--device`'s values wherever a command runs models or kernels here (mini, selfcheck): auto
+# takes CUDA where torch sees a GPU, else the CPU.
+DEVICES = ("auto", "cpu", "cuda")
 MAX_COUNT = 10**9
 MAX_NUMBER = 1e9
 MAX_SEED = 2**63 - 1  # torch.manual_seed and numpy take seeds below 2**64; Philox below 2**64

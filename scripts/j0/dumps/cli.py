@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from j0.article.variants import VARIANTS
 from j0.commands import (
     add_command,
     add_json_option,
@@ -151,7 +152,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     check.add_argument(
         "--variant",
-        choices=("article", "prefix-safe"),
+        choices=VARIANTS,
         help="which speculator.py made the dumps (instead of --log)",
     )
     check.add_argument(

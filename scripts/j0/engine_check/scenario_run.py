@@ -30,7 +30,7 @@ CHUNKED_PROMPT = scenarios.LENGTHS["c700"]
 DEFAULT_BATCHED_TOKENS = 256
 DEFAULT_GPU_BLOCKS = 80
 SCENARIO_MAX_MODEL_LEN = 1024
-PREFIX = ("prefix", "prefix-4")
+PREFIX = scenario_table.PREFIX_SCENARIOS  # the scenarios that run with prefix caching on
 
 
 @dataclass(frozen=True)

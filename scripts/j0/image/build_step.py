@@ -47,7 +47,7 @@ from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
 from j0.image.manifest import ImageManifest
-from j0.pins import Pins, load_pins
+from j0.pins import ENGINES, Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"
@@ -307,7 +307,7 @@ def read_engine_record(path: Path | None) -> dict[str, object] | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise J0Error(f"{path}: cannot read the engine step's record ({exc})", 2) from None
-    if not isinstance(record, dict) or record.get("route") not in ("wheel", "image"):
+    if not isinstance(record, dict) or record.get("route") not in ENGINES:
         raise J0Error(f"{path}: expected a JSON object with route wheel or image", exit_code=2)
     return record
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from j0.article.variants import VARIANTS
 from j0.commands import (
     add_command,
     add_json_option,
@@ -12,6 +13,7 @@ from j0.commands import (
     finite_number,
     text_unless_json_on_stdout,
 )
+from j0.pins import ENGINES
 
 IMAGE_HELP = """\
 The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
@@ -87,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.add_argument(
         "--engine",
-        choices=("wheel", "image"),
+        choices=ENGINES,
         help="the engine's route (default: VLLM_ENGINE from overlay/pins.env, wheel)",
     )
     build.add_argument(
@@ -116,7 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.add_argument(
         "--variant",
-        choices=("article", "prefix-safe"),
+        choices=VARIANTS,
         default="article",
         help="which speculator.py the image holds (build arg J0_VARIANT): article (default), or "
         "prefix-safe (the article's file with overlay/jetspec-j0-prefix-safe.patch on top; tag "

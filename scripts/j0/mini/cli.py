@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j0.article.variants import VARIANTS
 from j0.commands import (
+    DEVICES,
     MAX_PORT,
     MAX_SEED,
     WholeNumbers,
@@ -120,7 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--seed", type=whole_number(0, MAX_SEED), default=0, help="the seed (default 0)"
     )
-    train.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    train.add_argument("--device", default="auto", choices=DEVICES)
     train.add_argument(
         "--labels",
         default="target",
@@ -174,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument(
         "--variant",
         default="article",
-        choices=("article", "prefix-safe"),
+        choices=VARIANTS,
         help="the speculator.py J0 must run from: article (default: the article's file) or "
         "prefix-safe (its prefix-safe variant)",
     )
@@ -263,7 +265,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument(
         "--device",
         default="auto",
-        choices=("auto", "cpu", "cuda"),
+        choices=DEVICES,
         help="where the cross-check's reference runs",
     )
     run.add_argument(

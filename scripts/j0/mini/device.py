@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from j0.commands import DEVICES
 from j0.errors import UNAVAILABLE, USAGE, J0Error
 
 
@@ -13,7 +14,7 @@ def pick(device: str) -> str:
     """auto | cpu | cuda -> the torch device name; `cuda` without a GPU is refused (exit 69)."""
     import torch
 
-    if device not in ("auto", "cpu", "cuda"):
+    if device not in DEVICES:
         raise J0Error(f"--device {device}: expected auto, cpu or cuda", USAGE)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from j0.commands import (
+    DEVICES,
     MAX_SEED,
     add_command,
     add_json_option,
@@ -81,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--device",
-        choices=("auto", "cpu", "cuda"),
+        choices=DEVICES,
         default="auto",
         help="cpu: Triton's interpreter; cuda: the compiled kernels; auto (default): cuda when "
         "an NVIDIA driver and a GPU are found, else cpu",

@@ -5,3 +5,5 @@ command (main: the settings, the prompts, matrix.json, then a backend), settings
 and the one `j0 bench run` of a setting), server (the server's arguments and switches), prompts,
 layout (the results folder); the backends below: compose/ (this machine) and k8s/ (a cluster).
 """
+
+BACKENDS = ("compose", "k8s")  # --backend

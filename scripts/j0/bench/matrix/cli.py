@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from j0.bench.matrix import BACKENDS
 from j0.bench.run.cli import add_repeats_and_system_prompt
 from j0.commands import (
     add_command,
@@ -38,7 +39,7 @@ def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: igno
     )
     p.add_argument(
         "--backend",
-        choices=("compose", "k8s"),
+        choices=BACKENDS,
         default="compose",
         help="where the server runs (default compose)",
     )

@@ -22,6 +22,7 @@ import os
 import sys
 from pathlib import Path
 
+from j0.bench.matrix import BACKENDS
 from j0.bench.matrix.layout import (
     MATRIX_JSON,
     SERVER_LOG,
@@ -38,8 +39,6 @@ from j0.bench.run.options import system_prompt_of
 from j0.compose.server import ServerKnobs
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.pins import Pins, load_pins
-
-BACKENDS = ("compose", "k8s")
 
 
 def say(text: str) -> None:

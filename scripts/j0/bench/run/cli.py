@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j0.bench.run.options import ENDPOINTS
 from j0.commands import (
     add_command,
     add_json_option,
@@ -137,7 +138,7 @@ def register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument(
         "--endpoint",
-        choices=("chat", "completions"),
+        choices=ENDPOINTS,
         default="chat",
         help="chat (default; the model's chat template) or completions (plain text)",
     )

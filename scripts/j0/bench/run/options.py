@@ -22,6 +22,7 @@ from j0.errors import (
 )
 
 DEFAULT_REQUESTS = 10
+ENDPOINTS = ("chat", "completions")  # --endpoint: the OpenAI API route the requests go to
 # The whole-request deadline, unless --request-deadline gives one: --timeout (the longest wait
 # for data, which covers a queue and a long prefill) plus this much per token asked for.
 DEADLINE_PER_TOKEN_S = 1.0
@@ -118,7 +119,7 @@ def check_options(opts: RunOptions) -> None:
             what = "0 or more" if zero_ok else "above 0"
             raise J0Error(f"{name} {number}: expected a finite number, {what}", USAGE)
     check_server_url(opts.url)
-    if opts.endpoint not in ("chat", "completions"):
+    if opts.endpoint not in ENDPOINTS:
         raise J0Error(f"--endpoint {opts.endpoint}: expected chat or completions", USAGE)
     if opts.system_prompt is not None and not opts.system_prompt.strip():
         raise J0Error("--system-prompt '': expected a text, or @FILE", USAGE)

@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from j0.article.variants import VARIANTS
 from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
     import numpy as np
 
     from j0.dumps import load
-
-ARTICLE = "article"
-PREFIX_SAFE = "prefix-safe"
-VARIANTS = (ARTICLE, PREFIX_SAFE)
 
 
 def variant_from_log(path: Path) -> str:

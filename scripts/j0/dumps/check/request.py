@@ -75,7 +75,9 @@ def check_request(
 def _below_start(ctx: CheckContext, req: load.Request) -> tuple[str, np.ndarray | None]:
     """The request's note, and its own tokens below its first dumped position where they are
     known and the file that ran reads them there (the prefix-safe variant, with --prompts)."""
-    from j0.dumps.check.own_prefix import ARTICLE, PREFIX_SAFE, own_prefix
+    from j0.article.variants import ARTICLE_VARIANT as ARTICLE
+    from j0.article.variants import PREFIX_SAFE
+    from j0.dumps.check.own_prefix import own_prefix
 
     start = req.start_pos
     unchecked = (
