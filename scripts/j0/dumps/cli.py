@@ -18,7 +18,7 @@ from j0.commands import (
     text_unless_json_on_stdout,
     whole_number,
 )
-from j0.errors import CHECK_FAILED, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 GROUP_HELP = """\
 The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
@@ -318,4 +318,19 @@ def run_replay(args: argparse.Namespace) -> int:
             "j0 dumps replay is not in this checkout: scripts/j0/dumps/replay/run.py is missing",
             CHECK_FAILED,
         ) from None
-    return int(replay.main(args))
+    report = replay.run_replay(
+        replay.ReplayOptions(
+            folder=args.dir,
+            drafter=args.drafter,
+            target=args.target,
+            device=args.device,
+            out=args.out,
+        )
+    )
+    with text_unless_json_on_stdout(args.json):
+        for line in report.lines():
+            print(line)
+    emit_json(report.to_json(), args.json)
+    if not report.replayed_a_query:
+        raise J0Error(f"{args.dir}: no query step could be replayed (see above)", INPUT_LACKS)
+    return report.exit_code

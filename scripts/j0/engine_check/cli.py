@@ -247,7 +247,7 @@ def check_paths(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from j0.engine_check.run import Options, engine_check
+    from j0.engine_check.run import EngineCheckOptions, run_engine_check
 
     if args.tokens < 1:
         raise J0Error(f"--tokens {args.tokens}: expected a number of draft tokens >= 1", USAGE)
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     image, image_source = args.image, "--image"
     if not args.here and image is None:
         image, image_source = compose_image()
-    options = Options(
+    options = EngineCheckOptions(
         here=args.here,
         image=image,
         tokens=args.tokens,
@@ -287,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios=chosen,
     )
     with text_unless_json_on_stdout(args.json):
-        report = engine_check(options)
+        report = run_engine_check(options)
         for check in report["checks"]:
             word = "WARN" if check.get("status") == "warn" else "ok  " if check["ok"] else "FAIL"
             print(f"  {word} {check['name']}: {check['detail']}")

@@ -37,7 +37,7 @@ STATUS_EXPECTED_HERE = ("model", "target", "drafter", "commit", "engine", "max_m
 
 
 @dataclass
-class Options:
+class EngineCheckOptions:
     here: bool
     image: str | None
     tokens: int
@@ -82,7 +82,7 @@ def work_dir(keep: Path | None) -> Iterator[Path]:
 
 
 def serve_setting(
-    options: Options,
+    options: EngineCheckOptions,
     target: Path,
     draft: Path,
     j0: bool,
@@ -106,7 +106,7 @@ def serve_setting(
     )
 
 
-def start(options: Options, setting: ServeSetting, work: Path) -> Server:
+def start(options: EngineCheckOptions, setting: ServeSetting, work: Path) -> Server:
     log = work / f"server-{setting.name}.log"
     if options.here:
         return LocalServer(setting, log, options.server_command)
@@ -117,7 +117,7 @@ def start(options: Options, setting: ServeSetting, work: Path) -> Server:
 
 
 def serve_and_ask(
-    options: Options, setting: ServeSetting, work: Path, say: Callable[[str], None]
+    options: EngineCheckOptions, setting: ServeSetting, work: Path, say: Callable[[str], None]
 ) -> Run:
     run = Run(setting)
     say(
@@ -178,7 +178,7 @@ def dumps_check(folder: Path, run_name: str) -> checks.Check:
     return checks.from_exit(f"j0 dumps check ({run_name})", result.exit_code, result.summary)
 
 
-def preflight(options: Options) -> Any:
+def preflight(options: EngineCheckOptions) -> Any:
     """A GPU, with --here vLLM's server packages (unless --server-command stands in for `vllm
     serve`), with --image the engine and the image, before anything heavy: each missing one is
     one line, exit 69. Returns the docker client for --image (None for --here)."""
@@ -198,7 +198,7 @@ def preflight(options: Options) -> Any:
 
 
 def tiny_models(
-    options: Options, client: Any, work: Path, say: Callable[[str], None]
+    options: EngineCheckOptions, client: Any, work: Path, say: Callable[[str], None]
 ) -> tuple[Path, Path]:
     """(target, draft): given (--models), made inside the image (--image), or made here."""
     if options.models is not None:
@@ -216,7 +216,11 @@ def tiny_models(
     return made.target, made.draft
 
 
-def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run_engine_check(
+    options: EngineCheckOptions, say: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """The check as the options say (cli.py): the report `--json` prints (verdict, mode, checks,
+    the status of the J0-on server...; scenario_check's with --scenario)."""
     pins = load_pins()
     client = preflight(options)
     started = time.monotonic()
@@ -281,7 +285,7 @@ def engine_check(options: Options, say: Callable[[str], None] = print) -> dict[s
 
 
 def serve_scenarios(
-    options: Options,
+    options: EngineCheckOptions,
     setting: ServeSetting,
     chosen: ScenarioSettings,
     work: Path,
@@ -306,7 +310,7 @@ def serve_scenarios(
 
 
 def scenario_check(
-    options: Options,
+    options: EngineCheckOptions,
     chosen: ScenarioSettings,
     models: tuple[Path, Path],
     tree: Path,

@@ -65,8 +65,25 @@ def _matrix(args: argparse.Namespace) -> int:
     from j0.bench.matrix.layout import MATRIX_JSON
 
     check_json_output(args.json)
+    options = matrix_run.MatrixOptions(
+        out=args.out,
+        tokens=args.tokens,
+        j0=args.j0,
+        prefix_caching=args.prefix_caching,
+        baseline=args.baseline,
+        dataset=args.dataset,
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        repeats=args.repeats,
+        system_prompt=args.system_prompt,
+        backend=args.backend,
+        namespace=args.namespace,
+        gpus=args.gpus,
+        shards=args.shards,
+        dry_run=args.dry_run,
+    )
     with text_unless_json_on_stdout(args.json):
-        code = int(matrix_run.main(args))
+        code = matrix_run.run_matrix(options).exit_code
     record = Path(args.out) / MATRIX_JSON
     if record.is_file():
         emit_json(json.loads(record.read_text()), args.json)

@@ -1,4 +1,5 @@
-"""`j0 bench matrix`: the article's experiment, every setting on the same prompts.
+"""`j0 bench matrix`'s work (run_matrix(MatrixOptions) -> MatrixOutcome): the article's
+experiment, every setting on the same prompts.
 
 Settings are --tokens x --j0 (default 15,7 x off,on: k15-j0-off, k15-j0-on, k7-j0-off,
 k7-j0-on), with prefix caching off unless --prefix-caching; --baseline adds `baseline` first,
@@ -16,10 +17,10 @@ reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from j0.bench.matrix import BACKENDS
@@ -45,28 +46,59 @@ def say(text: str) -> None:
     print(f"j0 bench matrix: {text}", file=sys.stderr, flush=True)
 
 
-def main(args: argparse.Namespace) -> int:
-    backend = getattr(args, "backend", "compose") or "compose"
+@dataclass(frozen=True)
+class MatrixOptions:
+    """`j0 bench matrix`'s flags (cli.py): the settings (--tokens x --j0, prefix caching,
+    --baseline), the prompts and how each setting sends them, the results folder, the backend
+    and its k8s knobs, and --dry-run."""
+
+    out: Path
+    tokens: str = "15,7"
+    j0: str = "off,on"
+    prefix_caching: bool = False
+    baseline: bool = False
+    dataset: str = "synthetic"
+    requests: int | None = None
+    max_tokens: int | None = None
+    repeats: int = 1
+    system_prompt: str | None = None  # the text, or @FILE
+    backend: str = "compose"
+    namespace: str | None = None
+    gpus: int | None = None
+    shards: int | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class MatrixOutcome:
+    """What the matrix exits with (0: every setting ran or rendered; 1 otherwise) and its record
+    (OUT/matrix.json)."""
+
+    exit_code: int
+    record: MatrixRecord
+
+
+def run_matrix(options: MatrixOptions) -> MatrixOutcome:
+    backend = options.backend
     if backend not in BACKENDS:
         raise J0Error(f"--backend {backend}: expected compose or k8s", USAGE)
-    baseline = bool(getattr(args, "baseline", False))
-    settings = matrix_settings(args.tokens, args.j0, bool(args.prefix_caching), baseline)
-    repeats = int(getattr(args, "repeats", 1) or 1)
-    system_prompt, system_prompt_file = system_prompt_of(getattr(args, "system_prompt", None))
-    shards = getattr(args, "shards", None)
-    gpus = getattr(args, "gpus", None)
+    baseline = options.baseline
+    settings = matrix_settings(options.tokens, options.j0, options.prefix_caching, baseline)
+    repeats = options.repeats
+    system_prompt, system_prompt_file = system_prompt_of(options.system_prompt)
+    shards, gpus = options.shards, options.gpus
     if backend == "compose" and shards not in (None, 1):
         raise J0Error("--shards: only with --backend k8s (compose runs one server)", USAGE)
-    if backend == "compose" and (gpus is not None or getattr(args, "namespace", None)):
+    if backend == "compose" and (gpus is not None or options.namespace):
         say("--gpus and --namespace are for --backend k8s; compose uses this host's server")
     for name, value in (("--shards", shards), ("--gpus", gpus)):
         if value is not None and value < 1:
             raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
-    out = Path(args.out)
+    out = options.out
     claim_out_folder(out)  # new, empty, or a dry run's: nothing of the user's is replaced
     pins = load_pins()
     knobs = ServerKnobs.from_env(pins)
-    made = make_prompts(args.dataset, args.requests)
+    made = make_prompts(options.dataset, options.requests)
     prompts_file = write_prompts(out, made)
     if backend == "k8s" and shards is None:
         shards = max(1, (gpus or len(settings)) // len(settings))
@@ -75,10 +107,10 @@ def main(args: argparse.Namespace) -> int:
         out=out,
         backend=backend,
         runs=runs,
-        prefix_caching=bool(args.prefix_caching),
+        prefix_caching=options.prefix_caching,
         dataset=made.dataset,
         requests=made.count,
-        max_tokens=args.max_tokens,
+        max_tokens=options.max_tokens,
         shards=shards or 1,
         j0_revision=j0_revision(pins.root),
         extra={
@@ -87,18 +119,20 @@ def main(args: argparse.Namespace) -> int:
             "repeats": repeats,
             "system_prompt": system_prompt,
             "system_prompt_file": system_prompt_file,
-            "dry_run": bool(args.dry_run),
+            "dry_run": options.dry_run,
         },
     )
     record.write()
     say(
         f"{len(settings)} settings ({', '.join(r.setting.name for r in runs)}) x {made.count} "
-        f"prompts of {made.dataset}, prefix caching {'on' if args.prefix_caching else 'off'}, "
+        f"prompts of {made.dataset}, prefix caching {'on' if options.prefix_caching else 'off'}, "
         f"backend {backend}"
     )
     if backend == "compose":
-        return _compose(args, record, prompts_file, made.count)
-    return _k8s(args, record, pins, knobs, made.lines, shards or 1, gpus)
+        code = _compose(options, record, prompts_file, made.count)
+    else:
+        code = _k8s(options, record, pins, knobs, made.lines, shards or 1, gpus)
+    return MatrixOutcome(code, record)
 
 
 def _finish(record: MatrixRecord) -> int:
@@ -112,7 +146,7 @@ def _finish(record: MatrixRecord) -> int:
     return 0
 
 
-def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path, count: int) -> int:
+def _compose(options: MatrixOptions, record: MatrixRecord, prompts_file: Path, count: int) -> int:
     from j0.bench.matrix.compose.backend import ComposeBackend
     from j0.bench.matrix.compose.project import rendered_setting
     from j0.compose.server import compose_switches
@@ -122,7 +156,7 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
         out=record.out,
         prompts_file=prompts_file.resolve(),
         requests=count,
-        max_tokens=args.max_tokens,
+        max_tokens=options.max_tokens,
         environ=dict(os.environ),
         say=say,
         repeats=int(record.extra["repeats"]),
@@ -130,7 +164,7 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
         system_prompt_file=record.extra["system_prompt_file"],
     )
     for run in record.runs:
-        if args.dry_run:
+        if options.dry_run:
             folder = record.out / run.setting.name
             environ = {**backend.environ, **compose_switches(run.setting)}
             compose = backend.project(folder, environ, run.setting.baseline)
@@ -159,7 +193,7 @@ def _compose(args: argparse.Namespace, record: MatrixRecord, prompts_file: Path,
 
 
 def _k8s(
-    args: argparse.Namespace,
+    options: MatrixOptions,
     record: MatrixRecord,
     pins: Pins,
     knobs: ServerKnobs,
@@ -181,19 +215,19 @@ def _k8s(
         BenchOptions(
             dataset=None,
             requests=len(lines),
-            max_tokens=args.max_tokens,
+            max_tokens=options.max_tokens,
             repeats=int(record.extra["repeats"]),
             system_prompt=record.extra["system_prompt"],
         ),
         lines,
     )
-    options = K8sOptions(
+    k8s = K8sOptions(
         image=os.environ.get("J0_IMAGE") or default_image(pins),
-        namespace=getattr(args, "namespace", None),
+        namespace=options.namespace,
     )
     # One watch of the Job's pods lasts this long before the Job's status is read again.
     window = os.environ.get("J0_K8S_WATCH_S", "")
-    backend = K8sBackend(pins, knobs, record.out, options, gpus or plan.completions, say)
+    backend = K8sBackend(pins, knobs, record.out, k8s, gpus or plan.completions, say)
     backend.window_s = int(window) if window.isdigit() and int(window) > 0 else 10
     manifests = backend.render(plan)
     path = write_manifests(record.out, manifests, plan)
@@ -204,13 +238,13 @@ def _k8s(
     record.extra["k8s"] = {
         "run": plan.run,
         "manifests": str(path.relative_to(record.out)),
-        "image": options.image,
-        "namespace": options.namespace,
+        "image": k8s.image,
+        "namespace": k8s.namespace,
         "parallelism": backend.parallelism,
     }
     record.write()
     say(f"manifests: {path} ({plan.completions} indexes, {shards} shard(s) per setting)")
-    if args.dry_run:
+    if options.dry_run:
         return _finish(record)
     for run in record.runs:
         run.status, run.started = "running", now()

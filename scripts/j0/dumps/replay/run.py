@@ -13,7 +13,6 @@ torch is imported inside the functions (keeps `j0 --help` fast).
 
 from __future__ import annotations
 
-import argparse
 import io
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -89,6 +88,16 @@ class ReplayReport:
             }
             for k, (a, t) in sorted(counts.items())
         ]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every disagreement is a near tie, else 1."""
+        return 1 if self.real_disagreements else 0
+
+    @property
+    def replayed_a_query(self) -> bool:
+        """Whether any query step could be replayed (none: nothing was checked)."""
+        return any(s.replayed for s in self.steps if s.kind == "query")
 
     @property
     def real_disagreements(self) -> int:
@@ -327,27 +336,28 @@ def replay(dump_dir: Path, drafter: Path, target: Path, device: str, out_dir: Pa
     return ReplayReport(str(dump_dir), str(out_dir), facts, results, disagreements)
 
 
-def main(args: argparse.Namespace) -> int:
-    """The `j0 dumps replay` command: 0 when every disagreement is a near tie, else 1."""
+@dataclass(frozen=True)
+class ReplayOptions:
+    """`j0 dumps replay`'s flags (cli.py): the dump folder, the two model folders, the device and
+    where the reference's dump set goes (None: beside the folder, default_out)."""
+
+    folder: Path
+    drafter: Path
+    target: Path
+    device: str = "cpu"
+    out: Path | None = None
+
+
+def run_replay(options: ReplayOptions) -> ReplayReport:
+    """Replay the folder's dumps on the reference drafter; the report says what agreed (its
+    exit_code: 0 when every disagreement is a near tie, else 1). J0Error before any work where a
+    model folder is missing or the `dumps` extra is not installed."""
     from j0.errors import require
 
     for module in ("torch", "transformers", "safetensors"):
         require(module, "j0 dumps replay", "dumps")
-    dump_dir = Path(args.dir)
-    for flag, folder in (("--drafter", args.drafter), ("--target", args.target)):
-        if not Path(folder).is_dir():
+    for flag, folder in (("--drafter", options.drafter), ("--target", options.target)):
+        if not folder.is_dir():
             raise J0Error(f"{flag} {folder}: not a folder (expected the model's folder)", USAGE)
-    out_dir = Path(args.out) if getattr(args, "out", None) else default_out(dump_dir)
-    report = replay(
-        dump_dir, Path(args.drafter), Path(args.target), getattr(args, "device", "cpu"), out_dir
-    )
-    from j0.commands import emit_json, text_unless_json_on_stdout
-
-    json_to = getattr(args, "json", None)
-    with text_unless_json_on_stdout(json_to):
-        for line in report.lines():
-            print(line)
-    emit_json(report.to_json(), json_to)
-    if not any(s.replayed for s in report.steps if s.kind == "query"):
-        raise J0Error(f"{dump_dir}: no query step could be replayed (see above)", INPUT_LACKS)
-    return 1 if report.real_disagreements else 0
+    out_dir = options.out if options.out is not None else default_out(options.folder)
+    return replay(options.folder, options.drafter, options.target, options.device, out_dir)
