@@ -95,6 +95,31 @@ def shared_packages() -> list[Path]:
     return [p for p in top_packages() if not (p / "cli.py").is_file()]
 
 
+def test_every_run_function_takes_its_options() -> None:
+    """One role, one name: in every command's run.py (and its subcommands'), each `run_<verb>`
+    takes the command's options as one typed value (`...Options`), never the parser's
+    namespace or loose arguments."""
+    found = []
+    for command in command_packages():
+        for run in sorted(command.rglob("run.py")):
+            if "__pycache__" in run.parts:
+                continue
+            tree = ast.parse(run.read_text(), filename=str(run))
+            functions = [
+                node
+                for node in tree.body
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name.startswith("run_")
+            ]
+            assert functions, f"{run}: no run_<verb> function"
+            for node in functions:
+                first = node.args.args[0] if node.args.args else None
+                annotation = ast.unparse(first.annotation) if first and first.annotation else ""
+                if not annotation.endswith("Options"):
+                    found.append(f"{run.relative_to(ROOT)}: {node.name}({annotation or '?'})")
+    assert found == []
+
+
 def test_every_folder_of_modules_is_a_package() -> None:
     """A folder of modules without `__init__.py` (a namespace package) would be left out of
     every rule here, which walk the packages."""

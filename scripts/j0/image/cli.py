@@ -188,9 +188,10 @@ def run_smoke(args: argparse.Namespace) -> int:
 
 
 def run_identity(args: argparse.Namespace) -> int:
+    from j0.image.run import IdentityOptions
     from j0.image.run import run_identity as identify
 
     check_json_output(args.json)
-    identified = identify(args.prefix)
+    identified = identify(IdentityOptions(prefix=args.prefix))
     emit_result(identified.line, identified.json_text, args.json)
     return 0

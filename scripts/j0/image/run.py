@@ -1,6 +1,6 @@
 """`j0 image`'s work, apart from its parsing (cli.py): run_build(ImageBuildOptions) ->
 ImageBuilt (build.py's), run_smoke(SmokeOptions) -> the exit code (smoke.py prints each check
-as it ends), run_identity() -> Identified."""
+as it ends), run_identity(IdentityOptions) -> Identified."""
 
 from __future__ import annotations
 
@@ -61,7 +61,14 @@ def run_smoke(options: SmokeOptions) -> int:
     return smoke(options.image, timeout=options.timeout, json_to=options.json_to)
 
 
-def run_identity(prefix: str) -> Identified:
+@dataclass(frozen=True)
+class IdentityOptions:
+    """`j0 image identity`'s flags: the word its line starts with (--prefix)."""
+
+    prefix: str
+
+
+def run_identity(options: IdentityOptions) -> Identified:
     from j0.image.identity import identity_json, identity_line, installed_engine, installed_identity
     from j0.pins import load_pins
 
@@ -69,4 +76,4 @@ def run_identity(prefix: str) -> Identified:
     path, identity = installed_identity(pins)
     engine = installed_engine()
     line = identity_line(path, identity, engine, pins)
-    return Identified(f"{prefix}: {line}", identity_json(path, identity, engine, pins))
+    return Identified(f"{options.prefix}: {line}", identity_json(path, identity, engine, pins))
