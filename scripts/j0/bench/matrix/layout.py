@@ -124,9 +124,15 @@ class MatrixRecord:
     max_tokens: int | None
     shards: int
     j0_revision: str
+    prompts: dict[str, Any] = field(default_factory=dict)  # the prompts file's name and sha256
+    baseline: bool = False
+    repeats: int = 1
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    dry_run: bool = False
+    k8s: dict[str, Any] | None = None  # the k8s backend's run, manifests, image, namespace, ...
     created: str = field(default_factory=now)
     finished: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -143,7 +149,13 @@ class MatrixRecord:
             "max_tokens": self.max_tokens,
             "shards": self.shards,
             "settings": [run.to_json() for run in self.runs],
-            **self.extra,
+            "prompts": self.prompts,
+            "baseline": self.baseline,
+            "repeats": self.repeats,
+            "system_prompt": self.system_prompt,
+            "system_prompt_file": self.system_prompt_file,
+            "dry_run": self.dry_run,
+            **({} if self.k8s is None else {"k8s": self.k8s}),
         }
 
     def write(self) -> None:
@@ -216,17 +228,3 @@ def read_settings(out: Path) -> dict[str, SettingEntry]:
     return {entry.name: entry for entry in entries}
 
 
-def read_matrix(out: Path) -> dict[str, Any]:
-    """OUT/matrix.json, checked to be a matrix record."""
-    path = out / MATRIX_JSON
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise J0Error(
-            f"{path}: no such file (not a `j0 bench matrix` folder)", INPUT_LACKS
-        ) from None
-    except JSON_ERRORS as exc:
-        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
-    if not isinstance(value, dict) or value.get("kind") != KIND:
-        raise J0Error(f"{path}: kind is not {KIND!r}", INPUT_LACKS)
-    return value

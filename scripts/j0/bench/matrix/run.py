@@ -113,14 +113,12 @@ def run_matrix(options: MatrixOptions) -> MatrixOutcome:
         max_tokens=options.max_tokens,
         shards=shards or 1,
         j0_revision=j0_revision(pins.root),
-        extra={
-            "prompts": {"file": prompts_file.name, "sha256": made.sha256},
-            "baseline": baseline,
-            "repeats": repeats,
-            "system_prompt": system_prompt,
-            "system_prompt_file": system_prompt_file,
-            "dry_run": options.dry_run,
-        },
+        prompts={"file": prompts_file.name, "sha256": made.sha256},
+        baseline=baseline,
+        repeats=repeats,
+        system_prompt=system_prompt,
+        system_prompt_file=system_prompt_file,
+        dry_run=options.dry_run,
     )
     record.write()
     say(
@@ -159,9 +157,9 @@ def _compose(options: MatrixOptions, record: MatrixRecord, prompts_file: Path, c
         max_tokens=options.max_tokens,
         environ=dict(os.environ),
         say=say,
-        repeats=int(record.extra["repeats"]),
-        system_prompt=record.extra["system_prompt"],
-        system_prompt_file=record.extra["system_prompt_file"],
+        repeats=record.repeats,
+        system_prompt=record.system_prompt,
+        system_prompt_file=record.system_prompt_file,
     )
     for run in record.runs:
         if options.dry_run:
@@ -216,8 +214,8 @@ def _k8s(
             dataset=None,
             requests=len(lines),
             max_tokens=options.max_tokens,
-            repeats=int(record.extra["repeats"]),
-            system_prompt=record.extra["system_prompt"],
+            repeats=record.repeats,
+            system_prompt=record.system_prompt,
         ),
         lines,
     )
@@ -235,7 +233,7 @@ def _k8s(
         server = plan.document.settings[run.setting.name]
         run.server_args, run.server_env = server.server_args, server.server_env
         run.status = "rendered"
-    record.extra["k8s"] = {
+    record.k8s = {
         "run": plan.run,
         "manifests": str(path.relative_to(record.out)),
         "image": k8s.image,
@@ -249,5 +247,5 @@ def _k8s(
     for run in record.runs:
         run.status, run.started = "running", now()
     record.write()
-    record.extra["k8s"].update(backend.apply_and_follow(plan, manifests, record.runs))
+    record.k8s.update(backend.apply_and_follow(plan, manifests, record.runs))
     return _finish(record)
