@@ -1,6 +1,6 @@
 """A command that starts a process owns it: SIGTERM (or SIGINT) to `j0 engine-check --here`, `j0
 mini run --here` (the same LocalServer) or `j0 selfcheck` stops what it started, its whole
-process group, before it exits (j0.engine.processes). Real processes: the real command in a
+process group, before it exits (j0.edge.processes). Real processes: the real command in a
 subprocess, with a stand-in of ours in the place of `vllm serve` (a script that starts a child of
 its own, as vLLM's API server starts its engine core, writes both pids and never becomes healthy)
 and the real selfcheck worker on the CPU.

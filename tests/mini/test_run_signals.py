@@ -1,6 +1,6 @@
 """`j0 mini run --here` owns the servers it starts: SIGTERM to the real command (a subprocess)
 while its first server is starting stops that server and the server's own child before the
-command exits 143 (j0.engine.processes). The server is a stand-in of ours in the place of `vllm
+command exits 143 (j0.edge.processes). The server is a stand-in of ours in the place of `vllm
 serve` (tests/test_owned_processes.py's: it starts a child, writes both pids and never becomes
 healthy); the trained folder is the session's smoke miniature (tests/mini/conftest.py).
 

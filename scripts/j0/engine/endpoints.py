@@ -25,8 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from j0.edge import urls
-from j0.engine import http_deadline
+from j0.edge import http_deadline, urls
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 
 TIMEOUT_S = 10.0
@@ -71,7 +70,7 @@ class BodyTooLarge(OSError):
 
 
 # The whole request took longer than its deadline (an OSError, like no answer): one class for a
-# deadline passed in the head (j0.engine.http_deadline) and in the body (read_bounded).
+# deadline passed in the head (j0.edge.http_deadline) and in the body (read_bounded).
 DeadlineExceeded = http_deadline.DeadlineExceeded
 
 
@@ -106,7 +105,7 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
 
 
 # Every exchange has a deadline over all of it, status line and headers included
-# (j0.engine.http_deadline); the body's reads keep to it too (read_bounded).
+# (j0.edge.http_deadline); the body's reads keep to it too (read_bounded).
 _OPENER = urllib.request.build_opener(
     _SameOriginRedirects(), http_deadline.HTTPHandler(), http_deadline.HTTPSHandler()
 )

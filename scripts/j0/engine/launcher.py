@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
+from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
-from j0.engine.processes import start_owned, stop_group
 from j0.errors import CHECK_FAILED
 
 MAX_NUM_SEQS = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's, born in article/serving
@@ -135,7 +135,7 @@ class LocalServer:
             subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         self._out = log.open("ab")
         args = setting.vllm_args(str(setting.target), str(setting.draft))
-        # Its own process group, owned: stopped with the command (j0.engine.processes).
+        # Its own process group, owned: stopped with the command (j0.edge.processes).
         self._process = start_owned(
             [*serve, *args], stdout=self._out, stderr=subprocess.STDOUT, env=env
         )

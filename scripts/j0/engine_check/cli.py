@@ -17,7 +17,7 @@ from j0.commands import (
     text_unless_json_on_stdout,
     whole_number,
 )
-from j0.engine.processes import owning
+from j0.edge.processes import owning
 from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
 from j0.engine_check.scenario_run import ScenarioSettings
 from j0.errors import INPUT_LACKS, USAGE, J0Error

@@ -22,7 +22,7 @@ from j0.commands import (
     text_unless_json_on_stdout,
     whole_number,
 )
-from j0.engine.processes import owning
+from j0.edge.processes import owning
 from j0.errors import USAGE, J0Error
 from j0.mini.train.batch import DRAFT_DATA, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE

@@ -14,7 +14,7 @@ from j0.commands import (
     add_json_option,
     whole_number,
 )
-from j0.engine.processes import owning
+from j0.edge.processes import owning
 
 DEFAULT_CASES = 24  # 25-40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
 

@@ -131,7 +131,7 @@ def _run_worker(options: SelfcheckOptions, path: Path, device: str, json_out: Pa
         cmd += ["--audit-out", str(options.audit_out)]
     if json_out is not None:
         cmd += ["--json", str(json_out)]
-    from j0.engine.processes import start_owned, wait_owned
+    from j0.edge.processes import start_owned, wait_owned
 
     quiet = {"stdout": subprocess.DEVNULL} if options.json == JSON_ON_STDOUT else {}
     return wait_owned(start_owned(cmd, env=_child_env(device), **quiet))

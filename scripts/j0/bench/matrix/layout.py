@@ -226,5 +226,3 @@ def read_settings(out: Path) -> dict[str, SettingEntry]:
         raise J0Error(f"{path}: 'settings' is not a list of settings", INPUT_LACKS)
     entries = [SettingEntry.from_json(v, f"{path}: settings[{i}]") for i, v in enumerate(items)]
     return {entry.name: entry for entry in entries}
-
-
