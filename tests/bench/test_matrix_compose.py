@@ -315,12 +315,16 @@ def test_dry_run_renders_the_baseline_without_speculative_config(
     assert base["name"] == "baseline" and base["status"] == "rendered", base
     assert base["baseline"] is True and base["num_speculative_tokens"] == 0
     assert "--speculative-config" not in base["server_args"]
+    # vLLM 0.33 refuses per-request spec-decode metrics without speculative decoding
+    assert "--per-request-spec-decode-metrics" not in base["server_args"]
     assert base["server_args"][-1] == "--no-enable-prefix-caching"
     assert base["server_env"]["VLLM_DFLASH_CTX_NOISE"] == "0"
     # Everything else as the speculative setting's server has it.
-    others = spec["server_args"]
-    at = others.index("--speculative-config")
-    assert base["server_args"][:-1] == others[:at] + others[at + 2 :]
+    others = list(spec["server_args"])
+    for dropped in ("--speculative-config", "--per-request-spec-decode-metrics"):
+        at = others.index(dropped)
+        del others[at : at + 2]
+    assert base["server_args"][:-1] == others
     override = json.loads(
         "".join((out / "baseline" / "compose.baseline.yaml").read_text().splitlines(True)[1:])
     )

@@ -76,13 +76,21 @@ class ServerKnobs:
         )
 
 
+# The arguments (each with its value) that the baseline's server goes without: speculative
+# decoding, and the per-request spec-decode metrics that vLLM 0.33 refuses without it
+# ("--per-request-spec-decode-metrics requires speculative decoding to be enabled",
+# vllm/config/vllm.py).
+BASELINE_DROPS = ("--speculative-config", "--per-request-spec-decode-metrics")
+
+
 def server_args(
     setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> list[str]:
     """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order; the baseline's are
-    the same without --speculative-config, and with the prefix-caching flag that `j0 serve`
-    would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm serve` itself: `j0
-    serve` serves the article's drafter only)."""
+    the same without --speculative-config and the per-request spec-decode metrics (vLLM 0.33
+    refuses those without speculative decoding, BASELINE_DROPS), and with the prefix-caching
+    flag that `j0 serve` would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm
+    serve` itself: `j0 serve` serves the article's drafter only)."""
     speculative = (
         []
         if setting.baseline
@@ -103,8 +111,7 @@ def server_args(
         "--gpu-memory-utilization",
         knobs.gpu_memory_utilization,
         # What `j0 bench run` reads: per-step acceptance and cached prompt tokens per request.
-        "--per-request-spec-decode-metrics",
-        "detailed",
+        *([] if setting.baseline else ["--per-request-spec-decode-metrics", "detailed"]),
         "--enable-prompt-tokens-details",
         "--port",
         str(SERVER_PORT),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.serving import option_value, parse_speculative_config
-from j0.compose.server import Setting
+from j0.compose.server import BASELINE_DROPS, Setting
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
@@ -84,7 +84,8 @@ BASELINE_FILE = "compose.baseline.yaml"
 
 def baseline_override(project: dict[str, Any], prefix_caching: bool) -> str:
     """The baseline's compose file (JSON is YAML): the rendered server's command without
-    --speculative-config and with the prefix-caching flag, run by `vllm serve` itself."""
+    --speculative-config and the per-request spec-decode metrics (BASELINE_DROPS: vLLM 0.33
+    refuses those without it) and with the prefix-caching flag, run by `vllm serve` itself."""
     server = project.get("services", {}).get("server")
     if not isinstance(server, dict):
         raise J0Error("docker compose config: no `server` service", INPUT_LACKS)
@@ -94,9 +95,11 @@ def baseline_override(project: dict[str, Any], prefix_caching: bool) -> str:
     for arg in command:
         if skip:
             skip = False
-        elif arg == "--speculative-config":
+        elif arg in BASELINE_DROPS:
             skip = True
-        elif not arg.startswith("--speculative-config=") and "prefix-caching" not in arg:
+        elif not arg.startswith(tuple(f"{d}=" for d in BASELINE_DROPS)) and (
+            "prefix-caching" not in arg
+        ):
             args.append(arg)
     args.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
     value = {"services": {"server": {"entrypoint": BASELINE_ENTRYPOINT, "command": args}}}
