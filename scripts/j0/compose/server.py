@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
+from j0.article.serving import render_speculative_config, serve_args
 from j0.pins import Pins
 
 # Where compose.yaml (and the manifests) put things inside the server container.
@@ -91,36 +91,17 @@ def server_args(
     refuses those without speculative decoding, BASELINE_DROPS), and with the prefix-caching
     flag that `j0 serve` would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm
     serve` itself: `j0 serve` serves the article's drafter only)."""
-    speculative = (
-        []
-        if setting.baseline
-        else [
-            "--speculative-config",
-            render_speculative_config(drafter_dir, setting.num_speculative_tokens),
-        ]
-    )
-    return [
+    return serve_args(
         knobs.target_model,
-        *speculative,
-        "--max-num-seqs",
-        str(ARTICLE_MAX_NUM_SEQS),
-        "--max-model-len",
-        knobs.max_model_len,
-        "--kv-cache-dtype",
-        knobs.kv_cache_dtype,
-        "--gpu-memory-utilization",
-        knobs.gpu_memory_utilization,
-        # What `j0 bench run` reads: per-step acceptance and cached prompt tokens per request.
-        *([] if setting.baseline else ["--per-request-spec-decode-metrics", "detailed"]),
-        "--enable-prompt-tokens-details",
-        "--port",
-        str(SERVER_PORT),
-        *(
-            ["--enable-prefix-caching" if setting.prefix_caching else "--no-enable-prefix-caching"]
-            if setting.baseline
-            else []
-        ),
-    ]
+        None
+        if setting.baseline
+        else render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        max_model_len=knobs.max_model_len,
+        kv_cache_dtype=knobs.kv_cache_dtype,
+        gpu_memory_utilization=knobs.gpu_memory_utilization,
+        port=SERVER_PORT,
+        prefix_caching=setting.prefix_caching if setting.baseline else None,
+    )
 
 
 def server_env(setting: Setting) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config, serve_args
 from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
 from j0.errors import CHECK_FAILED
@@ -69,33 +69,17 @@ class ServeSetting:
 
     def vllm_args(self, target: str, draft: str) -> list[str]:
         """`vllm serve`'s arguments (paths as the server sees them)."""
-        speculative = (
-            []
-            if self.method is None
-            else [
-                "--speculative-config",
-                self.speculative_config(draft),
-            ]
-        )
-        args = [
+        args = serve_args(
             target,
-            *speculative,
-            "--max-num-seqs",
-            str(self.max_num_seqs),
-            "--max-model-len",
-            str(self.max_model_len),
-            "--gpu-memory-utilization",
-            str(self.gpu_memory_utilization),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            # vLLM 0.33 refuses per-request spec-decode metrics without speculative decoding
-            *(["--per-request-spec-decode-metrics", "detailed"] if speculative else []),
-            "--enable-prompt-tokens-details",
+            None if self.method is None else self.speculative_config(draft),
+            max_num_seqs=self.max_num_seqs,
+            max_model_len=str(self.max_model_len),
+            gpu_memory_utilization=str(self.gpu_memory_utilization),
+            host="127.0.0.1",
+            port=self.port,
             # J0's history is not written for cached positions: on only where a scenario asks
-            "--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching",
-        ]
+            prefix_caching=self.prefix_caching,
+        )
         if self.max_num_batched_tokens is not None:
             args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
         if self.kv_cache_memory_bytes is not None:
