@@ -28,6 +28,34 @@ def leaves(
 COMMANDS = dict(leaves(build_parser()))
 
 
+def groups(
+    parser: argparse.ArgumentParser, prefix: str = ""
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if subs:
+        yield prefix, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from groups(sub, f"{prefix} {name}".strip())
+
+
+GROUPS = dict(groups(build_parser()))
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS), ids=lambda n: n or "j0")
+def test_a_group_help_shows_one_example_of_each_command_below_it(name: str) -> None:
+    """`j0 --help` one of each top-level command, `j0 overlay --help` one of each overlay
+    command: each line one of that command's own examples (so the parser takes it, above)."""
+    text = GROUPS[name].format_help()
+    shown = text[text.index("examples:\n") : text.index("exit codes")].splitlines()[1:]
+    below = [n for n in COMMANDS if not name or n.startswith(name + " ")]
+    heads = {n.split()[0] for n in below} if not name else set(below)
+    lines = [line.removeprefix("  ") for line in shown if line.strip()]
+    assert len(lines) == len(heads) >= 1, (name, lines)
+    owners = {next(n for n in below if line in EXAMPLES[n]) for line in lines}
+    assert ({o.split()[0] for o in owners} if not name else owners) == heads
+
+
 def test_every_command_has_examples_and_every_example_a_command() -> None:
     assert len(COMMANDS) >= 25
     assert sorted(COMMANDS) == sorted(EXAMPLES)

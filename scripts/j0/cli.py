@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from j0 import __version__, errors
+from j0.commands import epilog, group_examples
 from j0.errors import J0Error
 
 # One module per command group; each has register(subparsers) and sets `func` on its parsers.
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="j0",
         description=DESCRIPTION,
-        epilog=errors.EXIT_CODE_TABLE,
+        epilog=epilog(group_examples("")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"j0 {__version__}")

@@ -26,19 +26,33 @@ def add_command(
     exit_codes: bool = True,
 ) -> argparse.ArgumentParser:
     """`subparsers.add_parser(name)` with `summary` in the list of commands, `text` as its
-    description (line breaks kept) and at the end its examples (EXAMPLES) and, unless told
-    otherwise, the exit-code table."""
+    description (line breaks kept) and at the end its examples (EXAMPLES; a group's: one of each
+    command below it) and, unless told otherwise, the exit-code table."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         name,
         help=summary,
         description=text,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    examples = EXAMPLES.get(parser.prog.removeprefix("j0 "), ())
-    shown = "examples:\n" + "".join(f"  {line}\n" for line in examples) if examples else ""
-    parts = [shown, EXIT_CODE_TABLE if exit_codes else ""]
-    parser.epilog = "\n".join(part for part in parts if part) or None
+    key = parser.prog.removeprefix("j0 ")
+    parser.epilog = epilog(EXAMPLES.get(key) or group_examples(key), exit_codes) or None
     return parser
+
+
+def epilog(examples: tuple[str, ...], exit_codes: bool = True) -> str:
+    """What a --help ends with: its examples, then the exit-code table."""
+    shown = "examples:\n" + "".join(f"  {line}\n" for line in examples) if examples else ""
+    return "\n".join(part for part in (shown, EXIT_CODE_TABLE if exit_codes else "") if part)
+
+
+def group_examples(group: str) -> tuple[str, ...]:
+    """The examples of a command group's --help (`j0 overlay`; "" for `j0` itself): the first
+    example of each command below it (for `j0`: of each top-level command), in EXAMPLES' order."""
+    found: dict[str, str] = {}
+    for name, lines in EXAMPLES.items():
+        if lines and (not group or name.startswith(group + " ")):
+            found.setdefault(name if group else name.split()[0], lines[0])
+    return tuple(found.values())
 
 
 # The one --json of a command that prints its result: `--json` (or `--json -`) prints the result as

@@ -8,7 +8,7 @@ import argparse
 from j0.bench.matrix.cli import register_matrix
 from j0.bench.report.cli import register_report
 from j0.bench.run.cli import register_run
-from j0.errors import EXIT_CODE_TABLE
+from j0.commands import epilog, group_examples
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="measure acceptance and speed of a running server (run, matrix, report)",
         description="Measure a running server: `run` one setting, `matrix` all settings, "
         "`report` the results.",
-        epilog=EXIT_CODE_TABLE,
+        epilog=epilog(group_examples("bench")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = bench.add_subparsers(
