@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 
 from j0.checks import FAIL, OK, WARN, Check
-from j0.doctor import gpu, host
+from j0.doctor import gpu
+from j0.edge import host_tools as host
 from j0.errors import J0Error
 
 # CUDA release -> the Linux x86_64 driver it shipped with (CUDA Toolkit Release Notes' table).

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.checks import FAIL, OK, WARN, Check
-from j0.doctor import host
+from j0.edge import host_tools as host
 from j0.pins import Pins
 
 COMPOSE_MIN = (2, 20)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from j0.doctor import host
+from j0.edge import host_tools as host
 
 QUERY_FIELDS = ("index", "name", "memory.total", "memory.used", "memory.free", "driver_version")
 MIB = 1 << 20

@@ -1,4 +1,5 @@
-"""Running the host's own tools (docker, nvidia-smi) with a time limit, and reading their output.
+"""Running the host's own tools (docker, nvidia-smi) with a time limit, and reading their output
+(doctor's checks, and status's look at the compose project).
 
 Standard library only: doctor asks the tools themselves, as a user would type them, so that what
 it reports is what `docker compose up` will meet.
