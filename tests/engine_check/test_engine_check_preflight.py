@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from j0.engine import local_needs
 from j0.engine_check import preflight
 from j0.engine_check.cli import compose_image
 
@@ -35,7 +36,7 @@ def test_no_gpu_is_one_line_and_exit_69(tmp_path: Path, where: tuple[str, ...]) 
 
 def test_gpu_present_follows_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert preflight.gpu_present() is False
+    assert local_needs.gpu_present() is False
 
 
 def test_the_default_image_is_composes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

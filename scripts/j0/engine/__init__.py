@@ -4,7 +4,8 @@ speculator.py is: installed, in the release wheel, in an image), causality (the 
 rule of `qwen3_dflash.py`), server_log (the start-up lines its log carries, ours and the patch's),
 endpoints (its HTTP routes and one wait-for-/health), spec_counts and prometheus_counters
 (the spec-decode counts of per-request metrics and of /metrics), spec_ranges (the ranges those
-counts can take), pull (getting its images), wheel_index (its per-commit wheel index: the CUDA
+counts can take), pull (getting its images), local_needs (what serving this machine's vLLM
+needs, each missing piece exit 69), wheel_index (its per-commit wheel index: the CUDA
 variant's folder, the wheel, its download; what the image's build step and j0 doctor ask).
 Standard library at import time; docker-py and prometheus_client inside the functions that use
 them. Imports no command package.

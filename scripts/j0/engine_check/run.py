@@ -182,14 +182,15 @@ def preflight(options: EngineCheckOptions) -> Any:
     """A GPU, with --here vLLM's server packages (unless --server-command stands in for `vllm
     serve`), with --image the engine and the image, before anything heavy: each missing one is
     one line, exit 69. Returns the docker client for --image (None for --here)."""
+    from j0.engine import local_needs
     from j0.engine_check import preflight as needs
 
     if options.gpus:
-        needs.require_gpu()
+        local_needs.require_gpu()
     if options.here:
         if options.server_command is None:
-            needs.require_server_packages("j0 engine-check --here")
-            needs.require_engine_contract("j0 engine-check --here")
+            local_needs.require_server_packages("j0 engine-check --here")
+            local_needs.require_engine_contract("j0 engine-check --here")
         return None
     assert options.image is not None
     client = needs.docker_client()
