@@ -353,7 +353,7 @@ def test_seed_gives_each_prompt_its_own_sampling_seed(tmp_path: Path) -> None:
     from 5 and its prompt's id, the same prompt the same seed in a second run, and the seed is in
     the result's options. Seen failing before: bench run had no --seed, so a sampled run could
     not be paired prompt by prompt with the same randomness."""
-    from j0.bench.client import request_seed
+    from j0.measure.pairing import request_seed
 
     sent: list[list[tuple[Any, Any]]] = []
     for name in ("a", "b"):

@@ -12,8 +12,7 @@ from typing import Any
 # The face other commands use (issue 32), resolved on first use so that `j0 --help` imports none
 # of it: `j0 bench run` (RunOptions, run_bench), `j0 bench report` (ReportOptions, run_report), the
 # result file's readers (read_result, pooled, entry_counts, entry_problems) and its request entry
-# (RequestEntry), the comparison table
-# (comparison_header, comparison_row, STATS_TEXT) and a request's sampling seed (request_seed).
+# (RequestEntry).
 FACE = (
     "RunOptions",
     "run_bench",
@@ -24,10 +23,6 @@ FACE = (
     "entry_counts",
     "entry_problems",
     "RequestEntry",
-    "comparison_header",
-    "comparison_row",
-    "STATS_TEXT",
-    "request_seed",
 )
 
 
@@ -54,17 +49,4 @@ def __getattr__(name: str) -> Any:
         from j0.bench.request_entry import RequestEntry
 
         return RequestEntry
-    if name in ("comparison_header", "comparison_row", "STATS_TEXT"):
-        from j0.bench.report.markdown import STATS_TEXT, comparison_header, comparison_row
-
-        table: dict[str, Any] = {
-            "comparison_header": comparison_header,
-            "comparison_row": comparison_row,
-            "STATS_TEXT": STATS_TEXT,
-        }
-        return table[name]
-    if name == "request_seed":
-        from j0.bench.client import request_seed
-
-        return request_seed
     raise AttributeError(f"module 'j0.bench' has no attribute {name!r}")

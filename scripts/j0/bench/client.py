@@ -35,7 +35,6 @@ more tokens than the request's max_tokens, nor more text than MAX_JSON_BYTES.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,16 +103,6 @@ def request_body(
     if seed is not None:
         body["seed"] = seed
     return body
-
-
-def request_seed(seed: int | None, prompt_id: str) -> int | None:
-    """The sampling seed of the request for `prompt_id` in a run of `--seed SEED`: the same
-    prompt gets the same seed in every setting (paired settings draw the target's samples with
-    the same seed), different prompts different seeds; None without --seed."""
-    if seed is None:
-        return None
-    digest = hashlib.sha256(f"{seed}:{prompt_id}".encode()).hexdigest()
-    return int(digest[:8], 16) & 0x7FFFFFFF
 
 
 @dataclass

@@ -1,11 +1,14 @@
 """Means over prompts with a 95 % interval (Student's t over the prompts): J0 on minus off paired
-by prompt, and a setting's speedup over the baseline (the mean of per-prompt ratios).
+by prompt, and a setting's speedup over the baseline (the mean of per-prompt ratios); and the
+sampling seed of a prompt's request, the same in every setting so that paired settings draw the
+target's samples alike (request_seed: bench run and mini).
 
 Standard library only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -51,3 +54,13 @@ def paired_ratio(setting: Mapping[str, float], base: Mapping[str, float]) -> dic
     """Mean of setting[p] / base[p] over the prompts p in both (base[p] > 0), and its 95 %
     interval: a speedup paired by prompt."""
     return mean_interval([setting[k] / base[k] for k in setting if base.get(k)])
+
+
+def request_seed(seed: int | None, prompt_id: str) -> int | None:
+    """The sampling seed of the request for `prompt_id` in a run of `--seed SEED`: the same
+    prompt gets the same seed in every setting (paired settings draw the target's samples with
+    the same seed), different prompts different seeds; None without --seed."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{prompt_id}".encode()).hexdigest()
+    return int(digest[:8], 16) & 0x7FFFFFFF

@@ -176,7 +176,7 @@ def engine(run: Path) -> list[str]:
 
 
 def comparisons(run: Path) -> list[str]:
-    from j0.bench import comparison_header, comparison_row
+    from j0.measure.stats_table import comparison_header, comparison_row
     from j0.mini.run import compare
 
     settings, data = _data(run)

@@ -27,6 +27,7 @@ from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYT
 from j0.engine.j0_ran import UNKNOWN
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error, require
+from j0.measure import pairing
 
 WARMUP_WORDS = 64
 WARMUP_MAX_TOKENS = 64
@@ -129,7 +130,7 @@ class Sender:
                 temperature=self.opts.temperature,
                 ignore_eos=self.opts.ignore_eos,
                 system_prompt=self.opts.system_prompt,
-                seed=client.request_seed(self.opts.seed, prompt.id),
+                seed=pairing.request_seed(self.opts.seed, prompt.id),
             )
             try:
                 return await client.stream_request(

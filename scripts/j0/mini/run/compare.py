@@ -339,7 +339,7 @@ def servers_words(summary: dict[str, Any]) -> str:
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    from j0.bench import STATS_TEXT, comparison_header, comparison_row
+    from j0.measure.stats_table import STATS_TEXT, comparison_header, comparison_row
 
     lines = [
         "# j0 mini run",

@@ -61,8 +61,8 @@ class SettingOutcome:
 class Sampling:
     """How every request of the run is sampled: the miniature's temperature (mini.json's
     `sampling`, chosen by j0.mini.train.temperature; 0: greedy) and, above 0, each request's seed
-    made from `seed` and its prompt's id (j0.bench.client.request_seed), the same in every setting,
-    so paired settings draw the target's samples with the same seed."""
+    made from `seed` and its prompt's id (j0.measure.pairing.request_seed), the same in every
+    setting, so paired settings draw the target's samples with the same seed."""
 
     temperature: float = 0.0
     seed: int = 0
@@ -73,7 +73,7 @@ class Sampling:
 
     def body(self, prompt_id: str) -> dict[str, Any]:
         """The sampling fields of one request's body."""
-        from j0.bench import request_seed
+        from j0.measure.pairing import request_seed
 
         seed = request_seed(self.bench_seed, prompt_id)
         return {"temperature": self.temperature, **({} if seed is None else {"seed": seed})}
