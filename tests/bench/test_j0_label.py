@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from j0.bench.matrix.layout import SettingRun, judge_ran
-from j0.bench.report.settings import find_settings
+from j0.bench.report.results_folder import find_settings
 from j0.cli import main
 from j0.compose.server import Setting
 from j0.engine import server_log

@@ -13,7 +13,7 @@ import pytest
 
 from doctor.dotenv_cases import CASES, ENVIRONMENT
 from j0.compose import dotenv as compose_env
-from j0.compose import settings
+from j0.compose import switches as settings
 from j0.errors import J0Error
 from j0.pins import Pins
 

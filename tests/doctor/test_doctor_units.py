@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.compose import settings
+from j0.compose import switches as settings
 from j0.doctor import disk, gpu, needs
 from j0.doctor.docker_checks import parse_version
 from j0.pins import Pins

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check
-from j0.compose.settings import Settings
+from j0.compose.switches import Settings
 from j0.doctor import cuda, gpu, hub, needs
 
 GPU_FIX = (

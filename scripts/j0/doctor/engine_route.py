@@ -10,7 +10,7 @@ on the Docker engine's network, which may differ.
 from __future__ import annotations
 
 from j0.checks import FAIL, OK, WARN, Check
-from j0.compose.settings import Settings
+from j0.compose.switches import Settings
 from j0.doctor import docker_checks
 from j0.edge import urls
 from j0.engine import wheel_index

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from j0.checks import Report
-from j0.compose.settings import Settings
+from j0.compose.switches import Settings
 from j0.doctor import cuda, disk, docker_checks, engine_route, gpu, hub, needs
 from j0.doctor.doctor import (
     compute_needs,
@@ -31,7 +31,7 @@ class DoctorOptions:
 
 def run_doctor(options: DoctorOptions) -> Report:
     """Every check in the order `docker compose up` meets them (see doctor.py)."""
-    from j0.compose.settings import resolve
+    from j0.compose.switches import resolve
     from j0.pins import load_pins
 
     pins = options.pins or load_pins()

@@ -216,7 +216,7 @@ def scenario_settings(args: argparse.Namespace) -> ScenarioSettings | None:
 
 def compose_image() -> tuple[str, str]:
     """J0_IMAGE as `docker compose up` resolves it, and where it came from."""
-    from j0.compose.settings import resolve
+    from j0.compose.switches import resolve
     from j0.pins import load_pins
 
     settings = resolve(load_pins())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j0.compose.settings import Settings
+from j0.compose.switches import Settings
 from j0.edge.host_tools import run as run_host_command
 from j0.edge.secret_file import read_secret_file
 from j0.engine import server_log

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.checks import Check, Report
-from j0.compose.settings import resolve
+from j0.compose.switches import resolve
 from j0.engine import endpoints
 from j0.errors import USAGE, J0Error
 from j0.pins import load_pins

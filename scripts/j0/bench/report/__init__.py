@@ -1,6 +1,6 @@
 """`j0 bench report DIR`: tables and plots (with their CSV) over the settings in DIR.
 
-settings (the settings found in DIR, shards merged), figures (acceptance by both definitions,
+results_folder (the settings found in DIR, shards merged), figures (acceptance by both definitions,
 the histogram, by context length, speed, over repeats, J0 on minus off), baseline (speedup and
 the lossless check against the setting without speculative decoding), markdown (report.md),
 plots (PNG + CSV), run (run_report(ReportOptions) -> ReportOutcome; say() prints it;

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
-from j0.bench.report.settings import Setting, prompt_key
+from j0.bench.report.results_folder import Setting, prompt_key
 from j0.bench.request_entry import RequestEntry
 from j0.measure import pairing, stats
 

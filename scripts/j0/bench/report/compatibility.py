@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from j0.bench.report.settings import Setting, prompt_key
+from j0.bench.report.results_folder import Setting, prompt_key
 from j0.errors import INPUT_LACKS, J0Error
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from j0.bench import acceptance, results
-from j0.bench.report.settings import Setting, prompt_key
+from j0.bench.report.results_folder import Setting, prompt_key
 from j0.bench.request_entry import RequestEntry
 from j0.engine import spec_counts
 from j0.measure import pairing, repetition, stats

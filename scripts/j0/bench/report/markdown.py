@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench.report.settings import Setting
+from j0.bench.report.results_folder import Setting
 from j0.measure import repetition, stats
 from j0.measure.stats_table import STATS_TEXT, comparison_header, comparison_row
 

@@ -18,7 +18,7 @@ from j0.bench.report.compatibility import check as check_compatibility
 from j0.bench.report.figures import figures, pairs
 from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import PLOT_STEMS, plots
-from j0.bench.report.settings import find_settings
+from j0.bench.report.results_folder import find_settings
 from j0.edge.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
 from j0.errors import require_input_file
 
