@@ -97,3 +97,14 @@ def test_an_entry_key_of_another_kind_is_refused_naming_the_file(
         read_result(path)
     assert str(raised.value) == f"{path}: requests[2]: {said}"
     assert raised.value.exit_code == INPUT_LACKS
+
+
+def test_a_top_level_number_of_another_kind_is_named_once(tmp_path: Path) -> None:
+    """The result's own keys are named by the same words (int and float: "a number", once)."""
+    doc = json.loads(RECORDED[-1].read_text())
+    doc["acceptance_length"] = "x"
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(J0Error) as raised:
+        read_result(path)
+    assert str(raised.value) == f"{path}: key 'acceptance_length' is \"x\", expected a number"

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, Kinds, field_problem, shown
+from j0.edge.fields import NUMBER, FieldTable, Kinds, field_problem, is_of, shown
 from j0.engine import spec_counts
 
 _NULL = type(None)
@@ -167,8 +167,9 @@ class RequestEntry:
         return cls(**known, keys=tuple(value), extra=extra)
 
 
-def _kinds_named(kinds: Kinds) -> str:
-    """The kinds a value may be, as a result file's messages name them (null left unsaid)."""
+def kinds_named(kinds: Kinds) -> str:
+    """The kinds a value may be, as a result file's messages name them (null left unsaid; int
+    and float together "a number")."""
     shown_kinds = [k for k in kinds if k is not _NULL]
     if set(NUMBER) <= set(shown_kinds):
         return "a number"
@@ -180,7 +181,7 @@ def entry_problem(index: int, entry: Any) -> str | None:
     where = f"requests[{index}]: "
     if not isinstance(entry, dict):
         return f"requests[{index}] is {shown(entry)}, expected an object"
-    problem = field_problem(entry, _NOT_LISTS, _kinds_named)
+    problem = field_problem(entry, _NOT_LISTS, kinds_named)
     if problem is not None:
         return where + problem
     for key in INT_LISTS:
@@ -205,6 +206,4 @@ def entry_problem(index: int, entry: Any) -> str | None:
 def _all_are(values: list[Any], kinds: Kinds) -> bool:
     """Every item of one of `kinds`, true and false no numbers; plain items (thousands of
     per-step ints) at the speed of set(map(type, ...))."""
-    from j0.edge.fields import is_of
-
     return set(map(type, values)) <= set(kinds) - {bool} or all(is_of(x, kinds) for x in values)

@@ -16,19 +16,18 @@ from __future__ import annotations
 from typing import Any
 
 from j0.bench.manifest import problem_of as manifest_problem
-from j0.bench.request_entry import entry_problem
+from j0.bench.request_entry import entry_problem, kinds_named
 from j0.edge.fields import NUMBER, is_of, shown
 
-_NUMBER = NUMBER
 TOP_TYPES: dict[str, tuple[type, ...]] = {
     "format_version": (int,),
     "label": (str,),
     "complete": (bool,),
     "error": (str,),
-    "acceptance_length": _NUMBER,
-    "acceptance_rate": _NUMBER,
+    "acceptance_length": NUMBER,
+    "acceptance_rate": NUMBER,
     "per_position_acceptance": (list,),
-    "acceptance_length_request_mean": _NUMBER,
+    "acceptance_length_request_mean": NUMBER,
     "acceptance_histogram": (list,),
     "acceptance_by_context_request_mean": (dict,),
     "acceptance_source": (str,),
@@ -45,15 +44,11 @@ TOP_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _names(types: tuple[type, ...]) -> str:
-    return " or ".join("a number" if t in _NUMBER else t.__name__ for t in types)
-
-
 def _typed(where: str, mapping: dict[str, Any], types: dict[str, tuple[type, ...]]) -> str | None:
     for key, wanted in types.items():
         value = mapping.get(key)
         if value is not None and not is_of(value, wanted):
-            return f"{where}{key!r} is {shown(value)}, expected {_names(wanted)}"
+            return f"{where}{key!r} is {shown(value)}, expected {kinds_named(wanted)}"
     return None
 
 
