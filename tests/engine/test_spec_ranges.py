@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from j0.bench import results
+from j0.bench.metrics_crosscheck import crosscheck
 from j0.engine.spec_counts import Counts
 from j0.engine.spec_ranges import counts_problems, spec_problems
 
@@ -77,7 +77,7 @@ def test_pooled_counts() -> None:
 def test_impossible_metrics_deltas_are_no_crosscheck() -> None:
     """A /metrics whose per-position counts rise is not compared with the per-request counts."""
     good = Counts(3, 11, 6, [2, 2, 1, 1])
-    block = results.crosscheck(good, Counts(3, 11, 6, [1, 2, 2, 1]), ["0"])
-    assert block["status"] == "out of range" and block["match"] is None
-    assert any("rises at position 1" in p for p in block["delta_problems"])
-    assert results.crosscheck(good, good, ["0"])["status"] == "match"
+    block = crosscheck(good, Counts(3, 11, 6, [1, 2, 2, 1]), ["0"])
+    assert block.status == "out of range" and block.match is None
+    assert any("rises at position 1" in p for p in block.delta_problems or [])
+    assert crosscheck(good, good, ["0"]).status == "match"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from j0.bench.manifest import problem_of as manifest_problem
+from j0.bench.metrics_crosscheck import problem_of as crosscheck_problem
 from j0.bench.request_entry import entry_problem, kinds_named
 from j0.edge.fields import NUMBER, is_of, shown
 
@@ -60,6 +61,9 @@ def document_problem(doc: dict[str, Any]) -> str | None:
     for key in ("format_version", "repeats"):
         if key in doc and doc[key] is None:
             return f"key {key!r} is null, expected int"
+    if isinstance(doc.get("metrics_crosscheck"), dict):
+        if (problem := crosscheck_problem(doc["metrics_crosscheck"])) is not None:
+            return f"key 'metrics_crosscheck': {problem}"
     if isinstance(doc.get("manifest"), dict):
         if (problem := manifest_problem(doc["manifest"])) is not None:
             return f"key 'manifest': {problem}"

@@ -20,7 +20,8 @@ Top-level keys (format_version 1), in the order they are written:
                             as acceptance_by_context)
     acceptance_source       "per-request metrics" | "metrics deltas" | null
     counts                  the pooled counts behind them
-    metrics_crosscheck      the same figures from /metrics deltas around the measured requests
+    metrics_crosscheck      (metrics_crosscheck.py) the same figures from /metrics deltas around
+                            the measured requests
                             (warm-up excluded, summed over engines), and whether they match
     acceptance_by_context   acceptance length per context-length bin
     summary                 requests, tokens, throughput, TTFT, ITL, TPOT, the client's own time
@@ -51,6 +52,7 @@ from typing import Any
 
 from j0.bench.client import Outcome
 from j0.bench.manifest import SetupManifest
+from j0.bench.metrics_crosscheck import MetricsCrosscheck
 from j0.bench.prompts import Prompt
 from j0.bench.request_entry import ENTRY_TIMES, RequestEntry
 from j0.bench.result_schema import document_problem
@@ -91,7 +93,7 @@ class BenchResult:
     per_position_acceptance: list[float]
     acceptance_source: str | None
     counts: dict[str, Any] | None
-    metrics_crosscheck: dict[str, Any]
+    metrics_crosscheck: MetricsCrosscheck
     acceptance_by_context: dict[str, Any]
     summary: dict[str, Any]
     flags: list[dict[str, Any]] = field(default_factory=list)
@@ -122,7 +124,7 @@ class BenchResult:
             "acceptance_by_context_request_mean": self.acceptance_by_context_request_mean,
             "acceptance_source": self.acceptance_source,
             "counts": self.counts,
-            "metrics_crosscheck": self.metrics_crosscheck,
+            "metrics_crosscheck": self.metrics_crosscheck.to_json(),
             "acceptance_by_context": self.acceptance_by_context,
             "summary": self.summary,
             "repeats": self.repeats,
@@ -154,7 +156,7 @@ class BenchResult:
             repeats=int(value.get("repeats", 1)),
             acceptance_source=value.get("acceptance_source"),
             counts=value.get("counts"),
-            metrics_crosscheck=dict(value.get("metrics_crosscheck") or {}),
+            metrics_crosscheck=MetricsCrosscheck.from_json(value.get("metrics_crosscheck") or {}),
             acceptance_by_context=dict(value.get("acceptance_by_context") or {}),
             summary=dict(value.get("summary") or {}),
             flags=list(value.get("flags") or []),
@@ -384,39 +386,6 @@ def pooled(entries: Sequence[RequestEntry]) -> tuple[Counts | None, int]:
             total = Counts()
         total.add(counts)
     return total, missing
-
-
-def crosscheck(
-    per_request: Counts | None, delta: Counts | None, engines: list[str], note: str | None = None
-) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "status": "unavailable",
-        "match": None,
-        "per_request": None,
-        "metrics_delta": None,
-        "engines": engines,
-        "differences": {},
-        "note": note,
-    }
-    if per_request is not None:
-        block["per_request"] = {**per_request.to_json(), **spec_counts.figures(per_request)}
-    if delta is not None:
-        block["metrics_delta"] = {**delta.to_json(), **spec_counts.figures(delta)}
-        impossible = spec_ranges.counts_problems(delta)
-        if impossible:  # a /metrics that cannot be true: no figure, no comparison
-            block["status"] = "out of range"
-            block["delta_problems"] = impossible
-            return block
-    if per_request is None or delta is None:
-        return block
-    width = max(len(per_request.accepted_per_pos), len(delta.accepted_per_pos))
-    a, b = per_request.widened(width).to_json(), delta.widened(width).to_json()
-    block["differences"] = {
-        key: {"per_request": a[key], "metrics_delta": b[key]} for key in a if a[key] != b[key]
-    }
-    block["match"] = not block["differences"]
-    block["status"] = "match" if block["match"] else "mismatch"
-    return block
 
 
 def summary(

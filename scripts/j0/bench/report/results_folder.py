@@ -112,13 +112,13 @@ def _merge(setting: Setting) -> None:
             setting.requests.append(entry)
         if not doc.complete:
             setting.notes.append(f"{path.name}: incomplete run ({doc.error})")
-        status = doc.metrics_crosscheck.get("status")
+        status = doc.metrics_crosscheck.status
         if status == "mismatch":
             setting.notes.append(f"{path.name}: per-request metrics and /metrics deltas differ")
         elif status == "out of range":
             setting.notes.append(
                 f"{path.name}: the /metrics deltas are outside their possible ranges ("
-                + "; ".join(map(str, doc.metrics_crosscheck.get("delta_problems") or []))
+                + "; ".join(map(str, doc.metrics_crosscheck.delta_problems or []))
                 + ")"
             )
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from j0.bench import manifest, results
 from j0.bench.manifest import SeenRun
+from j0.bench.metrics_crosscheck import crosscheck
 from j0.bench.results import BenchResult
 from j0.bench.run import status_check
 from j0.bench.run.discovery import discover
@@ -212,7 +213,7 @@ async def _settled_delta(
         if after is None:
             break
         delta, engines = after.minus(before), after.engines
-        if per_request is not None and results.crosscheck(per_request, delta, engines)["match"]:
+        if per_request is not None and crosscheck(per_request, delta, engines).match:
             break
         if attempt + 1 < METRICS_SETTLE_TRIES:
             await asyncio.sleep(0.25)

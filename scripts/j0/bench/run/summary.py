@@ -12,6 +12,7 @@ from pathlib import Path
 
 from j0.bench import acceptance, results
 from j0.bench.manifest import SetupManifest
+from j0.bench.metrics_crosscheck import crosscheck
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
 from j0.engine import spec_counts, spec_ranges
@@ -107,7 +108,7 @@ def build_result(
         repeats=repeats,
         acceptance_source=source,
         counts=counts.to_json() if counts is not None else None,
-        metrics_crosscheck=results.crosscheck(per_request, delta, engines, note),
+        metrics_crosscheck=crosscheck(per_request, delta, engines, note),
         acceptance_by_context={
             "bin_size": bin_size,
             "requests": len(with_steps),
@@ -141,8 +142,8 @@ def summary_lines(result: BenchResult, measured: int, out: Path) -> list[str]:
         + " ".join(f"{p * 100:.1f}" for p in result.per_position_acceptance),
         "Acceptance histogram (% of steps, 0..k accepted): "
         + " ".join(f"{p * 100:.1f}" for p in result.acceptance_histogram),
-        f"{'/metrics cross-check:':<40} {check['status']}"
-        + (f" ({len(check['engines'])} engines)" if check["engines"] else ""),
+        f"{'/metrics cross-check:':<40} {check.status}"
+        + (f" ({len(check.engines)} engines)" if check.engines else ""),
         f"{'Output tok/s per request (mean):':<40} {_fmt(s['mean_output_tok_s'], '.1f')}",
         f"{'TTFT (ms, mean):':<40} {_fmt(s['mean_ttft_ms'], '.1f')}",
         f"{'ITL (ms, mean, per chunk = step):':<40} {_fmt(s['mean_itl_ms'], '.2f')}",
@@ -161,10 +162,10 @@ def say_summary(result: BenchResult, measured: int, out: Path, quiet: bool) -> N
     for note in result.notes:
         say(f"j0 bench run: note: {note}")
     check = result.metrics_crosscheck
-    if check["status"] == "mismatch":
+    if check.status == "mismatch":
         say(
             "j0 bench run: warning: the per-request metrics and the /metrics deltas differ "
-            f"({', '.join(check['differences'])}): another client may have used the server "
+            f"({', '.join(check.differences or {})}): another client may have used the server "
             "during the run"
         )
     if result.flags:

@@ -323,7 +323,7 @@ def by_context(result_path: Path) -> dict[str, Any]:
             c: round(sum(v) / len(v), 4) for c, v in sorted(groups.items(), key=lambda x: int(x[0]))
         },
         "requests_ok": sum(1 for e in doc.requests if e.ok),
-        "metrics_crosscheck": doc.metrics_crosscheck.get("status"),
+        "metrics_crosscheck": doc.metrics_crosscheck.status,
     }
 
 
