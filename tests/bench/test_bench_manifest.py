@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.recorded_results import RECORDED
 from doctor.doctor_env import Host
 from j0.bench import manifest
 from j0.cli import main
@@ -70,14 +71,6 @@ def test_a_status_file_of_another_shape_is_refused(tmp_path: Path) -> None:
         manifest.read_status(path)
     assert str(raised.value).startswith(f"--status-json {path}: 'j0' should be")
     assert raised.value.exit_code == INPUT_LACKS
-
-
-RECORDED = sorted(
-    [
-        *(ROOT / "docs" / "results").rglob("result.json"),
-        ROOT / "docs" / "results" / "engine-check-h200" / "live-bench.json",
-    ]
-)
 
 
 def test_the_recorded_manifests_read_back_and_are_written_as_they_were() -> None:

@@ -10,17 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.recorded_results import RECORDED
 from j0.bench.metrics_crosscheck import FIELDS, MetricsCrosscheck
 from j0.bench.results import read_result
 from j0.errors import INPUT_LACKS, J0Error
-
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED = sorted(
-    [
-        *(ROOT / "docs" / "results").rglob("result.json"),
-        ROOT / "docs" / "results" / "engine-check-h200" / "live-bench.json",
-    ]
-)
 
 
 def test_the_field_table_is_the_types_fields() -> None:

@@ -18,9 +18,9 @@ Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from j0.edge.fields import FieldTable, field_problem
+from j0.edge.fields import FieldTable, KeptKeys, field_problem
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 
@@ -40,7 +40,7 @@ FIELDS: FieldTable = {
 
 
 @dataclass
-class MetricsCrosscheck:
+class MetricsCrosscheck(KeptKeys):
     """The block (FIELDS says each key); `keys` the keys it has, in its order (to_json writes
     those only), `extra` keys FIELDS does not know, kept as they were."""
 
@@ -54,16 +54,7 @@ class MetricsCrosscheck:
     delta_problems: list[str] | None = None
     keys: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> MetricsCrosscheck:
-        """The block's object, of the kinds FIELDS says (problem_of checked it on read)."""
-        known = {key: item for key, item in value.items() if key in FIELDS}
-        extra = {key: item for key, item in value.items() if key not in FIELDS}
-        return cls(**known, keys=tuple(value), extra=extra)
+    FIELD_TABLE: ClassVar[FieldTable] = FIELDS  # problem_of checks it where a result is read
 
 
 def problem_of(value: dict[str, Any]) -> str | None:

@@ -31,9 +31,9 @@ Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from j0.edge.fields import NUMBER, FieldTable, Kinds, field_problem, is_of, shown
+from j0.edge.fields import NUMBER, FieldTable, KeptKeys, Kinds, field_problem, is_of, shown
 from j0.engine import spec_counts
 
 _NULL = type(None)
@@ -104,7 +104,7 @@ Number = int | float
 
 
 @dataclass
-class RequestEntry:
+class RequestEntry(KeptKeys):
     """One measured request (FIELDS says each key). `keys` is the keys the entry has, in its
     order (to_json writes those only, so an entry read back is written as it was); `extra` the
     keys FIELDS does not know, kept as they were. A key the entry lacks reads as its default
@@ -149,22 +149,7 @@ class RequestEntry:
     per_step_context_length: list[int] | None = None
     keys: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def has(self, key: str) -> bool:
-        """Whether the entry holds `key` (null included), as the file had it."""
-        return key in self.keys
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry's object: its keys in its order (the writer's: FIELDS' order)."""
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> RequestEntry:
-        """An entry's object, of the kinds FIELDS says (entry_problem checked it: a result file
-        is read through results.read_result; the writer's own entries are made so)."""
-        known = {key: item for key, item in value.items() if key in FIELDS}
-        extra = {key: item for key, item in value.items() if key not in FIELDS}
-        return cls(**known, keys=tuple(value), extra=extra)
+    FIELD_TABLE: ClassVar[FieldTable] = FIELDS  # entry_problem checks it where a result is read
 
 
 def kinds_named(kinds: Kinds) -> str:
