@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.commands import JSON_ON_STDOUT, check_json_output
+from j0.commands import JSON_ON_STDOUT, check_json_output, emit_json
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
@@ -195,13 +195,14 @@ def run_selfcheck(options: SelfcheckOptions) -> int:
     say(options, f"j0 selfcheck: {path} on {device}, seed {options.seed}, {what}")
     if options.json != JSON_ON_STDOUT:
         return _checked(options, path, device, None if options.json is None else Path(options.json))
+    import json
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="j0-selfcheck-") as folder:
         json_out = Path(folder) / "result.json"
         rc = _checked(options, path, device, json_out)
-        if json_out.is_file():
-            print(json_out.read_text().rstrip("\n"), flush=True)
+        if json_out.is_file():  # the worker's document, printed by the one sink every command has
+            emit_json(json.loads(json_out.read_text()), options.json)
         return rc
 
 
