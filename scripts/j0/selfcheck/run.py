@@ -6,7 +6,6 @@ with into the command's exit code or error."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -83,12 +82,6 @@ def build_overlay(path: Path, pins: Pins) -> None:
     base = from_wheel(pins)
     made = build_variant(base.data, base.origin, pins, variant)
     print(f"j0 selfcheck: {write_overlay(made, path)}", flush=True)
-
-
-def _gpu_present() -> bool:
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
-        return False
-    return Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi") is not None
 
 
 def _child_env(device: str) -> dict[str, str]:
@@ -186,7 +179,9 @@ def run_selfcheck(options: SelfcheckOptions) -> int:
     check_installed()
     device = options.device
     if device == "auto":
-        device = "cuda" if _gpu_present() else "cpu"
+        from j0.engine.local_needs import gpu_present
+
+        device = "cuda" if gpu_present() else "cpu"
     what = f"case {options.case}" if options.case is not None else f"{options.cases} cases"
     if options.prefix_cache:
         what = "the prefix-cache batteries"
