@@ -26,6 +26,7 @@ from j0.engine.launcher import (
 )
 from j0.engine_check import checks
 from j0.engine_check.requests import Exchange, exchange
+from j0.engine_check.scenario_record import ScenarioRecord
 from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
 from j0.errors import J0Error
 from j0.pins import load_pins
@@ -291,7 +292,7 @@ def serve_scenarios(
     chosen: ScenarioSettings,
     work: Path,
     say: Callable[[str], None],
-) -> tuple[Run, list[dict[str, Any]]]:
+) -> tuple[Run, list[ScenarioRecord]]:
     """One server of the scenario check: start, send every chosen scenario, stop."""
     from j0.engine_check.scenario_run import send
 
@@ -363,7 +364,8 @@ def scenario_check(
     scenario_checks, rows = verdicts(on_results, off_results, audit, chosen, mode)
     found += scenario_checks
     for name, results in (("j0-on", on_results), ("j0-off", off_results)):
-        (work / f"scenarios-{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+        records = [r.to_json() for r in results]
+        (work / f"scenarios-{name}.json").write_text(json.dumps(records, indent=1) + "\n")
     report = {
         "verdict": "PASS" if all(c.ok for c in found) else "FAIL",
         "mode": "here",

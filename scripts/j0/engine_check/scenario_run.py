@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from j0.checks import FAIL, OK, WARN, Check
 from j0.engine_check import scenario_table, scenarios
+from j0.engine_check.scenario_record import ScenarioRecord, ScenariosRun
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import Pins
 
@@ -148,7 +149,7 @@ def audited_tree(work: Path, env: dict[str, str], pins: Pins) -> Path:
 
 def send(
     url: str, model: str, settings: ScenarioSettings, max_tokens: int, audit: Path | None
-) -> list[dict[str, Any]]:
+) -> list[ScenarioRecord]:
     """Every chosen scenario, one after the other, as j0.engine_check.scenarios sends them."""
     prompts = scenarios.make_prompts(30)
     chosen = [s for s in scenarios.SCENARIOS if s.name in settings.names]
@@ -156,8 +157,8 @@ def send(
 
 
 def verdicts(
-    on: list[dict[str, Any]],
-    off: list[dict[str, Any]],
+    on: list[ScenarioRecord],
+    off: list[ScenarioRecord],
     audit: Path,
     settings: ScenarioSettings,
     mode: str,
@@ -167,8 +168,8 @@ def verdicts(
     concurrency a WARN, not comparable). A scenario fails when the audit is not PASS (nothing to
     judge is never a pass) or its single-stream outputs differ."""
     caching = "on" if settings.prefix_caching else "off"
-    run = {"j0": "on", "file": "article", "caching": caching, "mode": mode}
-    partner = {"j0": "off", "caching": caching, "mode": mode, "scenarios": off}
+    run = ScenariosRun("engine-check", "article", caching, "on", mode, None, None, None, ())
+    partner = replace(run, j0="off", scenarios=tuple(off))
     found: list[Check] = []
     rows = []
     for scenario in on:
@@ -178,16 +179,16 @@ def verdicts(
         bad = audit_row["verdict"] != "PASS" or outputs == "DIFFER"
         status = FAIL if bad else WARN if outputs.startswith("WARN") else OK
         row = {
-            "scenario": scenario["name"],
-            "forces": settings.forced(scenario["name"]),
+            "scenario": scenario.name,
+            "forces": settings.forced(scenario.name),
             "status": status,
             "audit": audit_row["verdict"],
             "rows": audit_row["rows"],
             "draws": audit_row["draws"],
             "mismatches": audit_row["mismatches"],
             "first_mismatches": audit_row.get("first", []),
-            "preemptions": scenario["preemptions"],
-            "cached_tokens": sum(r.get("cached_tokens") or 0 for r in scenario["requests"]),
+            "preemptions": scenario.preemptions,
+            "cached_tokens": scenario.cached_tokens,
             "outputs_on_vs_off": outputs,
             "expected": expected,
         }
@@ -199,5 +200,5 @@ def verdicts(
         )
         if bad and expected.startswith("FAIL (known defect)"):
             detail += "; expected: the article's known cross-request defect at prefix hits"
-        found.append(Check(f"scenario {scenario['name']}", status, detail))
+        found.append(Check(f"scenario {scenario.name}", status, detail))
     return found, rows

@@ -22,6 +22,7 @@ from typing import Any
 
 from j0.dumps import audit_verdict as verdict
 from j0.dumps import read_audit_folder as read_folder
+from j0.engine_check.scenario_record import SCENARIOS_JSON, ScenarioRecord, ScenariosRun
 from j0.errors import INPUT_LACKS, J0Error
 
 # What the issue expects of each file: the article's file right without prefix caching and
@@ -29,37 +30,32 @@ from j0.errors import INPUT_LACKS, J0Error
 PREFIX_SCENARIOS = ("prefix", "prefix-4")
 
 
-def expected(run: dict[str, Any], scenario: dict[str, Any]) -> str:
+def expected(run: ScenariosRun, scenario: ScenarioRecord) -> str:
     """What issue 30 expects of this file here. A preempted request of the article's file may
     resume from its own cached blocks in another request slot: the same known defect."""
-    if run["j0"] != "on":
+    if run.j0 != "on":
         return "-"
-    if run["file"] == "article" and run["caching"] == "on":
-        if scenario["name"] in PREFIX_SCENARIOS:
+    if run.file == "article" and run.caching == "on":
+        if scenario.name in PREFIX_SCENARIOS:
             return "FAIL (known defect)"
-        if scenario.get("preemptions"):
+        if scenario.preemptions:
             return "PASS, or the known defect (resumed from cached blocks)"
     return "PASS"
 
 
-def load_runs(results: Path) -> list[tuple[Path, dict[str, Any]]]:
-    runs = []
-    for path in sorted(results.glob("*/scenarios.json")):
-        try:
-            run = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise J0Error(f"{path}: not JSON ({exc.msg}); expected a scenarios.json", 2) from None
-        if not isinstance(run, dict) or not isinstance(run.get("scenarios"), list):
-            raise J0Error(f"{path}: no 'scenarios' list; expected a scenarios.json", 2)
-        runs.append((path.parent, run))
-    return runs
+def load_runs(results: Path) -> list[tuple[Path, ScenariosRun]]:
+    """Every RESULTS/*/scenarios.json, typed (J0Error, exit 2, naming the file, the part, the key
+    and the value of one that is not what j0.engine_check.scenarios writes)."""
+    return [
+        (path.parent, ScenariosRun.read(path))
+        for path in sorted(results.glob(f"*/{SCENARIOS_JSON}"))
+    ]
 
 
-def audit_cell(folder: Path, scenario: dict[str, Any]) -> dict[str, Any]:
+def audit_cell(folder: Path, scenario: ScenarioRecord) -> dict[str, Any]:
     if not folder.is_dir():
         return {"verdict": "NO RECORDS", "rows": 0, "draws": 0, "mismatches": 0}
-    ranges = {name: (int(a), int(b)) for name, (a, b) in scenario["audit_lines"].items()}
-    summary = read_folder(folder, ranges)
+    summary = read_folder(folder, scenario.audit_lines)
     code, _ = verdict(summary)
     word = {0: "PASS", 1: "FAIL"}.get(code, "NOTHING TO JUDGE")
     return {
@@ -74,52 +70,50 @@ def audit_cell(folder: Path, scenario: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _outputs(scenario: dict[str, Any]) -> list[Any]:
-    return [r.get("output_token_ids") for r in scenario["requests"]]
-
-
-def compare_outputs(run: dict[str, Any], scenario: dict[str, Any], partner: dict | None) -> str:
-    if run["j0"] != "on":
+def compare_outputs(
+    run: ScenariosRun, scenario: ScenarioRecord, partner: ScenariosRun | None
+) -> str:
+    if run.j0 != "on":
         return "-"
     if partner is None:
-        return f"WARN not comparable: no J0-off run with caching {run['caching']}, {run['mode']}"
-    other = next((s for s in partner["scenarios"] if s["name"] == scenario["name"]), None)
+        return f"WARN not comparable: no J0-off run with caching {run.caching}, {run.mode}"
+    other = partner.scenario(scenario.name)
     if other is None:
         return "WARN not comparable: the J0-off run lacks this scenario"
-    if not scenario["single_stream"]:
-        same = _outputs(scenario) == _outputs(other)
+    if not scenario.single_stream:
+        same = scenario.outputs == other.outputs
         return (
             f"WARN not comparable ({'same' if same else 'differ'}): concurrent streams; "
             "batch-dependent numerics"
         )
-    if any(o is None for o in _outputs(scenario) + _outputs(other)):
+    if any(o is None for o in scenario.outputs + other.outputs):
         return "WARN not comparable: a response without token ids"
-    return "same" if _outputs(scenario) == _outputs(other) else "DIFFER"
+    return "same" if scenario.outputs == other.outputs else "DIFFER"
 
 
 def build_table(results: Path) -> list[dict[str, Any]]:
     runs = load_runs(results)
     if not runs:
         raise J0Error(f"{results}: no */scenarios.json: no run to tabulate", INPUT_LACKS)
-    offs = {(r["caching"], r["mode"]): r for _, r in runs if r["j0"] == "off"}
+    offs = {(r.caching, r.mode): r for _, r in runs if r.j0 == "off"}
     rows = []
     for folder, run in runs:
-        partner = offs.get((run["caching"], run["mode"]))
-        for scenario in run["scenarios"]:
+        partner = offs.get((run.caching, run.mode))
+        for scenario in run.scenarios:
             row = {
-                "run": run["label"],
-                "file": run["file"],
-                "caching": run["caching"],
-                "j0": run["j0"],
-                "mode": run["mode"],
-                "scenario": scenario["name"],
-                "forces": scenario["forces"],
-                "preemptions": scenario.get("preemptions"),
-                "cached_tokens": sum(r.get("cached_tokens") or 0 for r in scenario["requests"]),
+                "run": run.label,
+                "file": run.file,
+                "caching": run.caching,
+                "j0": run.j0,
+                "mode": run.mode,
+                "scenario": scenario.name,
+                "forces": scenario.forces,
+                "preemptions": scenario.preemptions,
+                "cached_tokens": scenario.cached_tokens,
                 "expected": expected(run, scenario),
                 "outputs_vs_j0_off": compare_outputs(run, scenario, partner),
             }
-            if run["j0"] == "on":
+            if run.j0 == "on":
                 row["audit"] = audit_cell(folder / "audit", scenario)
             rows.append(row)
     return rows

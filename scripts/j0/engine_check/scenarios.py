@@ -20,14 +20,14 @@ ignored, with vLLM's `return_token_ids`. Before and after each scenario the serv
 count of each audit-*.jsonl are taken: the audit writes a step's line before the step's draft
 tokens return, so the lines written between two counts are that scenario's steps. DIR gets
 scenarios.json (the run's settings, and per scenario what it forces, its requests' prompt and
-output token ids, cached tokens, preemptions and audit line ranges). The table over several runs
-is j0.engine_check.scenario_table's job.
+output token ids, cached tokens, preemptions and audit line ranges; the type is
+j0.engine_check.scenario_record's ScenariosRun). The table over several runs is
+j0.engine_check.scenario_table's job.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +37,14 @@ from typing import Any
 
 from j0.commands import whole_number
 from j0.engine import endpoints
+from j0.engine_check.scenario_record import (
+    FILES,
+    MODES,
+    ON_OFF,
+    RequestRecord,
+    ScenarioRecord,
+    ScenariosRun,
+)
 
 
 @dataclass(frozen=True)
@@ -112,17 +120,6 @@ def _complete(url: str, model: str, prompt: list[int], max_tokens: int) -> dict[
     return endpoints.post_json(f"{url}/v1/completions", body, 600.0)
 
 
-def _request_record(name: str, prompt: list[int], response: dict[str, Any]) -> dict[str, Any]:
-    choice = (response.get("choices") or [{}])[0]
-    usage = response.get("usage") or {}
-    return {
-        "name": name,
-        "prompt_tokens": len(prompt),
-        "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
-        "output_token_ids": choice.get("token_ids"),
-    }
-
-
 def run_scenario(
     scenario: Scenario,
     url: str,
@@ -130,7 +127,7 @@ def run_scenario(
     prompts: dict[str, list[int]],
     max_tokens: int,
     audit: Path | None,
-) -> dict[str, Any]:
+) -> ScenarioRecord:
     from j0.dumps import audit_line_counts as line_counts
 
     before_lines = line_counts(audit) if audit is not None else {}
@@ -144,19 +141,17 @@ def run_scenario(
         responses = [_complete(url, model, prompts[n], max_tokens) for n in names]
     after = preemptions(url)
     after_lines = line_counts(audit) if audit is not None else {}
-    return {
-        "name": scenario.name,
-        "forces": scenario.forces,
-        "single_stream": scenario.single_stream,
-        "requests": [
-            _request_record(f"{i}:{n}", prompts[n], r)
+    return ScenarioRecord(
+        name=scenario.name,
+        forces=scenario.forces,
+        single_stream=scenario.single_stream,
+        requests=tuple(
+            RequestRecord.from_response(f"{i}:{n}", prompts[n], r)
             for i, (n, r) in enumerate(zip(names, responses, strict=True))
-        ],
-        "preemptions": None if before is None or after is None else after - before,
-        "audit_lines": {
-            name: [before_lines.get(name, 0), count] for name, count in after_lines.items()
-        },
-    }
+        ),
+        preemptions=None if before is None or after is None else after - before,
+        audit_lines={name: (before_lines.get(name, 0), n) for name, n in after_lines.items()},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,10 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--label", required=True, help="the run's name in the table")
-    parser.add_argument("--file", required=True, choices=("article", "prefix-safe", "any"))
-    parser.add_argument("--caching", required=True, choices=("on", "off"))
-    parser.add_argument("--j0", required=True, choices=("on", "off"))
-    parser.add_argument("--mode", required=True, choices=("eager", "graphs"))
+    parser.add_argument("--file", required=True, choices=FILES)
+    parser.add_argument("--caching", required=True, choices=ON_OFF)
+    parser.add_argument("--j0", required=True, choices=ON_OFF)
+    parser.add_argument("--mode", required=True, choices=MODES)
     parser.add_argument("--audit", type=Path, help="the server's VLLM_DFLASH_AUDIT folder")
     parser.add_argument("--max-tokens", type=whole_number(1), default=48)
     parser.add_argument("--seed", type=whole_number(0), default=30)
@@ -183,19 +178,17 @@ def main(argv: list[str] | None = None) -> int:
             run_scenario(scenario, url, args.model, prompts, args.max_tokens, args.audit)
         )
         print(f"{args.label}: {scenario.name}: done", flush=True)
-    run = {
-        "label": args.label,
-        "file": args.file,
-        "caching": args.caching,
-        "j0": args.j0,
-        "mode": args.mode,
-        "audit": str(args.audit) if args.audit else None,
-        "max_tokens": args.max_tokens,
-        "seed": args.seed,
-        "scenarios": results,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scenarios.json").write_text(json.dumps(run, indent=1) + "\n")
+    ScenariosRun(
+        label=args.label,
+        file=args.file,
+        caching=args.caching,
+        j0=args.j0,
+        mode=args.mode,
+        audit=str(args.audit) if args.audit else None,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        scenarios=tuple(results),
+    ).write(args.out)
     return 0
 
 
