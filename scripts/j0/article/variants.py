@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.errors import USAGE, J0Error
 from j0.pins import Pins
 
-ARTICLE_VARIANT = "article"
-PREFIX_SAFE = "prefix-safe"
+# A variant is named by the identity of the file it gives (j0.article.identity).
+ARTICLE_VARIANT = ARTICLE
 VARIANTS = (ARTICLE_VARIANT, PREFIX_SAFE)
 
 # The pins of the one patch applied on top of the article's file, by variant.

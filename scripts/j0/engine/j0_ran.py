@@ -15,6 +15,9 @@ from j0.article.identity import BASE, J0_KINDS
 from j0.engine.server_log import LogFacts
 
 ON, OFF, UNKNOWN = "on", "off", "unknown"
+# The value sets, declared here once: J0 as asked (on or off), and as a log shows it.
+ON_OFF = (ON, OFF)
+STATES = (ON, OFF, UNKNOWN)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
 from j0.errors import CHECK_FAILED
 
-MAX_NUM_SEQS = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's, born in article/serving
 MAX_MODEL_LEN = 2048
 CONTAINER_WORK = "/j0-engine-check"
 
@@ -40,7 +39,7 @@ class ServeSetting:
     port: int
     extra_env: dict[str, str] = field(default_factory=dict)
     max_model_len: int = MAX_MODEL_LEN
-    max_num_seqs: int = MAX_NUM_SEQS  # the request slots
+    max_num_seqs: int = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's
     # "dflash" (the drafter `draft`), "ngram" (vLLM's prompt lookup, no drafter; the lookup's
     # settings in `speculative_extra`) or None (no speculative decoding: the baseline)
     method: str | None = "dflash"

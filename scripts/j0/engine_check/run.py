@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS
 from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import first_model, get_text
 from j0.engine.launcher import (
     MAX_MODEL_LEN,
-    MAX_NUM_SEQS,
     ContainerServer,
     LocalServer,
     Server,
@@ -246,7 +246,7 @@ def run_engine_check(
             found.append(checks.identity(run.log, pins, run.setting.name))
             found.append(
                 checks.patch_log_lines(
-                    run.log, run.setting.j0, run.setting.name, MAX_NUM_SEQS, MAX_MODEL_LEN
+                    run.log, run.setting.j0, run.setting.name, ARTICLE_MAX_NUM_SEQS, MAX_MODEL_LEN
                 )
             )
         found.append(checks.outputs_identical(on.exchanges, off.exchanges))
@@ -357,7 +357,11 @@ def scenario_check(
     for run in (on, off):
         found.append(
             checks.patch_log_lines(
-                run.log, run.setting.j0, run.setting.name, MAX_NUM_SEQS, SCENARIO_MAX_MODEL_LEN
+                run.log,
+                run.setting.j0,
+                run.setting.name,
+                ARTICLE_MAX_NUM_SEQS,
+                SCENARIO_MAX_MODEL_LEN,
             )
         )
     mode = "graphs" if options.graphs else "eager"
@@ -375,7 +379,7 @@ def scenario_check(
         "seconds": round(time.monotonic() - started, 1),
         "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in (on, off)},
         "settings": {
-            "max_num_seqs": MAX_NUM_SEQS,
+            "max_num_seqs": ARTICLE_MAX_NUM_SEQS,
             "max_model_len": SCENARIO_MAX_MODEL_LEN,
             "max_num_batched_tokens": chosen.max_num_batched_tokens,
             "num_gpu_blocks_override": chosen.num_gpu_blocks_override,

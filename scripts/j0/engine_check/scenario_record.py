@@ -15,13 +15,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.edge.fields import NUMBER, FieldTable, field_problem, shown
+from j0.engine.j0_ran import ON_OFF
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 
 SCENARIOS_JSON = "scenarios.json"
 # The value sets of a run's settings: declared here once, read by the sender's options too.
-FILES = ("article", "prefix-safe", "any")
-ON_OFF = ("on", "off")
+FILES = (ARTICLE, PREFIX_SAFE, "any")  # "any": a J0-off run, whichever file served it
 MODES = ("eager", "graphs")
 
 # (kinds, needed), as to_json writes them; tests/engine_check/test_scenario_record.py holds

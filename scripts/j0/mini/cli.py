@@ -24,6 +24,7 @@ from j0.commands import (
 )
 from j0.edge.processes import owning
 from j0.errors import USAGE, J0Error
+from j0.mini.run.run import MiniRunOptions
 from j0.mini.train.batch import DRAFT_DATA, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
 
@@ -180,8 +181,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the speculator.py J0 must run from: article (default: the article's file) or "
         "prefix-safe (its prefix-safe variant)",
     )
+    defaults = MiniRunOptions  # one place for the defaults: the options' own
     run.add_argument(
-        "--tokens", type=WholeNumbers(1), default=[7, 15], help="draft tokens (default 7,15)"
+        "--tokens",
+        type=WholeNumbers(1),
+        default=list(defaults.tokens),
+        help=f"draft tokens (default {','.join(map(str, defaults.tokens))})",
     )
     run.add_argument(
         "--contexts",
@@ -190,13 +195,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "length: 256,512,1024,2048,4096)",
     )
     run.add_argument(
-        "--requests", type=whole_number(1), default=48, help="prompts per context (default 48)"
+        "--requests",
+        type=whole_number(1),
+        default=defaults.requests,
+        help=f"prompts per context (default {defaults.requests})",
     )
     run.add_argument(
         "--slots",
         type=whole_number(1),
-        default=4,
-        help="request slots (max-num-seqs) and requests in flight (default 4)",
+        default=defaults.slots,
+        help=f"request slots (max-num-seqs) and requests in flight (default {defaults.slots})",
     )
     run.add_argument(
         "--j0-seeds",

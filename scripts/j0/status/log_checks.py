@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from j0.article.identity import PREFIX_SAFE
 from j0.article.serving import (
     ARTICLE_MAX_NUM_SEQS,
     SPEC_DRAFT_KV_CACHE_DTYPE,
@@ -69,7 +70,7 @@ def speculator(log: LogFacts, pins: Pins) -> Finding:
             "image's entrypoint, or the log is cut",
             "which speculator.py runs is not known",
         )
-    if log.identity == "prefix-safe" and log.speculator_sha256 == pins.values.get(
+    if log.identity == PREFIX_SAFE and log.speculator_sha256 == pins.values.get(
         "PREFIX_SAFE_SHA256"
     ):
         return Finding.of(

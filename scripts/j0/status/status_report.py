@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from j0.article.identity import PREFIX_SAFE
+from j0.engine.j0_ran import ON_OFF
 from j0.errors import INPUT_LACKS, J0Error
 
 JsonValue = Any  # whatever JSON holds: the log's own value, not checked
@@ -72,7 +74,7 @@ class StatusReport:
 
     def verdict(self) -> str:
         """The last line of `j0 status`: the article's setup or not, and why not."""
-        if self.article_setup and self.identity == "prefix-safe":
+        if self.article_setup and self.identity == PREFIX_SAFE:
             return (
                 "==> the article's setup with the prefix-safe speculator.py (identity=prefix-safe,"
                 f" not the article's file), {self.mode()}"
@@ -127,7 +129,7 @@ _FIELD_TYPES: dict[str, tuple[str, Predicate]] = {
     "healthy": ("a boolean", _is_bool),
     "model": ("a string or null", _optional(_is_str)),
     "max_model_len": ("a whole number or null", _optional(_is_int)),
-    "j0": ('"on", "off" or null', lambda v: v in (None, "on", "off")),
+    "j0": ('"on", "off" or null', lambda v: v is None or v in ON_OFF),
     "pool_shape": ("a list of whole numbers or null", _optional(_list_of(_is_int))),
     "draft_kv_dtypes": ("a list of strings or null", _optional(_list_of(_is_str))),
     "spec_kv_cache_dtype": ("a string or null", _optional(_is_str)),

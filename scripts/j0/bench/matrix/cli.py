@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.bench.matrix import BACKENDS
+from j0.bench.matrix import BACKENDS, DEFAULT_J0, DEFAULT_TOKENS
 from j0.bench.run.cli import add_repeats_and_system_prompt
 from j0.commands import (
     add_command,
@@ -26,8 +26,12 @@ def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: igno
         "--prefix-caching), wait for health, run the same prompts with `j0 bench run`, and keep\n"
         "each run's JSON and server log under --out DIR.",
     )
-    p.add_argument("--tokens", default="15,7", help="num_speculative_tokens values (default 15,7)")
-    p.add_argument("--j0", default="off,on", help="J0 states (default off,on)")
+    p.add_argument(
+        "--tokens",
+        default=DEFAULT_TOKENS,
+        help=f"num_speculative_tokens values (default {DEFAULT_TOKENS})",
+    )
+    p.add_argument("--j0", default=DEFAULT_J0, help=f"J0 states (default {DEFAULT_J0})")
     p.add_argument("--dataset", default="synthetic", help="as for `j0 bench run`")
     p.add_argument("--requests", type=whole_number(1), metavar="N", help="as for `j0 bench run`")
     p.add_argument("--max-tokens", type=whole_number(1), metavar="M", help="as for `j0 bench run`")

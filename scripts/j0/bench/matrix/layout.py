@@ -24,7 +24,7 @@ from j0.compose.server import Setting
 from j0.edge.atomic import write_text_atomic
 from j0.edge.fields import FieldTable, field_problem, shown
 from j0.engine import server_log
-from j0.engine.j0_ran import UNKNOWN, J0Ran, asked_differs, j0_ran
+from j0.engine.j0_ran import STATES, UNKNOWN, J0Ran, asked_differs, j0_ran
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 from j0.pins import checkout_revision
 
@@ -207,7 +207,7 @@ ENTRY_FIELDS: FieldTable = {
     "baseline": ((bool,), False),
     "j0_ran": ((str, type(None)), False),
 }
-J0_RAN_VALUES = ("on", "off", UNKNOWN, None)
+J0_RAN_VALUES = (*STATES, None)
 
 
 def read_settings(out: Path) -> dict[str, SettingEntry]:

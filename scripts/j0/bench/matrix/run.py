@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from j0.bench.matrix import BACKENDS
+from j0.bench.matrix import BACKENDS, DEFAULT_J0, DEFAULT_TOKENS
 from j0.bench.matrix.layout import (
     MATRIX_JSON,
     SERVER_LOG,
@@ -53,8 +53,8 @@ class MatrixOptions:
     and its k8s knobs, and --dry-run."""
 
     out: Path
-    tokens: str = "15,7"
-    j0: str = "off,on"
+    tokens: str = DEFAULT_TOKENS
+    j0: str = DEFAULT_J0
     prefix_caching: bool = False
     baseline: bool = False
     dataset: str = "synthetic"

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 from j0.bench import results
 from j0.bench.request_entry import RequestEntry
 from j0.bench.results import BenchResult
+from j0.engine.j0_ran import ON_OFF, STATES
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
     from j0.bench.matrix.layout import SettingEntry
 
-J0_STATES = ("on", "off", "unknown")
+J0_STATES = STATES
 # Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
 SEEN_SOURCES = ("--log", "--status-json")
 _NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
@@ -163,12 +164,12 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
     asked = setting.j0 if setting.j0 != "unknown" else manifest.j0_asked
     seen = _seen_j0(setting, matrix)
     if seen is not None:  # the label comes from the file that ran, not from what was asked
-        if asked in ("on", "off") and asked != seen:
+        if asked in ON_OFF and asked != seen:
             setting.notes.append(
                 f"J0 {asked} was asked, but the file that ran says J0 {seen}: labelled J0 {seen}"
             )
         setting.j0 = seen
-    elif setting.j0 == "unknown" and manifest.j0 in ("on", "off"):
+    elif setting.j0 == "unknown" and manifest.j0 in ON_OFF:
         setting.j0 = manifest.j0
     if setting.k is None:
         ks = {(r.speculative_decoding or {}).get("num_spec_tokens") for r in setting.requests} - {

@@ -17,6 +17,7 @@ from j0.commands import (
     whole_number,
 )
 from j0.edge.atomic import refuse_own_inputs
+from j0.engine.j0_ran import ON_OFF
 
 if TYPE_CHECKING:
     from j0.bench.run.options import RunOptions
@@ -182,7 +183,7 @@ def register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument(
         "--j0",
-        choices=("on", "off"),
+        choices=ON_OFF,
         help="J0's state as asked, where no --log or --status-json shows the file that ran "
         "(kept as j0_asked; where they show otherwise, theirs is recorded and said)",
     )

@@ -18,7 +18,9 @@ from typing import Any
 
 from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_result
 from j0.engine import spec_counts
+from j0.engine.j0_ran import ON_OFF
 from j0.measure import repetition, stats
+from j0.mini.train.batch import J0_INIT, MASK_INIT
 
 LABELS = {
     "article": "the article's: the J0-trained drafter, J0 on (mean over J0's seeds) against J0 off",
@@ -175,8 +177,8 @@ def comparisons(
                 and _ran(s, j0)
             )
 
-        j0_on, j0_off = names("j0", True), names("j0", False)
-        mask_on, mask_off = names("mask", True), names("mask", False)
+        j0_on, j0_off = names(J0_INIT, True), names(J0_INIT, False)
+        mask_on, mask_off = names(MASK_INIT, True), names(MASK_INIT, False)
         ngram = [
             n
             for n, s in settings.items()
@@ -184,7 +186,7 @@ def comparisons(
         ]
         pairs: dict[str, tuple[dict[str, float], dict[str, float], tuple[str, str]]] = {}
         if j0_on and j0_off:
-            pairs["article"] = (_on_mean(data, j0_on), data[j0_off[0]]["length"], ("on", "off"))
+            pairs["article"] = (_on_mean(data, j0_on), data[j0_off[0]]["length"], ON_OFF)
         if j0_on and mask_off:
             pairs["systems"] = (
                 _on_mean(data, j0_on),
@@ -192,14 +194,14 @@ def comparisons(
                 ("J0-trained, J0 on", "mask-trained, J0 off"),
             )
         if mask_on and mask_off:
-            pairs["control"] = (_on_mean(data, mask_on), data[mask_off[0]]["length"], ("on", "off"))
+            pairs["control"] = (_on_mean(data, mask_on), data[mask_off[0]]["length"], ON_OFF)
         if j0_on and ngram:
             pairs["ngram"] = (
                 _on_mean(data, j0_on),
                 data[ngram[0]]["length"],
                 ("J0-trained, J0 on", "n-gram"),
             )
-        for drafter, on in (("j0", j0_on), ("mask", mask_on)):
+        for drafter, on in ((J0_INIT, j0_on), (MASK_INIT, mask_on)):
             if len(on) >= 2:
                 pairs[f"seeds-{drafter}"] = (
                     data[on[0]]["length"],

@@ -26,7 +26,8 @@ PURPOSE = "j0 mini run --here"
 NOTHING = "nothing was made or started"
 # Written first into the run's folder: the folder is a `j0 mini run`'s (mini-run.json comes last).
 STARTED = "mini-run-started.json"
-WANTED = {ARTICLE_VARIANT: ARTICLE, "prefix-safe": PREFIX_SAFE}
+# --variant -> the identity J0 must run from (a variant is named by the identity it gives)
+WANTED = {ARTICLE_VARIANT: ARTICLE, PREFIX_SAFE: PREFIX_SAFE}
 WORDS = {ARTICLE: "the article's J0 file", PREFIX_SAFE: "the prefix-safe variant of it"}
 
 

@@ -43,10 +43,11 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
+from j0.mini.run.setting import BASELINE, NGRAM
 from j0.mini.train.run import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
-PARTS = ("baseline", "ngram", "mask", "j0")
+PARTS = (BASELINE, NGRAM, *DRAFTERS)  # baseline, ngram, mask, j0
 # a drafter's settings apart: its J0-off one, or its J0-on ones (every seed)
 PARTS_APART = ("mask-off", "mask-on", "j0-off", "j0-on")
 

@@ -21,7 +21,8 @@ from j0.mini.sizes import MASK_ID
 # The drafters' block initialisations (each trains a drafter of its own: drafter-mask,
 # drafter-j0), their labels (`--labels`) and what they train on (`--draft-data`), declared here
 # once for the command line, the training and the run.
-INITS = ("mask", "j0")
+MASK_INIT, J0_INIT = "mask", "j0"
+INITS = (MASK_INIT, J0_INIT)
 LABELS = ("data", "target")
 DRAFT_DATA = ("text", "generated")
 
