@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from j0.engine.identity_record import IdentityRecord
 from j0.errors import JSON_ERRORS, UNAVAILABLE, J0Error
 
 
@@ -81,7 +82,7 @@ def require_engine_contract(purpose: str) -> None:
     )
 
 
-def here_identity(purpose: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+def here_identity(purpose: str, env: dict[str, str] | None = None) -> IdentityRecord:
     """`j0 image identity --json` in a process of this Python with `env` (the server's, default
     this one's): the speculator.py a server started the same way would import, as its identity
     line will name it. One line and exit 69 where there is no vLLM to ask."""
@@ -100,4 +101,4 @@ def here_identity(purpose: str, env: dict[str, str] | None = None) -> dict[str, 
             f"({why.removeprefix('j0: error: ')}); nothing was run",
             UNAVAILABLE,
         )
-    return found
+    return IdentityRecord.read(found, f"{purpose}: `j0 image identity --json`")

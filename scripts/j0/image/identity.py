@@ -7,11 +7,11 @@ that runs, a bind-mounted swap included, and the engine's vLLM version and commi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from j0.article.identity import Identity, identify
 from j0.engine.base_sources import installed_speculator, installed_vllm_dir
+from j0.engine.identity_record import IdentityRecord
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.pins import Pins
 
@@ -47,16 +47,5 @@ def identity_line(
 def identity_json(
     path: Path, identity: Identity, engine: VllmVersion | None = None, pins: Pins | None = None
 ) -> str:
-    info: dict[str, object] = {
-        "path": str(path),
-        "sha256": identity.sha256,
-        "identity": identity.kind,
-    }
-    if engine is not None:
-        info["vllm_version"] = engine.version
-        info["vllm_commit"] = engine.commit
-        info["vllm_version_file"] = engine.path
-    if engine is not None and pins is not None:
-        info["vllm_commit_pinned"] = pins.vllm_commit
-        info["vllm_commit_is_pinned"] = engine.matches(pins.vllm_commit)
-    return json.dumps(info)
+    """`j0 image identity --json`'s line (j0.engine.identity_record, the type its readers take)."""
+    return IdentityRecord.of(str(path), identity, engine, pins).text()

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.article.variants import ARTICLE_VARIANT
+from j0.engine.identity_record import IdentityRecord
 from j0.errors import UNAVAILABLE, USAGE, J0Error
 
 PURPOSE = "j0 mini run --here"
@@ -31,7 +31,7 @@ WANTED = {ARTICLE_VARIANT: ARTICLE, PREFIX_SAFE: PREFIX_SAFE}
 WORDS = {ARTICLE: "the article's J0 file", PREFIX_SAFE: "the prefix-safe variant of it"}
 
 
-def preflight(variant: str, stand_in: bool) -> dict[str, Any]:
+def preflight(variant: str, stand_in: bool) -> IdentityRecord:
     """Refuse (69) what this machine cannot run as asked; else the identity of the speculator.py
     the servers will import (`j0 image identity --json`)."""
     from j0.engine import local_needs as needs
@@ -41,13 +41,13 @@ def preflight(variant: str, stand_in: bool) -> dict[str, Any]:
         needs.require_server_packages(PURPOSE, NOTHING)
     found = needs.here_identity(PURPOSE)
     want = WANTED[variant]
-    if found["identity"] != want:
+    if found.identity != want:
         flag = "" if variant == ARTICLE_VARIANT else f" --variant {variant}"
         raise J0Error(
-            f"{PURPOSE}: this Python's vLLM would import {found.get('path')} (sha256 "
-            f"{str(found.get('sha256'))[:12]}…, identity={found['identity']}), not {WORDS[want]}: "
+            f"{PURPOSE}: this Python's vLLM would import {found.path} (sha256 "
+            f"{found.sha256[:12]}…, identity={found.identity}), not {WORDS[want]}: "
             f"its J0-on settings would run without that J0. Put the file there (`j0 overlay "
-            f"build{flag} -o {found.get('path')}` keeps the old one as .orig), or run inside the "
+            f"build{flag} -o {found.path}` keeps the old one as .orig), or run inside the "
             f"image; {NOTHING}",
             UNAVAILABLE,
         )

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
+from j0.engine.identity_record import IdentityRecord
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
 from j0.mini.run.setting import BASELINE, NGRAM
@@ -236,7 +237,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     if earlier is not None:
         move_aside(work, earlier, say)
     work.mkdir(parents=True, exist_ok=True)
-    begun = {"variant": options.variant, "speculator": speculator, "time": time.time()}
+    begun = {"variant": options.variant, "speculator": speculator.to_json(), "time": time.time()}
     write_text_atomic(work / STARTED, json.dumps(begun, indent=1) + "\n")
     corpus = corpus_mod.read(options.out / "corpus.json")
     tokenizer = tok_mod.load(options.out / "target")
@@ -341,7 +342,7 @@ def summarize(
     tokenizer: Any,
     result: MiniRunResult,
     started: float,
-    speculator: dict[str, Any],
+    speculator: IdentityRecord,
 ) -> None:
     """The reports, the gate and the comparisons over every setting in WORK."""
     from j0.mini.run import compare
@@ -377,7 +378,7 @@ def summarize(
         "j0_seeds": list(seeds_of(options)),
         "seconds": round(time.monotonic() - started, 1),
         "variant": options.variant,
-        "speculator": speculator,
+        "speculator": speculator.to_json(),
         "settings": settings,
         "gate": gate,
         "comparisons": comparisons,
