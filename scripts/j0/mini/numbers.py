@@ -36,6 +36,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 from j0.mini.manifest import read_manifest_file
+from j0.mini.run.setting_record import SETTING_JSON, SettingRecord
 
 BLOCK = re.compile(
     r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
@@ -83,29 +84,18 @@ def training(folders: list[Path]) -> list[str]:
     return lines
 
 
-def settings_of(run: Path) -> dict[str, dict[str, Any]]:
+def settings_of(run: Path) -> dict[str, SettingRecord]:
     """The settings of a run folder by their names (drafter-mask/k7-j0-on[-seedS], ngram/kK,
-    baseline), described from the names where no setting.json says."""
-    found: dict[str, dict[str, Any]] = {}
+    baseline): each one's setting.json, or for a run from before setting.json, what its
+    folder's name says (SettingRecord.from_folder_name)."""
+    found: dict[str, SettingRecord] = {}
     for path in sorted(run.rglob("result.json")):
         name = path.parent.relative_to(run).as_posix()
-        described = path.parent / "setting.json"
+        described = path.parent / SETTING_JSON
         if described.is_file():
-            found[name] = json.loads(described.read_text())
-            continue
-        match = re.fullmatch(r"drafter-(\w+)/k(\d+)-j0-(on|off)(?:-seed(\d+))?", name)
-        if match:
-            found[name] = {
-                "kind": "dflash",
-                "drafter": match[1],
-                "k": int(match[2]),
-                "j0": match[3] == "on",
-                "seed": int(match[4]) if match[4] else None,
-            }
-        elif re.fullmatch(r"ngram/k(\d+)", name):
-            found[name] = {"kind": "ngram", "k": int(name.split("/k")[1])}
-        elif name == "baseline":
-            found[name] = {"kind": "baseline", "k": None}
+            found[name] = SettingRecord.read(described)
+        elif (named := SettingRecord.from_folder_name(name)) is not None:
+            found[name] = named
     return found
 
 
@@ -218,7 +208,7 @@ def checks(run: Path) -> list[str]:
     summary = _json(run / "mini-run.json")
     lines = []
     for name, s in summary["settings"].items():
-        lines += [f"- {name}: {line}" for line in s.get("lines", [])]
+        lines += [f"- {name}: {line}" for line in s.get("lines") or []]
     return lines
 
 

@@ -20,6 +20,7 @@ from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_re
 from j0.engine import spec_counts
 from j0.engine.j0_ran import ON_OFF
 from j0.measure import repetition, stats
+from j0.mini.run.setting_record import DFLASH, NGRAM, SettingRecord
 from j0.mini.train.batch import J0_INIT, MASK_INIT
 
 LABELS = {
@@ -55,7 +56,9 @@ def request_rate(entry: RequestEntry) -> float | None:
     return float(tokens) / float(latency)
 
 
-def load(work: Path, settings: dict[str, Any], tokenizer: Any) -> dict[str, dict[str, Any]]:
+def load(
+    work: Path, settings: dict[str, SettingRecord], tokenizer: Any
+) -> dict[str, dict[str, Any]]:
     """Per setting: per prompt id its acceptance length, tok/s, context, source, output and
     repetition measure; the setting's pooled acceptance length too."""
     data: dict[str, dict[str, Any]] = {}
@@ -152,7 +155,7 @@ def _in_bin(values: dict[str, float], context: dict[str, int | None], c: int | N
 
 def comparisons(
     data: dict[str, dict[str, Any]],
-    settings: dict[str, Any],
+    settings: dict[str, SettingRecord],
     contexts: Sequence[int],
     tokens: Sequence[int],
 ) -> dict[str, Any]:
@@ -164,26 +167,22 @@ def comparisons(
         context.update(d["context"])
         sources.update(d["source"])
     out: dict[str, Any] = {"by_tokens": {}, "speedup": {}, "outputs_equal_to_baseline": {}}
-    for k in sorted({int(s["k"]) for s in settings.values() if s.get("k")} | set(tokens)):
+    for k in sorted({s.k for s in settings.values() if s.k} | set(tokens)):
 
         def names(drafter: str, j0: bool, k: int = k) -> list[str]:
             return sorted(
                 n
                 for n, s in settings.items()
                 if n in data
-                and s.get("kind") == "dflash"
-                and s.get("drafter") == drafter
-                and s.get("k") == k
-                and _ran(s, j0)
+                and s.kind == DFLASH
+                and s.drafter == drafter
+                and s.k == k
+                and s.ran_as_asked(j0)
             )
 
         j0_on, j0_off = names(J0_INIT, True), names(J0_INIT, False)
         mask_on, mask_off = names(MASK_INIT, True), names(MASK_INIT, False)
-        ngram = [
-            n
-            for n, s in settings.items()
-            if n in data and s.get("kind") == "ngram" and s.get("k") == k
-        ]
+        ngram = [n for n, s in settings.items() if n in data and s.kind == NGRAM and s.k == k]
         pairs: dict[str, tuple[dict[str, float], dict[str, float], tuple[str, str]]] = {}
         if j0_on and j0_off:
             pairs["article"] = (_on_mean(data, j0_on), data[j0_off[0]]["length"], ON_OFF)
@@ -301,23 +300,15 @@ def _f(value: float | None, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _ran(s: dict[str, Any], j0: bool) -> bool:
-    """A DFlash setting that ran J0 on (off) as asked: the label from its server's log ("on",
-    "off"; j0.engine.j0_ran) and what was asked agree; older records hold a bool."""
-    want = "on" if j0 else "off"
-    label = s.get("j0")
-    ran = label == want if isinstance(label, str) else bool(label) == j0
-    return ran and s.get("j0_asked", want) == want
+def _pooled_by_context(s: SettingRecord) -> str:
+    return ", ".join(f"{c}: {v}" for c, v in (s.per_request_mean_by_context or {}).items())
 
 
-def _pooled_by_context(s: dict[str, Any]) -> str:
-    return ", ".join(f"{c}: {v}" for c, v in (s.get("per_request_mean_by_context") or {}).items())
-
-
-def _j0_as_run(s: dict[str, Any]) -> str:
-    if s.get("kind", "dflash") != "dflash":
+def _j0_as_run(s: SettingRecord) -> str:
+    if s.kind != DFLASH:
         return "n/a"
-    return f"{s.get('j0', '?')} ({s.get('j0_from', 'no server log')})"
+    j0 = s.j0 if s.has("j0") else "?"
+    return f"{j0} ({s.j0_from if s.has('j0_from') else 'no server log'})"
 
 
 def sampling_words(summary: dict[str, Any]) -> str:
@@ -367,9 +358,10 @@ def markdown(summary: dict[str, Any]) -> str:
         "| setting | J0 as run | acceptance length (pooled) | request mean by context | checks |",
         "|---|---|---|---|---|",
     ]
-    for name, s in summary["settings"].items():
-        checks = "; ".join(s.get("lines", []))
-        length = s.get("pooled_acceptance_length")
+    for name, value in summary["settings"].items():
+        s = SettingRecord.from_json(value)  # the records summarize just gathered
+        checks = "; ".join(s.lines or [])
+        length = s.pooled_acceptance_length
         pooled_text = "n/a" if length is None else length
         lines.append(
             f"| {name} | {_j0_as_run(s)} | {pooled_text} | {_pooled_by_context(s)} | {checks} |"

@@ -44,7 +44,7 @@ from j0.edge.atomic import write_text_atomic
 from j0.engine.identity_record import IdentityRecord
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
-from j0.mini.run.setting import BASELINE, NGRAM
+from j0.mini.run.setting_record import BASELINE, NGRAM, SETTING_JSON, SettingRecord
 from j0.mini.train.run import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
@@ -152,7 +152,7 @@ def setting_folder(k: int, j0: bool, seed: int, pinned: int) -> str:
 
 def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list[Any]:
     """Every setting of the run, in the order they are served."""
-    from j0.mini.run.setting import BASELINE, NGRAM, SettingPlan
+    from j0.mini.run.setting import SettingPlan
 
     out = []
     if "baseline" in options.parts:
@@ -300,7 +300,7 @@ def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         plan = replace(plan, port=port, servers=min(options.servers, len(todo)))
         outcome = run_setting(options, plan, dataset, prompts, say, sampling)
         record = {**outcome.summary, "problems": outcome.problems, "missing": outcome.missing}
-        write_text_atomic(plan.folder / "setting.json", json.dumps(record, indent=1) + "\n")
+        SettingRecord.checked(record, f"{plan.name}/setting.json").write(plan.folder)
 
     at_once(todo, options.servers, options.port, serve)
     summarize(options, manifest, work, contexts, length, tokenizer, result, started, speculator)
@@ -347,13 +347,13 @@ def summarize(
     """The reports, the gate and the comparisons over every setting in WORK."""
     from j0.mini.run import compare
 
-    settings: dict[str, Any] = {}
-    for path in sorted(work.rglob("setting.json")):
+    settings: dict[str, SettingRecord] = {}
+    for path in sorted(work.rglob(SETTING_JSON)):
         name = path.parent.relative_to(work).as_posix()
-        settings[name] = json.loads(path.read_text())
+        settings[name] = SettingRecord.read(path)
         # every setting's problems, those of an earlier command of a resumed run too
-        result.problems.extend(settings[name].get("problems") or [])
-        result.missing.extend(settings[name].get("missing") or [])
+        result.problems.extend(settings[name].problems or [])
+        result.missing.extend(settings[name].missing or [])
     reports = {}
     for drafter in DRAFTERS:
         if (work / f"drafter-{drafter}").is_dir():
@@ -379,7 +379,7 @@ def summarize(
         "seconds": round(time.monotonic() - started, 1),
         "variant": options.variant,
         "speculator": speculator.to_json(),
-        "settings": settings,
+        "settings": {name: record.to_json() for name, record in settings.items()},
         "gate": gate,
         "comparisons": comparisons,
         "reports": reports,

@@ -15,10 +15,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.engine import endpoints
 from j0.errors import J0Error
-
-BASELINE = "baseline"  # no speculative decoding
-NGRAM = "ngram"  # vLLM's prompt lookup
-DFLASH = "dflash"
+from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,156 @@
+"""setting.json, one setting of `j0 mini run` as it ran, as a type: what was started (kind,
+drafter, draft tokens, J0 and its seed, slots, sampling, port, the speculative config), J0 as the
+server's log shows it ran (j0, speculator_identity, j0_from) beside what was asked (j0_asked),
+the setting's figures (pooled acceptance length, request means by context, requests answered,
+the /metrics cross-check), its checks (dump_pass, dumps_check, crosscheck, lines) and its
+problems. `j0 mini run` writes it into the setting's folder and gathers every one into
+mini-run.json's `settings`; its comparisons and `j0 mini numbers` read it through this type. The
+keys are the ones written, in their order, so a record read back is written as it was.
+
+Runs from before setting.json was written (docs/results/mini-h200/2026-12-01-loops) are
+described from their folder names (`from_folder_name`), the one place that does so.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.edge.fields import NUMBER, FieldTable, KeptKeys, field_problem, shown
+from j0.engine.j0_ran import OFF, ON
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+
+SETTING_JSON = "setting.json"
+BASELINE = "baseline"  # no speculative decoding
+NGRAM = "ngram"  # vLLM's prompt lookup
+DFLASH = "dflash"
+KINDS = (DFLASH, NGRAM, BASELINE)
+
+_NONE = type(None)
+# (kinds, needed), in the writer's order; tests/mini/test_setting_record.py holds it to the fields.
+SETTING_FIELDS: FieldTable = {
+    "dump_pass": ((dict,), False),
+    "kind": ((str,), True),
+    "drafter": ((str, _NONE), False),
+    "k": ((int, _NONE), False),
+    "j0": ((str, bool, _NONE), False),  # as the log shows it; records of older runs: as asked
+    "seed": ((int, _NONE), False),
+    "slots": ((int,), False),
+    "temperature": (NUMBER, False),
+    "sample_seed": ((int, _NONE), False),
+    "port": ((int,), False),
+    "servers_at_once": ((int,), False),
+    "speculative_config": ((dict, _NONE), False),
+    "speculator_sha256": ((str,), False),
+    "j0_asked": ((str, _NONE), False),
+    "speculator_identity": ((str, _NONE), False),
+    "j0_from": ((str,), False),
+    "pooled_acceptance_length": ((*NUMBER, _NONE), False),
+    "per_request_mean_by_context": ((dict,), False),
+    "requests_ok": ((int,), False),
+    "metrics_crosscheck": ((str, _NONE), False),
+    "dumps_check": ((dict,), False),
+    "crosscheck": ((dict,), False),
+    "lines": ((list,), False),
+    "problems": ((list,), False),
+    "missing": ((list,), False),
+}
+_DFLASH_NAME = re.compile(r"drafter-(\w+)/k(\d+)-j0-(on|off)(?:-seed(\d+))?")
+_NGRAM_NAME = re.compile(r"ngram/k(\d+)")
+
+
+@dataclass
+class SettingRecord(KeptKeys):
+    """One setting's record (SETTING_FIELDS says each key); a key it lacks reads as None."""
+
+    FIELD_TABLE = SETTING_FIELDS
+
+    dump_pass: dict[str, Any] | None = None
+    kind: str = ""
+    drafter: str | None = None
+    k: int | None = None
+    j0: str | bool | None = None
+    seed: int | None = None
+    slots: int | None = None
+    temperature: float | None = None
+    sample_seed: int | None = None
+    port: int | None = None
+    servers_at_once: int | None = None
+    speculative_config: dict[str, Any] | None = None
+    speculator_sha256: str | None = None
+    j0_asked: str | None = None
+    speculator_identity: str | None = None
+    j0_from: str | None = None
+    pooled_acceptance_length: float | None = None
+    per_request_mean_by_context: dict[str, float] | None = None
+    requests_ok: int | None = None
+    metrics_crosscheck: str | None = None
+    dumps_check: dict[str, Any] | None = None
+    crosscheck: dict[str, Any] | None = None
+    lines: list[str] | None = None
+    problems: list[str] | None = None
+    missing: list[str] | None = None
+    keys: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def ran_as_asked(self, j0: bool) -> bool:
+        """A setting that ran J0 on (off) as asked: the label from its server's log (on, off;
+        j0.engine.j0_ran) and what was asked agree; an older run's record holds what was asked,
+        a bool, and no j0_asked."""
+        want = ON if j0 else OFF
+        label = self.j0
+        ran = label == want if isinstance(label, str) else bool(label) == j0
+        return ran and (self.j0_asked if self.has("j0_asked") else want) == want
+
+    @classmethod
+    def checked(cls, value: Any, where: str) -> SettingRecord:
+        """The record, or J0Error naming `where`, the key, its value and what was expected."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+        if (problem := field_problem(value, SETTING_FIELDS)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        if value["kind"] not in KINDS:
+            raise J0Error(
+                f"{where}: 'kind' is {shown(value['kind'])}, expected one of "
+                + ", ".join(map(json.dumps, KINDS)),
+                INPUT_LACKS,
+            )
+        return cls.from_json(value)
+
+    @classmethod
+    def read(cls, path: Path) -> SettingRecord:
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except JSON_ERRORS as exc:
+            raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+        return cls.checked(value, str(path))
+
+    def write(self, folder: Path) -> None:
+        from j0.edge.atomic import write_text_atomic
+
+        write_text_atomic(folder / SETTING_JSON, json.dumps(self.to_json(), indent=1) + "\n")
+
+    @classmethod
+    def from_folder_name(cls, name: str) -> SettingRecord | None:
+        """A run from before setting.json: the setting as its folder's name says it
+        (drafter-mask/k7-j0-on[-seedS], ngram/kK, baseline), J0 as asked; None for another."""
+        if match := _DFLASH_NAME.fullmatch(name):
+            return cls.from_json(
+                {
+                    "kind": DFLASH,
+                    "drafter": match[1],
+                    "k": int(match[2]),
+                    "j0": match[3] == ON,
+                    "seed": int(match[4]) if match[4] else None,
+                }
+            )
+        if match := _NGRAM_NAME.fullmatch(name):
+            return cls.from_json({"kind": NGRAM, "k": int(match[1])})
+        if name == BASELINE:
+            return cls.from_json({"kind": BASELINE, "k": None})
+        return None
