@@ -331,3 +331,33 @@ def test_the_face_finder_finds_a_planted_import(monkeypatch: pytest.MonkeyPatch)
 def test_commands_meet_only_at_their_faces() -> None:
     found = sorted(into_other_commands_internals())
     assert not found, f"a command imports another's internals (use its face or a floor): {found}"
+
+
+def unnamed_modules(tree_text: str, package: Path) -> list[str]:
+    """The modules under `package` whose name is not a word of `tree_text`."""
+    import re
+
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", tree_text))
+    return [
+        str(p.relative_to(package))
+        for p in sorted(package.rglob("*.py"))
+        if "__pycache__" not in p.parts
+        and p.name not in ("__init__.py", "__main__.py")
+        and p.stem not in words
+    ]
+
+
+def test_the_unnamed_module_finder_finds_a_planted_module(tmp_path: Path) -> None:
+    (tmp_path / "floor").mkdir()
+    (tmp_path / "floor" / "__init__.py").write_text("")
+    (tmp_path / "floor" / "named.py").write_text("")
+    (tmp_path / "floor" / "planted_here.py").write_text("")
+    assert unnamed_modules("floor/  named (what it does)", tmp_path) == ["floor/planted_here.py"]
+
+
+def test_the_architecture_tree_names_every_module() -> None:
+    """Docs that follow the code: docs/architecture.md's package tree (its fenced block) names
+    every module of scripts/j0, so a module added without a word there fails here."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    tree = text.split("```")[1]
+    assert unnamed_modules(tree, PACKAGE) == []

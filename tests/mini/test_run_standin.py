@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from j0.errors import INPUT_LACKS, OK, USAGE, J0Error
-from j0.mini.run.run import MiniRunOptions, run_matrix
+from j0.mini.run.run import MiniRunOptions, run_mini_run
 from servers.base import free_port
 
 STANDIN = Path(__file__).resolve().parents[1] / "engine_check" / "bin" / "vllm_serve_standin.py"
@@ -59,7 +59,7 @@ def server_args(folder: Path) -> dict[str, Any]:
 @pytest.mark.slow  # a matrix of stand-in servers
 def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> None:
     chosen = options(trained, crosscheck=False, parts=("baseline", "ngram", "mask", "j0"))
-    result = run_matrix(chosen, say=lambda line: None)
+    result = run_mini_run(chosen, say=lambda line: None)
     assert result.exit_code == OK, result.verdict
     run = trained / "run"
     names = ["k7-j0-off", "k7-j0-on"]
@@ -152,7 +152,7 @@ def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Pat
     the setting's seed fails: a server that did not take the seed is caught. --resume then adds
     nothing and makes the summary again, the earlier failure still named."""
     chosen = options(trained, crosscheck=False, parts=("j0",), j0_seeds=(20261031, 20261032))
-    result = run_matrix(chosen, say=lambda line: None)
+    result = run_mini_run(chosen, say=lambda line: None)
     run = trained / "run"
     variant = run / "speculators" / "seed20261032" / "speculator.py"
     assert "tl.randint(20261032," in variant.read_text()
@@ -165,7 +165,7 @@ def test_a_second_j0_seed_is_served_and_checked(trained: Path, article_vllm: Pat
     summary = json.loads((run / "mini-run.json").read_text())
     assert summary["settings"]["drafter-j0/k7-j0-on"]["dumps_check"]["verdict"] == "PASS"
     assert "seeds-j0" in summary["comparisons"]["by_tokens"]["7"]
-    again = run_matrix(
+    again = run_mini_run(
         options(trained, crosscheck=False, parts=("j0",), j0_seeds=(20261031, 20261032),
                 resume=True),
         say=lambda line: None,
@@ -207,7 +207,7 @@ def test_a_folder_not_of_a_run_is_not_overwritten(trained: Path) -> None:
     (trained / "run").mkdir()
     (trained / "run" / "mine").write_text("keep")
     with pytest.raises(J0Error) as caught:
-        run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+        run_mini_run(options(trained, crosscheck=False), say=lambda line: None)
     assert caught.value.exit_code == USAGE
     assert (trained / "run" / "mine").read_text() == "keep"
 
@@ -222,7 +222,7 @@ def test_j0_on_asked_on_a_server_that_ran_the_base_file_is_labelled_off_and_fail
     their results and the report say J0 off too. A re-run is not blocked: the failed run's
     folder is moved aside, whole."""
     monkeypatch.setenv("STANDIN_IDENTITY", "base")
-    result = run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+    result = run_mini_run(options(trained, crosscheck=False), say=lambda line: None)
     assert result.exit_code == 1
     asked_on = [p for p in result.problems if "k7-j0-on" in p]
     assert len(asked_on) == 2 and len(result.problems) == 2, result.problems
@@ -242,20 +242,20 @@ def test_j0_on_asked_on_a_server_that_ran_the_base_file_is_labelled_off_and_fail
 
     monkeypatch.delenv("STANDIN_IDENTITY")
     said: list[str] = []
-    again = run_matrix(options(trained, crosscheck=False), say=said.append)
+    again = run_mini_run(options(trained, crosscheck=False), say=said.append)
     assert again.exit_code == OK, again.verdict
     assert any("moved aside to" in line and "run.failed-1" in line for line in said), said
     assert (trained / "run.failed-1" / "mini-run.json").read_text() == json.dumps(
         summary, indent=1
     ) + "\n"
     with pytest.raises(J0Error) as caught:  # a run that passed is never moved or overwritten
-        run_matrix(options(trained, crosscheck=False), say=lambda line: None)
+        run_mini_run(options(trained, crosscheck=False), say=lambda line: None)
     assert caught.value.exit_code == USAGE and "holds a run that passed" in str(caught.value)
 
 
 def test_a_folder_without_training_is_refused(tmp_path: Path) -> None:
     with pytest.raises(J0Error, match=r"mini\.json"):
-        run_matrix(options(tmp_path, crosscheck=False), say=lambda line: None)
+        run_mini_run(options(tmp_path, crosscheck=False), say=lambda line: None)
 
 
 @pytest.mark.slow  # five stand-in servers, three at a time
@@ -279,7 +279,7 @@ def test_settings_served_at_once_each_on_its_own_port_sampled_as_trained(
         port=port,
         sample_seed=5,
     )
-    result = run_matrix(chosen, say=lambda line: None)
+    result = run_mini_run(chosen, say=lambda line: None)
     assert result.exit_code == OK, result.verdict
     run = trained / "run"
     summary = json.loads((run / "mini-run.json").read_text())

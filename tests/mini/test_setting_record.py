@@ -66,7 +66,7 @@ def test_the_label_from_the_log_decides_and_must_agree_with_what_was_asked() -> 
     ("value", "said"),
     [
         ({"k": 7}, "s.json: no 'kind' (expected a string)"),
-        ({"kind": "eagle"}, "s.json: 'kind' is \"eagle\", expected one of \"dflash\", \"ngram\""),
+        ({"kind": "eagle"}, 's.json: \'kind\' is "eagle", expected one of "dflash", "ngram"'),
         ({"kind": "dflash", "k": "7"}, "s.json: 'k' is \"7\", expected a whole number or null"),
         ({"kind": "dflash", "lines": "ok"}, "'lines' is \"ok\", expected a list"),
         ([], "s.json: [], expected an object"),

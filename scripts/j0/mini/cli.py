@@ -343,18 +343,18 @@ def _run(args: argparse.Namespace) -> int:
         raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
     check_json_output(args.json)
     with text_unless_json_on_stdout(args.json):
-        result = _run_matrix(args)
+        result = _run_mini_run(args)
     text = (Path(result.summary["out"]) / "mini-run.md").read_text() + "\n" + result.verdict
     emit_result(text, json.dumps(result.to_json(), indent=2, default=str), args.json)
     return result.exit_code
 
 
-def _run_matrix(args: argparse.Namespace) -> MiniRunResult:
+def _run_mini_run(args: argparse.Namespace) -> MiniRunResult:
     import shlex
 
-    from j0.mini.run.run import MiniRunOptions, run_matrix
+    from j0.mini.run.run import MiniRunOptions, run_mini_run
 
-    return run_matrix(
+    return run_mini_run(
         MiniRunOptions(
             out=args.out,
             tokens=tuple(args.tokens),

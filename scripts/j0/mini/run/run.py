@@ -216,7 +216,7 @@ def check_options(options: MiniRunOptions) -> None:
             raise J0Error(f"{flag} {value}: expected a whole number, {least} or more", USAGE)
 
 
-def run_matrix(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
+def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     from j0.mini.run import seeds as seeds_mod
     from j0.mini.run.preflight import STARTED, check_run_dir, move_aside, preflight
     from j0.mini.run.prompts import make_prompts, write_jsonl, write_record
