@@ -81,6 +81,11 @@ def test_json_alone_prints_the_report_in_place_of_the_text(
     assert report["verdict"] == "PASS" and report["checks"]
 
 
+# The report's keys in their order, as the engine check has always written them (both forms).
+REPORT_HEAD = ("verdict", "mode", "graphs", "num_speculative_tokens", "max_tokens", "seconds")
+REPORT_HEAD += ("healthy_after_s",)
+
+
 def by_name(report: dict) -> dict[str, dict]:
     return {c["name"]: c for c in report["checks"]}
 
@@ -89,6 +94,7 @@ def test_engine_check_passes_on_the_article_setup(tmp_path: Path, article_vllm: 
     code, report = engine_check(tmp_path)
     failed = [c for c in report["checks"] if not c["ok"]]
     assert code == 0 and report["verdict"] == "PASS", failed
+    assert list(report) == [*REPORT_HEAD, "checks", "status", "kept"]
     names = by_name(report)
     assert set(names) == {
         "identity (j0-on)",
@@ -199,6 +205,8 @@ def test_every_scenario_passes_and_names_what_it_forced(
     code, report = engine_check(tmp_path, "--scenario", "all", "--max-tokens", "16")
     said = capsys.readouterr().out
     failed = [c for c in report["checks"] if not c["ok"]]
+    assert list(report) == [*REPORT_HEAD, "settings", "checks", "scenarios", "kept"]
+    assert all(list(c) == ["name", "ok", "detail", "status"] for c in report["checks"])
     assert code == 0 and report["verdict"] == "PASS", failed
     rows = rows_by_name(report)
     assert list(rows) == ["single", "chunked", "prefix", "concurrency-4", "prefix-4"]

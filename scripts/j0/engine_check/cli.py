@@ -288,23 +288,22 @@ def run(args: argparse.Namespace) -> int:
     )
     with text_unless_json_on_stdout(args.json):
         report = run_engine_check(options)
-        for check in report["checks"]:
-            word = "WARN" if check.get("status") == "warn" else "ok  " if check["ok"] else "FAIL"
-            print(f"  {word} {check['name']}: {check['detail']}")
-        for row in report.get("scenarios", []):
+        for check in report.checks:
+            print(f"  {report.word(check)} {check.name}: {check.detail}")
+        for row in report.scenarios or ():
             print(f"  scenario {row['scenario']} forces: {row['forces']}")
-    emit_json(report, args.json)
-    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    emit_json(report.to_json(), args.json)
+    failed = report.failed
     stream = sys.stdout if not failed else sys.stderr
     if failed:
-        print(f"==> engine check FAILED ({report['seconds']} s): {', '.join(failed)}", file=stream)
+        print(f"==> engine check FAILED ({report.seconds} s): {', '.join(failed)}", file=stream)
         return 1
     what = (
         "the audit passed in every scenario"
-        if report.get("scenarios")
+        if report.scenarios
         else "J0 runs in vLLM's engine as the article says"
     )
     say = args.json != JSON_ON_STDOUT
     if say:
-        print(f"==> engine check PASSED ({report['seconds']} s): {what}")
+        print(f"==> engine check PASSED ({report.seconds} s): {what}")
     return 0

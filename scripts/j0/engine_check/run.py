@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS
-from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import first_model, get_text
 from j0.engine.launcher import (
     MAX_MODEL_LEN,
@@ -25,6 +24,7 @@ from j0.engine.launcher import (
     wait_healthy,
 )
 from j0.engine_check import checks
+from j0.engine_check.check_report import EngineCheckReport
 from j0.engine_check.requests import Exchange, exchange
 from j0.engine_check.scenario_record import ScenarioRecord
 from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
@@ -220,7 +220,7 @@ def tiny_models(
 
 def run_engine_check(
     options: EngineCheckOptions, say: Callable[[str], None] = print
-) -> dict[str, Any]:
+) -> EngineCheckReport:
     """The check as the options say (cli.py): the report `--json` prints (verdict, mode, checks,
     the status of the J0-on server...; scenario_check's with --scenario)."""
     pins = load_pins()
@@ -268,21 +268,19 @@ def run_engine_check(
                     ]
                 )
             )
-        passed = all(c.ok for c in found)
-        report = {
-            "verdict": "PASS" if passed else "FAIL",
-            "mode": "here" if options.here else f"image {options.image}",
-            "graphs": options.graphs,
-            "num_speculative_tokens": options.tokens,
-            "max_tokens": options.max_tokens,
-            "seconds": round(time.monotonic() - started, 1),
-            "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in runs},
-            "checks": [c.to_verdict_json() for c in found],
-            "status": on.status.to_json() if on.status is not None else None,
-            "kept": str(work) if options.keep else None,
-        }
+        report = EngineCheckReport(
+            mode="here" if options.here else f"image {options.image}",
+            graphs=options.graphs,
+            num_speculative_tokens=options.tokens,
+            max_tokens=options.max_tokens,
+            seconds=round(time.monotonic() - started, 1),
+            healthy_after_s={r.setting.name: round(r.healthy_after_s, 1) for r in runs},
+            checks=tuple(found),
+            kept=str(work) if options.keep else None,
+            status=on.status,
+        )
         if options.keep:
-            write_text_atomic(work / "engine-check.json", json.dumps(report, indent=2) + "\n")
+            report.keep(work)
     return report
 
 
@@ -318,7 +316,7 @@ def scenario_check(
     tree: Path,
     work: Path,
     say: Callable[[str], None],
-) -> dict[str, Any]:
+) -> EngineCheckReport:
     """The scenarios on a J0-on server running the audited article's file (VLLM_DFLASH_AUDIT)
     and a J0-off server running the article's file, both with the settings the scenarios force;
     checks: identity, the patch's log lines, and one per scenario (audit, outputs on vs off)."""
@@ -370,25 +368,24 @@ def scenario_check(
     for name, results in (("j0-on", on_results), ("j0-off", off_results)):
         records = [r.to_json() for r in results]
         (work / f"scenarios-{name}.json").write_text(json.dumps(records, indent=1) + "\n")
-    report = {
-        "verdict": "PASS" if all(c.ok for c in found) else "FAIL",
-        "mode": "here",
-        "graphs": options.graphs,
-        "num_speculative_tokens": options.tokens,
-        "max_tokens": options.max_tokens,
-        "seconds": round(time.monotonic() - started, 1),
-        "healthy_after_s": {r.setting.name: round(r.healthy_after_s, 1) for r in (on, off)},
-        "settings": {
+    report = EngineCheckReport(
+        mode="here",
+        graphs=options.graphs,
+        num_speculative_tokens=options.tokens,
+        max_tokens=options.max_tokens,
+        seconds=round(time.monotonic() - started, 1),
+        healthy_after_s={r.setting.name: round(r.healthy_after_s, 1) for r in (on, off)},
+        checks=tuple(found),
+        kept=str(work) if options.keep else None,
+        settings={
             "max_num_seqs": ARTICLE_MAX_NUM_SEQS,
             "max_model_len": SCENARIO_MAX_MODEL_LEN,
             "max_num_batched_tokens": chosen.max_num_batched_tokens,
             "num_gpu_blocks_override": chosen.num_gpu_blocks_override,
             "prefix_caching": chosen.prefix_caching,
         },
-        "checks": [{**c.to_verdict_json(), "status": c.status} for c in found],
-        "scenarios": rows,
-        "kept": str(work) if options.keep else None,
-    }
+        scenarios=tuple(rows),
+    )
     if options.keep:
-        write_text_atomic(work / "engine-check.json", json.dumps(report, indent=2) + "\n")
+        report.keep(work)
     return report
