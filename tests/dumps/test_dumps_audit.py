@@ -84,7 +84,7 @@ def test_a_mismatch_fails_and_is_named(tmp_path: Path, capsys: pytest.CaptureFix
 def test_records_of_several_engine_starts_add_up(tmp_path: Path) -> None:
     _write(tmp_path, [START, _step(0, [0])], "audit-1.jsonl")
     _write(tmp_path, [START, _step(0, [1]), _step(1, [1], mismatch=True)], "audit-2.jsonl")
-    from j0.dumps.audit import read_folder
+    from j0.article.audit_records import read_folder
 
     summary = read_folder(tmp_path)
     assert (summary.files, summary.starts, summary.steps, summary.row_mismatches) == (2, 2, 3, 1)

@@ -10,10 +10,10 @@ weights).
 
 from typing import Any
 
-# The face other commands use (issue 32): `j0 dumps check`'s run function and options, and the
-# audit's reading of a folder of records, its verdict and its line counts. Resolved on first use,
+# The face other commands use (issue 32): `j0 dumps check`'s run function and options (the
+# audit's records are read on the floor below, j0.article.audit_records). Resolved on first use,
 # so that `j0 --help` imports none of it.
-FACE = ("CheckOptions", "run_check", "read_audit_folder", "audit_verdict", "audit_line_counts")
+FACE = ("CheckOptions", "run_check")
 
 
 def __getattr__(name: str) -> Any:
@@ -21,12 +21,4 @@ def __getattr__(name: str) -> Any:
         from j0.dumps.check.run import CheckOptions, run_check
 
         return {"CheckOptions": CheckOptions, "run_check": run_check}[name]
-    if name in ("read_audit_folder", "audit_verdict", "audit_line_counts"):
-        from j0.dumps.audit import line_counts, read_folder, verdict
-
-        return {
-            "read_audit_folder": read_folder,
-            "audit_verdict": verdict,
-            "audit_line_counts": line_counts,
-        }[name]
     raise AttributeError(f"module 'j0.dumps' has no attribute {name!r}")

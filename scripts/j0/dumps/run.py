@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from j0.dumps.audit import AuditSummary
+    from j0.article.audit_records import AuditSummary
     from j0.dumps.compare import CompareReport
     from j0.dumps.show import Summary
 
@@ -66,7 +66,7 @@ class Audited:
 
 
 def run_audit(options: AuditOptions) -> Audited:
-    from j0.dumps.audit import read_folder, verdict
+    from j0.article.audit_records import read_folder, verdict
 
     summary = read_folder(options.folder)
     code, text = verdict(summary)

@@ -5,12 +5,12 @@ checked, mismatches, preemptions, outputs J0 on vs off.
 
 RESULTS holds one folder per server run, each with the scenarios.json that
 j0.engine_check.scenarios wrote and, for J0 on, the audit's records in its `audit/` folder. Each
-J0-on scenario's audit verdict comes from the records written while it ran (j0.dumps.audit, the
-same reader as `j0 dumps audit`). Outputs are compared with the J0-off run of the same prefix
-caching and mode: token for token in single-stream scenarios; under concurrency they are "not
-comparable" (a WARN: vLLM's batch-dependent numerics can change outputs J0 on vs off even for
-the base file), and so is a run with no J0-off partner. Writes RESULTS/table.md and
-RESULTS/table.json; exit 0 when written, 2 when RESULTS holds no run.
+J0-on scenario's audit verdict comes from the records written while it ran
+(j0.article.audit_records, the same reader as `j0 dumps audit`). Outputs are compared with the
+J0-off run of the same prefix caching and mode: token for token in single-stream scenarios;
+under concurrency they are "not comparable" (a WARN: vLLM's batch-dependent numerics can change
+outputs J0 on vs off even for the base file), and so is a run with no J0-off partner. Writes
+RESULTS/table.md and RESULTS/table.json; exit 0 when written, 2 when RESULTS holds no run.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from j0.dumps import audit_verdict as verdict
-from j0.dumps import read_audit_folder as read_folder
+from j0.article.audit_records import read_folder, verdict
 from j0.engine_check.scenario_record import SCENARIOS_JSON, ScenarioRecord, ScenariosRun
 from j0.errors import INPUT_LACKS, J0Error
 

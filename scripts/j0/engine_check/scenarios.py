@@ -128,7 +128,7 @@ def run_scenario(
     max_tokens: int,
     audit: Path | None,
 ) -> ScenarioRecord:
-    from j0.dumps import audit_line_counts as line_counts
+    from j0.article.audit_records import line_counts
 
     before_lines = line_counts(audit) if audit is not None else {}
     before = preemptions(url)

@@ -1,6 +1,6 @@
 """`j0 selfcheck --audit`: run an audited speculator.py's real kernels over the batteries and let
 the file's own J0 audit (overlay/jetspec-j0-audit.patch) write its per-step records, as it does
-in vLLM's engine; `j0 dumps audit` (j0/dumps/audit.py) then gives the verdict.
+in vLLM's engine; `j0 dumps audit` (j0/article/audit_records.py) then gives the verdict.
 
 Each step is run as DFlashSpeculator.propose runs it: the prefix-safe fill first where the file
 has it, then prepare_dflash_inputs with J0 on, then the audit's `check_step` with a stand-in for
@@ -145,8 +145,7 @@ def check_with_audit(
     path: Path, device: str, seed: int, cases: int, prefix_cache: bool, out: Path | None
 ) -> tuple[int, str]:
     """Run the audit over the batteries and read its records back: (exit code, report)."""
-    from j0.dumps import audit_verdict as verdict
-    from j0.dumps import read_audit_folder as read_folder
+    from j0.article.audit_records import read_folder, verdict
     from j0.selfcheck.kernels import load_speculator
 
     with tempfile.TemporaryDirectory(prefix="j0-audit-") as tmp:

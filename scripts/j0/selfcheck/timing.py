@@ -11,7 +11,7 @@ the draw). Two numbers per call:
   over the number of calls: the Python and launch cost the CPU pays per draft step.
 
 Each number is the median of REPEATS measurements. With --device cpu the "GPU" column is empty and
-the host time is Triton's interpreter: a smoke test, not a measurement.
+the host time is Triton's interpreter, one call per cell: a smoke test, not a measurement.
 """
 
 from __future__ import annotations
@@ -107,9 +107,11 @@ def _time_one(module: Any, case: Case, step: Step, device: str, j0: bool) -> dic
     def call() -> None:
         selfcheck.call_prepare_into(module, case, inputs, outputs, pool)
 
-    call()  # compile, warm up
-
     cuda = device == "cuda"
+    if cuda:
+        call()  # compile, warm up
+    # On the CPU Triton's interpreter has nothing to compile or warm: the one timed call is the
+    # smoke test's only call (a warm-up would double the interpreter's time and measure nothing).
     host_calls = HOST_CALLS if cuda else 1
     repeats = REPEATS if cuda else 1
     for _ in range(3 if cuda else 0):

@@ -1,4 +1,5 @@
-"""`j0 dumps audit FOLDER`: the verdict on the J0 audit's records.
+"""The J0 audit's records read back and judged: the one reader that `j0 dumps audit FOLDER`,
+`j0 engine-check --scenario` and `j0 selfcheck --audit` share.
 
 The audited speculator.py (overlay/jetspec-j0-audit.patch on the article's file or the prefix-safe
 variant; `j0 overlay build --audit`) writes, with VLLM_DFLASH_AUDIT=FOLDER and J0 on,
