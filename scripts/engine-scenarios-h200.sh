@@ -84,8 +84,7 @@ runs=(
 
 flags_of() {  # flags_of CACHING MODE PORT: the server's flags (the model comes first)
   local caching=$1 mode=$2 port=$3 spec
-  spec=$(printf '{"method":"dflash","model":"%s","num_speculative_tokens":%s,"kv_cache_dtype":"auto"}' \
-    "${draft:-DRAFT}" "$tokens")
+  spec=$(PYTHONPATH="$PWD/scripts" python3 -m j0.article.serving "${draft:-DRAFT}" "$tokens")
   echo --served-model-name target --speculative-config "$spec" --max-num-seqs 4 \
     --max-model-len 1024 --max-num-batched-tokens "$batched" --num-gpu-blocks-override "$blocks" \
     --kv-cache-memory-bytes 2147483648 --gpu-memory-utilization "$util" --host 127.0.0.1 \

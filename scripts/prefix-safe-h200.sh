@@ -95,8 +95,7 @@ serve() {
   local target=$1 draft=$2 caching=$3 dumps=$4 log=$5 flag=--enable-prefix-caching
   [[ $caching == on ]] || flag=--no-enable-prefix-caching
   local spec
-  spec=$(printf '{"method":"dflash","model":"%s","num_speculative_tokens":%s,"kv_cache_dtype":"auto"}' \
-    "$draft" "${TOKENS:-7}")
+  spec=$(python3 -m j0.article.serving "$draft" "${TOKENS:-7}")  # article/serving writes it
   python3 -m j0 image identity --prefix j0-entrypoint > "$log" 2>&1
   VLLM_DFLASH_CTX_NOISE=1 VLLM_DFLASH_DUMP="$dumps" VLLM_DFLASH_DUMP_STEPS=200 \
     setsid python3 -m vllm.entrypoints.cli.main serve "$target" --served-model-name target \

@@ -213,6 +213,9 @@ def test_the_script_plans_six_servers_and_starts_none(tmp_path: Path, fake_site:
     assert sum("--enforce-eager" in line for line in plan.values()) == 5
     assert all("--max-num-seqs 4" in line and "--num-gpu-blocks-override 80" in line
                for line in plan.values())  # fmt: skip
+    # The speculative config as the article passed it (written here, not by j0's code).
+    spec = '{"method":"dflash","model":"DRAFT","num_speculative_tokens":7,"kv_cache_dtype":"auto"}'
+    assert all(f"--speculative-config {spec} " in line for line in plan.values())
     assert not (tmp_path / "r").exists()
 
 
