@@ -10,12 +10,24 @@ from __future__ import annotations
 import hashlib
 import json
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from j0.edge.atomic import write_text_atomic
-from j0.errors import INPUT_LACKS, J0Error
+from j0.edge.fields import FieldTable, field_problem, shown
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 from j0.mini.sizes import HELDOUT_ONE_IN, MAX_FILE_BYTES, MIN_FILE_BYTES
+
+# One of corpus.json's files, as SourceFile.to_json writes it: (kinds, needed).
+# tests/mini/test_corpus.py holds it to the fields.
+FILE_FIELDS: FieldTable = {
+    "root": ((str,), True),
+    "relative": ((str,), True),
+    "size": ((int,), True),
+    "sha256": ((str,), True),
+    "heldout": ((bool,), True),
+}
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,18 @@ class SourceFile:
     @property
     def path(self) -> Path:
         return Path(self.root) / self.relative
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> SourceFile:
+        """The file, or J0Error naming `where`, the key, its value and what was expected."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+        if (problem := field_problem(value, FILE_FIELDS)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        return cls(**{key: value[key] for key in FILE_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -55,7 +79,7 @@ class Corpus:
             "heldout_files": len(self.heldout),
             "train_bytes": sum(f.size for f in self.train),
             "heldout_bytes": sum(f.size for f in self.heldout),
-            "files": [f.__dict__ for f in self.files],
+            "files": [f.to_json() for f in self.files],
         }
 
 
@@ -135,8 +159,14 @@ def read(path: Path) -> Corpus:
     """corpus.json back (for `j0 mini run`'s held-out prompts); each file checked by sha256."""
     if not path.is_file():
         raise J0Error(f"{path}: no such file; expected the corpus.json of `j0 mini train`", 2)
-    data = json.loads(path.read_text())
-    files = tuple(SourceFile(**f) for f in data["files"])
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except JSON_ERRORS as exc:
+        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+    listed = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        raise J0Error(f"{path}: no 'files' list; expected the corpus.json of `j0 mini train`", 2)
+    files = tuple(SourceFile.from_json(f, f"{path}: files[{i}]") for i, f in enumerate(listed))
     for f in files:
         if f.heldout and (
             not f.path.is_file() or hashlib.sha256(f.path.read_bytes()).hexdigest() != f.sha256

@@ -1,0 +1,64 @@
+"""corpus.json (j0.mini.train.corpus): its files' field table is SourceFile's fields, a corpus
+written reads back the same, and a file entry of other kinds is refused naming the file, the
+entry, the key and the value (never a TypeError from unpacking it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from j0.errors import J0Error
+from j0.mini.train import corpus as corpus_mod
+
+
+def test_the_field_table_is_the_fields() -> None:
+    fields = [f.name for f in dataclasses.fields(corpus_mod.SourceFile)]
+    assert fields == list(corpus_mod.FILE_FIELDS)
+
+
+def _corpus(tmp_path: Path) -> corpus_mod.Corpus:
+    files = []
+    for name, held in (("a.py", False), ("b.py", True)):
+        data = f"# {name}\n".encode()
+        (tmp_path / name).write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        files.append(corpus_mod.SourceFile(str(tmp_path), name, len(data), digest, held))
+    return corpus_mod.Corpus(tuple(files))
+
+
+def test_a_written_corpus_reads_back_the_same(tmp_path: Path) -> None:
+    made = _corpus(tmp_path)
+    corpus_mod.write(made, tmp_path / "corpus.json")
+    assert corpus_mod.read(tmp_path / "corpus.json") == made
+    written = json.loads((tmp_path / "corpus.json").read_text())
+    assert written["files"][1] == {
+        "root": str(tmp_path),
+        "relative": "b.py",
+        "size": 7,
+        "sha256": hashlib.sha256(b"# b.py\n").hexdigest(),
+        "heldout": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["files"][0].pop("sha256"), "files[0]: no 'sha256' (expected a string)"),
+        (lambda d: d["files"][1].update(size="7"), "files[1]: 'size' is \"7\", expected a whole"),
+        (lambda d: d["files"].append([]), "files[2]: [], expected an object"),
+        (lambda d: d.pop("files"), "no 'files' list"),
+    ],
+)
+def test_a_corpus_of_other_kinds_is_refused_naming_where(tmp_path: Path, edit, said: str) -> None:
+    path = tmp_path / "corpus.json"
+    corpus_mod.write(_corpus(tmp_path), path)
+    value = json.loads(path.read_text())
+    edit(value)
+    path.write_text(json.dumps(value))
+    with pytest.raises(J0Error) as caught:
+        corpus_mod.read(path)
+    assert said in str(caught.value) and str(path) in str(caught.value)
