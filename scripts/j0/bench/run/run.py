@@ -64,7 +64,7 @@ def run_bench(options: RunOptions) -> RunOutcome:
         return asyncio.run(_run(options, status))
 
 
-def run_as_command(options: RunOptions) -> int:
+def bench_exit_code(options: RunOptions) -> int:
     """What `j0 bench run` with these options exits with, its error printed as the `j0` command
     prints one (`j0: error: ...`, `j0: interrupted`): for the matrix, which runs it per setting."""
     try:

@@ -33,7 +33,7 @@ from j0.bench.matrix.compose.project import (
 )
 from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now, result_name
 from j0.bench.matrix.settings import SettingBench
-from j0.bench.run import run_as_command
+from j0.bench.run import bench_exit_code
 from j0.compose.server import compose_switches
 from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import healthy, wait_for_health
@@ -159,7 +159,7 @@ class ComposeBackend:
                 system_prompt_file=self.system_prompt_file,
                 log=None if setting.baseline else setting_dir / SERVER_LOG,
             )
-            code = run_as_command(bench.options())
+            code = bench_exit_code(bench.options())
             if out.is_file():
                 run.results = [f"{setting.name}/{result_name(None)}"]
             if code != 0:

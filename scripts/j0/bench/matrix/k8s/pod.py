@@ -196,7 +196,7 @@ def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: 
     index = completion_index(environ)
     task = task_of(plan, index)
     wait_for_server(url, health_timeout)
-    from j0.bench.run import run_as_command
+    from j0.bench.run import bench_exit_code
 
     with tempfile.TemporaryDirectory(prefix="j0-shard-") as tmp:
         prompts_path: str | None = None
@@ -209,7 +209,7 @@ def bench(environ: Mapping[str, str], out: TextIO = sys.stdout, health_timeout: 
         (Path(results_dir) / task.out).parent.mkdir(parents=True, exist_ok=True)
         shown = " ".join(run.command_line())
         print(f"j0 bench matrix: index {index}: j0 {shown}", file=out, flush=True)
-        code = run_as_command(run.options())
+        code = bench_exit_code(run.options())
     result = Path(results_dir) / task.out
     if result.is_file():
         out.write(encode_block(task.out, result.read_bytes()))
