@@ -361,3 +361,26 @@ def test_the_architecture_tree_names_every_module() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
     tree = text.split("```")[1]
     assert unnamed_modules(tree, PACKAGE) == []
+
+
+def test_every_face_name_resolves() -> None:
+    """A package's face (its FACE or __all__, resolved on first use) names only what it can
+    give: a name left behind by a move (a module that went down a floor) fails here, not in the
+    command that first asks for it."""
+    import importlib
+
+    found = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        if "__pycache__" in init.parts:
+            continue
+        dotted = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        tree = ast.parse(init.read_text())
+        names: list[str] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in ("FACE", "__all__") for t in node.targets
+            ):
+                names += list(ast.literal_eval(node.value))
+        module = importlib.import_module(dotted) if names else None
+        found += [f"{dotted}.{n}" for n in names if not hasattr(module, n)]
+    assert found == []
