@@ -344,7 +344,8 @@ def _run(args: argparse.Namespace) -> int:
     check_json_output(args.json)
     with text_unless_json_on_stdout(args.json):
         result = _run_mini_run(args)
-    text = (Path(result.summary["out"]) / "mini-run.md").read_text() + "\n" + result.verdict
+    assert result.summary is not None  # run_mini_run returns a summarized run or raises
+    text = (Path(result.summary.out) / "mini-run.md").read_text() + "\n" + result.verdict
     emit_result(text, json.dumps(result.to_json(), indent=2, default=str), args.json)
     return result.exit_code
 

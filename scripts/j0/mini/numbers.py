@@ -27,7 +27,6 @@ index. Without --write the command checks: exit 1 when a block differs from what
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 from j0.mini.manifest import read_manifest_file
+from j0.mini.run.run_summary import MINI_RUN_JSON, RunSummary
 from j0.mini.run.setting_record import SETTING_JSON, SettingRecord
 
 BLOCK = re.compile(
@@ -47,12 +47,6 @@ KINDS = ("training", "engine", "comparisons", "gate", "checks")
 
 def _f(value: Any, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
-
-
-def _json(path: Path) -> Any:
-    if not path.is_file():
-        raise J0Error(f"{path}: no such file (a numbers block names it)", INPUT_LACKS)
-    return json.loads(path.read_text())
 
 
 def training(folders: list[Path]) -> list[str]:
@@ -205,10 +199,12 @@ def gate(run: Path) -> list[str]:
 
 
 def checks(run: Path) -> list[str]:
-    summary = _json(run / "mini-run.json")
+    path = run / MINI_RUN_JSON
+    if not path.is_file():
+        raise J0Error(f"{path}: no such file (a numbers block names it)", INPUT_LACKS)
     lines = []
-    for name, s in summary["settings"].items():
-        lines += [f"- {name}: {line}" for line in s.get("lines") or []]
+    for name, s in RunSummary.read(path).records().items():
+        lines += [f"- {name}: {line}" for line in s.lines or []]
     return lines
 
 

@@ -20,6 +20,7 @@ from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_re
 from j0.engine import spec_counts
 from j0.engine.j0_ran import ON_OFF
 from j0.measure import repetition, stats
+from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import DFLASH, NGRAM, SettingRecord
 from j0.mini.train.batch import J0_INIT, MASK_INIT
 
@@ -311,40 +312,39 @@ def _j0_as_run(s: SettingRecord) -> str:
     return f"{j0} ({s.j0_from if s.has('j0_from') else 'no server log'})"
 
 
-def sampling_words(summary: dict[str, Any]) -> str:
+def sampling_words(summary: RunSummary) -> str:
     """How the requests were sampled: greedy, or at the miniature's temperature (acceptance
     then under vLLM's rejection sampling: a greedy draft token is kept with the target's
     probability of it at that temperature)."""
-    temperature = summary.get("temperature") or 0
+    temperature = summary.temperature or 0
     if not temperature:
         return "greedy"
     return (
         f"sampled at temperature {temperature} (mini.json) with a seed per request from "
-        f"--sample-seed {summary.get('sample_seed')} (acceptance under rejection sampling)"
+        f"--sample-seed {summary.sample_seed} (acceptance under rejection sampling)"
     )
 
 
-def servers_words(summary: dict[str, Any]) -> str:
-    servers = summary.get("servers_at_once") or 1
+def servers_words(summary: RunSummary) -> str:
+    servers = summary.servers_at_once or 1
     if servers <= 1:
         return ""
     return f"; up to {servers} servers at once on the GPU (speedups measured side by side)"
 
 
-def markdown(summary: dict[str, Any]) -> str:
+def markdown(summary: RunSummary) -> str:
     from j0.measure.stats_table import STATS_TEXT, comparison_header, comparison_row
 
     lines = [
         "# j0 mini run",
         "",
-        f"max-model-len {summary['max_model_len']}; {summary['requests_per_context']} prompts per "
-        f"context ({', '.join(map(str, summary['contexts']))} tokens), {summary['max_tokens']} "
-        f"tokens each, {sampling_words(summary)}, prefix caching off; {summary['slots']} "
+        f"max-model-len {summary.max_model_len}; {summary.requests_per_context} prompts per "
+        f"context ({', '.join(map(str, summary.contexts))} tokens), {summary.max_tokens} "
+        f"tokens each, {sampling_words(summary)}, prefix caching off; {summary.slots} "
         f"request slots (requests in flight); J0 seeds "
-        f"{', '.join(map(str, summary['j0_seeds']))}"
+        f"{', '.join(map(str, summary.j0_seeds or []))}"
         f"{servers_words(summary)}.",
-        "Trained: "
-        + ", ".join(f"{key} {value}" for key, value in (summary.get("trained") or {}).items()),
+        "Trained: " + ", ".join(f"{key} {value}" for key, value in (summary.trained or {}).items()),
         "",
         "## Settings",
         "",
@@ -358,15 +358,15 @@ def markdown(summary: dict[str, Any]) -> str:
         "| setting | J0 as run | acceptance length (pooled) | request mean by context | checks |",
         "|---|---|---|---|---|",
     ]
-    for name, value in summary["settings"].items():
-        s = SettingRecord.from_json(value)  # the records summarize just gathered
+    for name, s in summary.records().items():
         checks = "; ".join(s.lines or [])
         length = s.pooled_acceptance_length
         pooled_text = "n/a" if length is None else length
         lines.append(
             f"| {name} | {_j0_as_run(s)} | {pooled_text} | {_pooled_by_context(s)} | {checks} |"
         )
-    gate = summary["gate"]
+    gate, comps = summary.gate, summary.comparisons
+    assert gate is not None and comps is not None  # summarize writes both (older runs lack them)
     word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]
     lines += [
         "",
@@ -380,7 +380,6 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
     ]
     lines += gate_table(gate)
-    comps = summary["comparisons"]
     lines += ["", "## Comparisons (request means, paired by prompt id)", "", STATS_TEXT, ""]
     for k, block in comps["by_tokens"].items():
         if not block:
@@ -410,8 +409,8 @@ def markdown(summary: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += [
-        *[f"- problem: {p}" for p in summary["problems"]],
-        *[f"- missing: {m}" for m in summary["missing"]],
+        *[f"- problem: {p}" for p in summary.problems],
+        *[f"- missing: {m}" for m in summary.missing],
         "",
     ]
     return "\n".join(lines)

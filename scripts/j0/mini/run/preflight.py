@@ -13,7 +13,6 @@ a run that passed, or not of `j0 mini run`, is refused (64).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,11 +54,13 @@ def preflight(variant: str, stand_in: bool) -> IdentityRecord:
 
 
 def _passed(summary: Path) -> bool:
+    """Whether the folder's mini-run.json says the run passed (one that cannot be read: no)."""
+    from j0.mini.run.run_summary import RunSummary
+
     try:
-        doc = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return RunSummary.read(summary).passed
+    except (OSError, J0Error):
         return False
-    return isinstance(doc, dict) and not doc.get("problems") and not doc.get("missing")
 
 
 def check_run_dir(work: Path) -> str | None:

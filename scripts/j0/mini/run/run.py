@@ -44,6 +44,7 @@ from j0.edge.atomic import write_text_atomic
 from j0.engine.identity_record import IdentityRecord
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
+from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import BASELINE, NGRAM, SETTING_JSON, SettingRecord
 from j0.mini.train.run import DRAFTERS
 
@@ -82,7 +83,7 @@ class MiniRunOptions:
 
 @dataclass
 class MiniRunResult:
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary | None = None  # mini-run.json, once the run is summarized
     problems: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
@@ -105,7 +106,7 @@ class MiniRunResult:
             "exit_code": self.exit_code,
             "problems": self.problems,
             "missing": self.missing,
-            "summary": self.summary,
+            "summary": self.summary.to_json() if self.summary is not None else {},
         }
 
 
@@ -363,30 +364,32 @@ def summarize(
     if (failed := compare.gate_problem(gate)) is not None:
         result.problems.append(failed)
     comparisons = compare.comparisons(data, settings, contexts, options.tokens)
-    result.summary = {
-        "out": str(work),
-        "max_model_len": length,
-        "trained": {key: getattr(manifest, key) for key in TRAINED_KEYS},
-        "temperature": (temperature := manifest.temperature()),
-        "sample_seed": options.sample_seed if temperature > 0 else None,
-        "servers_at_once": options.servers,
-        "contexts": list(contexts),
-        "tokens": list(options.tokens),
-        "requests_per_context": options.requests,
-        "max_tokens": options.max_tokens,
-        "slots": options.slots,
-        "j0_seeds": list(seeds_of(options)),
-        "seconds": round(time.monotonic() - started, 1),
-        "variant": options.variant,
-        "speculator": speculator.to_json(),
-        "settings": {name: record.to_json() for name, record in settings.items()},
-        "gate": gate,
-        "comparisons": comparisons,
-        "reports": reports,
-        "problems": result.problems,
-        "missing": result.missing,
-    }
-    write_text_atomic(work / "mini-run.json", json.dumps(result.summary, indent=1) + "\n")
+    result.summary = RunSummary.from_json(
+        {
+            "out": str(work),
+            "max_model_len": length,
+            "trained": {key: getattr(manifest, key) for key in TRAINED_KEYS},
+            "temperature": (temperature := manifest.temperature()),
+            "sample_seed": options.sample_seed if temperature > 0 else None,
+            "servers_at_once": options.servers,
+            "contexts": list(contexts),
+            "tokens": list(options.tokens),
+            "requests_per_context": options.requests,
+            "max_tokens": options.max_tokens,
+            "slots": options.slots,
+            "j0_seeds": list(seeds_of(options)),
+            "seconds": round(time.monotonic() - started, 1),
+            "variant": options.variant,
+            "speculator": speculator.to_json(),
+            "settings": {name: record.to_json() for name, record in settings.items()},
+            "gate": gate,
+            "comparisons": comparisons,
+            "reports": reports,
+            "problems": result.problems,
+            "missing": result.missing,
+        }
+    )
+    result.summary.write(work)
     write_text_atomic(work / "mini-run.md", compare.markdown(result.summary))
 
 

@@ -1,0 +1,117 @@
+"""mini-run.json, the summary of a `j0 mini run` folder, as a type: how the run was made (its
+folder, context length, the training it read, sampling, servers at once, contexts, draft tokens,
+prompts, slots, J0's seeds, seconds, the variant and the speculator.py it served), every
+setting's record (setting.json's, by name), the gate, the comparisons, the reports, and the
+problems and missing pieces. `j0 mini run` writes it last (so a folder without one did not
+finish); its markdown, `j0 mini numbers` and the next run's check of the folder read it through
+this type. The keys are the ones written, in their order: the first runs wrote fewer (no
+sampling, slots, seeds, gate or comparisons), and are read as they are.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from j0.edge.fields import NUMBER, FieldTable, KeptKeys, field_problem, shown
+from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.mini.run.setting_record import SettingRecord
+
+MINI_RUN_JSON = "mini-run.json"
+_NONE = type(None)
+# (kinds, needed), in the writer's order; tests/mini/test_run_summary.py holds it to the fields.
+SUMMARY_FIELDS: FieldTable = {
+    "out": ((str,), True),
+    "max_model_len": ((int,), True),
+    "trained": ((dict,), False),
+    "temperature": (NUMBER, False),
+    "sample_seed": ((int, _NONE), False),
+    "servers_at_once": ((int,), False),
+    "contexts": ((list,), True),
+    "tokens": ((list,), False),
+    "requests_per_context": ((int,), True),
+    "max_tokens": ((int,), True),
+    "slots": ((int,), False),
+    "j0_seeds": ((list,), False),
+    "seconds": (NUMBER, False),
+    "variant": ((str,), False),
+    "speculator": ((dict,), False),
+    "settings": ((dict,), True),
+    "gate": ((dict,), False),
+    "comparisons": ((dict,), False),
+    "reports": ((dict,), False),
+    "problems": ((list,), True),
+    "missing": ((list,), True),
+}
+
+
+@dataclass
+class RunSummary(KeptKeys):
+    """The summary (SUMMARY_FIELDS says each key); a key it lacks reads as None."""
+
+    FIELD_TABLE = SUMMARY_FIELDS
+
+    out: str = ""
+    max_model_len: int = 0
+    trained: dict[str, Any] | None = None
+    temperature: float | None = None
+    sample_seed: int | None = None
+    servers_at_once: int | None = None
+    contexts: list[int] = field(default_factory=list)
+    tokens: list[int] | None = None
+    requests_per_context: int = 0
+    max_tokens: int = 0
+    slots: int | None = None
+    j0_seeds: list[int] | None = None
+    seconds: float | None = None
+    variant: str | None = None
+    speculator: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # setting.json's records, by name
+    gate: dict[str, Any] | None = None
+    comparisons: dict[str, Any] | None = None
+    reports: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    keys: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """Every setting ran and every check passed: nothing in problems or missing."""
+        return not self.problems and not self.missing
+
+    def records(self) -> dict[str, SettingRecord]:
+        """The settings' records as their type (as they were gathered from setting.json)."""
+        return {name: SettingRecord.from_json(value) for name, value in self.settings.items()}
+
+    @classmethod
+    def checked(cls, value: Any, where: str) -> RunSummary:
+        """The summary, or J0Error naming `where`, the key, its value and what was expected."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+        if (problem := field_problem(value, SUMMARY_FIELDS)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        for name, record in value["settings"].items():
+            if not isinstance(record, dict):
+                raise J0Error(
+                    f"{where}: settings[{name!r}] is {shown(record)}, expected an object",
+                    INPUT_LACKS,
+                )
+        return cls.from_json(value)
+
+    @classmethod
+    def read(cls, path: Path) -> RunSummary:
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except JSON_ERRORS as exc:
+            raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+        return cls.checked(value, str(path))
+
+    def write(self, work: Path) -> None:
+        from j0.edge.atomic import write_text_atomic
+
+        write_text_atomic(work / MINI_RUN_JSON, json.dumps(self.to_json(), indent=1) + "\n")
