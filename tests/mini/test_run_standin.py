@@ -110,6 +110,10 @@ def test_the_matrix_runs_and_is_reported(trained: Path, article_vllm: Path) -> N
         assert f"| {name} | n/a |" in (run / "mini-run.md").read_text()
     assert on["dumps_check"]["verdict"] == "PASS"
     assert on["dumps_check"]["draws_verified"] == on["dumps_check"]["draws"] > 0
+    # the slots the check inferred, as its own report beside the dumps names them
+    report = json.loads((run / "drafter-j0" / "k7-j0-on" / "dumps-check.json").read_text())
+    slots = [r["slot"] for r in report["requests"] if isinstance(r["slot"], int)]
+    assert on["dumps_check"]["slots"] == slots and slots
     assert on["dump_pass"]["requests"] >= 1
     assert (run / "drafter-j0" / "k7-j0-on" / "dumps-check.json").is_file()
     assert "dumps/step0000.pt" in (run / "drafter-j0" / "k7-j0-on" / "dumps-sha256.txt").read_text()

@@ -361,15 +361,11 @@ def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
 
 
 def slots_of(report: Any) -> list[int]:
-    """The request slots the dumps check found for the dumped requests."""
+    """The request slots the dumps check found for the dumped requests (its CheckReport's
+    requests, read as their type), in order; none where there is no report."""
     if report is None:
         return []
-    doc = report.to_json()
-    found = []
-    for r in doc.get("requests") or []:
-        if isinstance(r, dict) and isinstance(r.get("slot"), int):
-            found.append(r["slot"])
-    return found
+    return [r.slot for r in report.requests if r.slot is not None]
 
 
 def crosscheck_line(
