@@ -513,3 +513,36 @@ def test_torch_cuda_names_the_variant_folder(cuda: str | None, variant: str) -> 
     from j0.engine.wheel_index import variant_of_cuda
 
     assert variant_of_cuda(cuda) == variant
+
+
+def test_the_engine_records_field_table_is_its_fields() -> None:
+    from dataclasses import fields
+
+    from j0.image.engine_step import ENGINE_FIELDS, EngineRecord
+
+    assert list(ENGINE_FIELDS) == [f.name for f in fields(EngineRecord)]
+
+
+def test_the_build_step_reads_the_engine_record_typed_and_refuses_other_kinds(
+    tmp_path: Path,
+) -> None:
+    """What the engine step writes reads back as it was; a record of another route or with a
+    key of another kind is refused naming the file and the key (exit 2), never put into the
+    manifest."""
+    from j0.errors import J0Error
+    from j0.image.build_step import read_engine_record
+    from j0.image.engine_step import EngineRecord
+
+    made = EngineRecord(route="wheel", wheel_name="vllm-0.33.0.whl", torch_cuda="13.0")
+    path = tmp_path / "engine.json"
+    path.write_text(json.dumps(made.to_json(), indent=2) + "\n")
+    assert read_engine_record(path) == made
+    for key, value, said in (
+        ("route", "docker", "'route' is \"docker\", expected wheel or image"),
+        ("requires_dist", "3", "'requires_dist' is \"3\", expected a whole number"),
+        ("torch_cuda", 13, "'torch_cuda' is 13, expected a string or null"),
+    ):
+        path.write_text(json.dumps({**made.to_json(), key: value}))
+        with pytest.raises(J0Error) as caught:
+            read_engine_record(path)
+        assert f"{path}: {said}" in str(caught.value) and caught.value.exit_code == 2

@@ -46,8 +46,9 @@ from j0.edge.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
+from j0.image.engine_step import EngineRecord
 from j0.image.manifest import ImageManifest
-from j0.pins import ENGINES, Pins, load_pins
+from j0.pins import Pins, load_pins
 
 MANIFEST_PATH = Path("/opt/j0/manifest.json")
 PROG = "j0 image build step"
@@ -193,7 +194,7 @@ def install(
     labelled: tuple[str, str] = ("", ""),
     source: str = "",
     created: str = "",
-    engine_record: dict[str, object] | None = None,
+    engine_record: EngineRecord | None = None,
     variant: str = ARTICLE_VARIANT,
 ) -> dict[str, object]:
     check_variant_name(variant, "J0_VARIANT")
@@ -255,13 +256,17 @@ def install(
         "vllm_release_pinned": pins.vllm_release,
         # How the engine got here (j0.image.engine_step's record): route `wheel` (the release
         # image with VLLM_COMMIT's wheel: index, wheel name, sha256) or `image` (the base's own).
-        "engine_route": str((engine_record or {}).get("route", "image")),
-        "engine": engine_record or {"route": "image", "note": "no engine step record"},
+        "engine_route": engine_record.route if engine_record else "image",
+        "engine": (
+            engine_record.to_json()
+            if engine_record
+            else {"route": "image", "note": "no engine step record"}
+        ),
         # The base's torch.version.cuda (the engine step read its torch/version.py), and on the
         # wheel route the index's variant folder taken for it (cu130 for 13.0): `j0 doctor`
         # judges the host's driver by this CUDA.
-        "torch_cuda": (engine_record or {}).get("torch_cuda"),
-        "wheel_variant": str((engine_record or {}).get("wheel_variant", "")),
+        "torch_cuda": engine_record.torch_cuda if engine_record else None,
+        "wheel_variant": engine_record.wheel_variant if engine_record else "",
         "python": sys.executable,
         "python_version": platform.python_version(),
         "vllm_dir": str(vllm_dir),
@@ -298,18 +303,16 @@ def install(
     return manifest
 
 
-def read_engine_record(path: Path | None) -> dict[str, object] | None:
-    """The engine step's record, or None without one; a record that is not a JSON object of a
-    known route is refused (the manifest must not claim a route that did not run)."""
+def read_engine_record(path: Path | None) -> EngineRecord | None:
+    """The engine step's record as its type (j0.image.engine_step), or None without one; a
+    record of other kinds, or of a route that is not wheel or image, is refused (exit 2)."""
     if path is None:
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise J0Error(f"{path}: cannot read the engine step's record ({exc})", 2) from None
-    if not isinstance(record, dict) or record.get("route") not in ENGINES:
-        raise J0Error(f"{path}: expected a JSON object with route wheel or image", exit_code=2)
-    return record
+    return EngineRecord.from_json(value, str(path))
 
 
 def build_parser() -> argparse.ArgumentParser:

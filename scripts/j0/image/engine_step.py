@@ -39,14 +39,16 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from j0.edge import urls
 from j0.edge.atomic import write_text_atomic
+from j0.edge.fields import FieldTable, field_problem, shown
 from j0.engine import wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
-from j0.errors import J0Error
+from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import ENGINES, Pins, load_pins, wheel_index_for
 
 PROG = "j0 image engine step"
@@ -89,6 +91,40 @@ class EngineRecord:
     torch_version: str = ""
     torch_cuda: str | None = None
     torch_version_file: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """/opt/j0/engine.json, as the step writes it (and the manifest's `engine` holds it)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> EngineRecord:
+        """The record the build step reads back, or J0Error (exit 2) naming `where`, the key and
+        its value: the manifest must not claim a route that did not run."""
+        if not isinstance(value, dict):
+            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+        if (problem := field_problem(value, ENGINE_FIELDS)) is not None:
+            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        if value["route"] not in ENGINES:
+            raise J0Error(
+                f"{where}: 'route' is {shown(value['route'])}, expected wheel or image", INPUT_LACKS
+            )
+        return cls(**{key: value[key] for key in ENGINE_FIELDS})
+
+
+# engine.json's keys as to_json writes every one of them: (kinds, needed).
+# tests/image/test_wheel_route.py holds it to EngineRecord's fields.
+ENGINE_FIELDS: FieldTable = {
+    **{key: ((str,), True) for key in ("route", "wheel_index", "wheel_variant")},
+    **{key: ((str,), True) for key in ("wheel_variant_index", "wheel_name", "wheel_url")},
+    **{key: ((str,), True) for key in ("wheel_sha256", "wheel_sha256_pinned", "engine_version")},
+    **{key: ((str,), True) for key in ("engine_commit", "installer")},
+    "requires_dist": ((int,), True),
+    "pip_check": ((str,), True),
+    "pip_check_other": ((list,), True),
+    "torch_version": ((str,), True),
+    "torch_cuda": ((str, type(None)), True),
+    "torch_version_file": ((str,), True),
+}
 
 
 def check_sha256(facts: WheelFacts, pinned: str, from_index: str, index: str) -> None:
@@ -401,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    write_text_atomic(args.record, json.dumps(asdict(record), indent=2) + "\n")
+    write_text_atomic(args.record, json.dumps(record.to_json(), indent=2) + "\n")
     if record.route == "wheel":
         checker = checker_name(record.installer)
         print(f"{PROG}: installed {record.wheel_name} sha256={record.wheel_sha256}")
