@@ -164,10 +164,13 @@ def test_disk_fails_when_the_download_does_not_fit(tmp_path: Path) -> None:
     free = shutil.disk_usage(tmp_path).free
     fits = disk.check([disk.Download("a", tmp_path / "new" / "dir", 1, False)])
     assert fits.status == "ok" and str(tmp_path / "new" / "dir") in fits.detail
+    # Each three quarters of what is free: together 1.5 times it, so other tests freeing or
+    # filling the disk between the two readings of free space cannot change the verdict (with
+    # halves plus one byte, a fresh .ci/run once read more free space the second time: warn).
     too_big = disk.check(
         [
-            disk.Download("target", tmp_path / "a", free // 2 + 1, False),
-            disk.Download("drafter", tmp_path / "b", free // 2 + 1, True),
+            disk.Download("target", tmp_path / "a", free * 3 // 4, False),
+            disk.Download("drafter", tmp_path / "b", free * 3 // 4, True),
         ]
     )
     assert too_big.status == "fail"  # the same filesystem: the two add up
