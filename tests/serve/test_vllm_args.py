@@ -11,7 +11,7 @@ import pytest
 from j0.errors import USAGE, J0Error
 from j0.serve import vllm_args
 from j0.serve.vllm_options import TABLE
-from serve.vllm_parser import vllm_parser
+from serve.vllm_parser import FAILED, vllm_parser
 
 A = '{"method":"dflash","model":"/d","num_speculative_tokens":15}'
 A_VALUE = {"method": "dflash", "model": "/d", "num_speculative_tokens": 15}
@@ -104,7 +104,7 @@ def test_what_vllm_refuses_is_refused(args: list[str]) -> None:
 
 def test_vllms_parser_was_the_reference_here() -> None:
     """The test environment has vLLM 0.33.0 and torch: the reference above did run."""
-    assert vllm_parser() is not None
+    assert vllm_parser() is not None, FAILED
 
 
 def test_the_table_is_vllms_option_list() -> None:
