@@ -91,3 +91,16 @@ def field_problem(
         if not is_of(mapping[key], kinds):
             return f"{key!r} is {shown(mapping[key])}, expected {name_of(kinds)}"
     return None
+
+
+def checked_object(value: Any, table: FieldTable, where: str) -> dict[str, Any]:
+    """`value` where it is an object whose keys are as `table` says; else J0Error (exit 2)
+    naming `where` and, from field_problem, the key, its value and what was expected. The one
+    check every typed document's reader starts with."""
+    from j0.errors import INPUT_LACKS, J0Error
+
+    if not isinstance(value, dict):
+        raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
+    if (problem := field_problem(value, table)) is not None:
+        raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+    return value

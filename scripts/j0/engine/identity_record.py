@@ -14,8 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from j0.edge.fields import FieldTable, KeptKeys, field_problem, shown
-from j0.errors import INPUT_LACKS, J0Error
+from j0.edge.fields import FieldTable, KeptKeys, checked_object
 
 if TYPE_CHECKING:
     from j0.article.identity import Identity
@@ -74,10 +73,7 @@ class IdentityRecord(KeptKeys):
     @classmethod
     def read(cls, value: Any, where: str) -> IdentityRecord:
         """The record, or J0Error naming `where`, the key, its value and what was expected."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, IDENTITY_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, IDENTITY_FIELDS, where)
         return cls.from_json(value)
 
     def text(self) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
-from j0.edge.fields import NUMBER, FieldTable, field_problem, shown
+from j0.edge.fields import NUMBER, FieldTable, checked_object, shown
 from j0.engine.j0_ran import ON_OFF
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 
@@ -55,14 +55,6 @@ RUN_FIELDS: FieldTable = {
 }
 
 
-def _checked(value: Any, table: FieldTable, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-    if (problem := field_problem(value, table)) is not None:
-        raise J0Error(f"{where}: {problem}", INPUT_LACKS)
-    return value
-
-
 def _whole_numbers(value: list[Any]) -> bool:
     return all(isinstance(x, int) and not isinstance(x, bool) for x in value)
 
@@ -95,7 +87,7 @@ class RequestRecord:
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> RequestRecord:
-        checked = _checked(value, REQUEST_FIELDS, where)
+        checked = checked_object(value, REQUEST_FIELDS, where)
         ids = checked["output_token_ids"]
         if ids is not None and not _whole_numbers(ids):
             raise J0Error(
@@ -139,7 +131,7 @@ class ScenarioRecord:
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> ScenarioRecord:
-        checked = _checked(value, SCENARIO_FIELDS, where)
+        checked = checked_object(value, SCENARIO_FIELDS, where)
         lines: dict[str, tuple[int, int]] = {}
         for name, span in checked["audit_lines"].items():
             if not (isinstance(span, list) and len(span) == 2 and _whole_numbers(span)):
@@ -188,7 +180,7 @@ class ScenariosRun:
     @classmethod
     def from_json(cls, value: Any, where: str) -> ScenariosRun:
         """The run, or J0Error (exit 2) naming `where`, the part, the key and its value."""
-        checked = _checked(value, RUN_FIELDS, where)
+        checked = checked_object(value, RUN_FIELDS, where)
         for key, allowed in (("file", FILES), ("caching", ON_OFF), ("j0", ON_OFF), ("mode", MODES)):
             if checked[key] not in allowed:
                 raise J0Error(

@@ -43,7 +43,7 @@ from typing import Any
 
 from j0.edge import urls
 from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, field_problem, shown
+from j0.edge.fields import FieldTable, checked_object, shown
 from j0.engine import wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
@@ -100,10 +100,7 @@ class EngineRecord:
     def from_json(cls, value: Any, where: str) -> EngineRecord:
         """The record the build step reads back, or J0Error (exit 2) naming `where`, the key and
         its value: the manifest must not claim a route that did not run."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, ENGINE_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, ENGINE_FIELDS, where)
         if value["route"] not in ENGINES:
             raise J0Error(
                 f"{where}: 'route' is {shown(value['route'])}, expected wheel or image", INPUT_LACKS

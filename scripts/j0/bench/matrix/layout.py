@@ -22,7 +22,7 @@ from typing import Any
 
 from j0.compose.server import Setting
 from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, field_problem, shown
+from j0.edge.fields import FieldTable, checked_object, shown
 from j0.engine import server_log
 from j0.engine.j0_ran import STATES, UNKNOWN, J0Ran, asked_differs, j0_ran
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
@@ -178,10 +178,7 @@ class SettingEntry:
     @classmethod
     def from_json(cls, value: Any, where: str) -> SettingEntry:
         """The entry, or J0Error naming `where`, the key, its value and what was expected."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, ENTRY_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, ENTRY_FIELDS, where)
         if value["num_speculative_tokens"] < 0:
             raise J0Error(
                 f"{where}: 'num_speculative_tokens' is {value['num_speculative_tokens']}, "

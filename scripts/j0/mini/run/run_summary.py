@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, KeptKeys, field_problem, shown
+from j0.edge.fields import NUMBER, FieldTable, KeptKeys, checked_object, shown
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 from j0.mini.run.setting_record import SettingRecord
 
@@ -91,10 +91,7 @@ class RunSummary(KeptKeys):
     @classmethod
     def checked(cls, value: Any, where: str) -> RunSummary:
         """The summary, or J0Error naming `where`, the key, its value and what was expected."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, SUMMARY_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, SUMMARY_FIELDS, where)
         for name, record in value["settings"].items():
             if not isinstance(record, dict):
                 raise J0Error(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, KeptKeys, field_problem, shown
+from j0.edge.fields import NUMBER, FieldTable, KeptKeys, checked_object, shown
 from j0.engine.j0_ran import OFF, ON
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 
@@ -110,10 +110,7 @@ class SettingRecord(KeptKeys):
     @classmethod
     def checked(cls, value: Any, where: str) -> SettingRecord:
         """The record, or J0Error naming `where`, the key, its value and what was expected."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, SETTING_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, SETTING_FIELDS, where)
         if value["kind"] not in KINDS:
             raise J0Error(
                 f"{where}: 'kind' is {shown(value['kind'])}, expected one of "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, field_problem, shown
+from j0.edge.fields import FieldTable, checked_object
 from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
 from j0.mini.sizes import HELDOUT_ONE_IN, MAX_FILE_BYTES, MIN_FILE_BYTES
 
@@ -48,10 +48,7 @@ class SourceFile:
     @classmethod
     def from_json(cls, value: Any, where: str) -> SourceFile:
         """The file, or J0Error naming `where`, the key, its value and what was expected."""
-        if not isinstance(value, dict):
-            raise J0Error(f"{where}: {shown(value)}, expected an object", INPUT_LACKS)
-        if (problem := field_problem(value, FILE_FIELDS)) is not None:
-            raise J0Error(f"{where}: {problem}", INPUT_LACKS)
+        checked_object(value, FILE_FIELDS, where)
         return cls(**{key: value[key] for key in FILE_FIELDS})
 
 
