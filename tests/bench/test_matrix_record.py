@@ -72,7 +72,7 @@ def test_a_missing_key_a_record_that_is_not_json_or_not_a_list_is_named(tmp_path
         (json.dumps({"settings": [{"name": "k7-j0-on", "j0": True}]}), "no 'num_speculative"),
         (json.dumps({"settings": ["k7-j0-on"]}), 'settings[0]: "k7-j0-on", expected an object'),
         (json.dumps({"settings": {"k7": GOOD}}), "'settings' is not a list"),
-        ('{"settings": [', "not valid JSON"),
+        ('{"settings": [', "not JSON (Expecting value"),
     ]:
         path.write_text(text)
         with pytest.raises(J0Error, match=r"matrix\.json") as caught:

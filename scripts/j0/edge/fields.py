@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 Kinds = tuple[type, ...]
@@ -104,3 +105,32 @@ def checked_object(value: Any, table: FieldTable, where: str) -> dict[str, Any]:
     if (problem := field_problem(value, table)) is not None:
         raise J0Error(f"{where}: {problem}", INPUT_LACKS)
     return value
+
+
+def read_document(path: Path, expected: str) -> Any:
+    """The JSON value in the file at `path`, for a typed document's reader to check; else
+    J0Error (exit 2) naming the file, why it cannot be read or is not JSON, and `expected` (what
+    the file should have been, e.g. "the setting.json of `j0 mini run`"). The one reader of
+    every typed document's file."""
+    from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+
+    try:
+        data = path.read_bytes()
+        return json.loads(data.decode("utf-8"))
+    except OSError as exc:
+        why = f"cannot read ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
+    except JSON_ERRORS as exc:
+        why = f"not JSON ({json_problem(exc)})"
+    raise J0Error(f"{path}: {why}; expected {expected}", INPUT_LACKS)
+
+
+def write_document(path: Path, value: Mapping[str, Any], indent: int = 1) -> Path:
+    """`value` as JSON (keys in their order, `indent` spaces, a newline at the end) into `path`,
+    atomically: a reader never sees half a document. The one writer of every typed document's
+    file; returns `path`."""
+    from j0.edge.atomic import write_text_atomic
+
+    write_text_atomic(path, json.dumps(value, indent=indent) + "\n")
+    return path

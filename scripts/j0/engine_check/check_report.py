@@ -9,13 +9,12 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.checks import WARN, Check
-from j0.edge.atomic import write_text_atomic
+from j0.edge.fields import write_document
 
 if TYPE_CHECKING:
     from j0.status import StatusReport
@@ -78,4 +77,4 @@ class EngineCheckReport:
 
     def keep(self, work: Path) -> None:
         """DIR/engine-check.json, where --keep asked for the folder."""
-        write_text_atomic(work / REPORT_JSON, json.dumps(self.to_json(), indent=2) + "\n")
+        write_document(work / REPORT_JSON, self.to_json(), indent=2)

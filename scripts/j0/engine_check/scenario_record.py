@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
-from j0.edge.fields import NUMBER, FieldTable, checked_object, shown
+from j0.edge.fields import NUMBER, FieldTable, checked_object, read_document, shown, write_document
 from j0.engine.j0_ran import ON_OFF
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.errors import INPUT_LACKS, J0Error
 
 SCENARIOS_JSON = "scenarios.json"
 # The value sets of a run's settings: declared here once, read by the sender's options too.
@@ -197,16 +197,8 @@ class ScenariosRun:
 
     @classmethod
     def read(cls, path: Path) -> ScenariosRun:
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except JSON_ERRORS as exc:
-            raise J0Error(
-                f"{path}: not JSON ({json_problem(exc)}); expected a {SCENARIOS_JSON}", INPUT_LACKS
-            ) from None
-        return cls.from_json(value, str(path))
+        return cls.from_json(read_document(path, f"a {SCENARIOS_JSON}"), str(path))
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / SCENARIOS_JSON
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        return path
+        return write_document(folder / SCENARIOS_JSON, self.to_json())

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import py_compile
@@ -42,7 +41,8 @@ from j0.article.variants import (
     check_variant_name,
     variant_sha256s,
 )
-from j0.edge.atomic import sha256_bytes, write_bytes_atomic, write_text_atomic
+from j0.edge.atomic import sha256_bytes, write_bytes_atomic
+from j0.edge.fields import read_document, write_document
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
@@ -299,7 +299,7 @@ def install(
     }
     # Written through its type: a key of another type than its readers take stops the build here.
     record = ImageManifest.from_json(manifest, str(manifest_path))
-    write_text_atomic(manifest_path, json.dumps(record.to_json(), indent=2) + "\n")
+    write_document(manifest_path, record.to_json(), indent=2)
     return manifest
 
 
@@ -308,11 +308,7 @@ def read_engine_record(path: Path | None) -> EngineRecord | None:
     record of other kinds, or of a route that is not wheel or image, is refused (exit 2)."""
     if path is None:
         return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise J0Error(f"{path}: cannot read the engine step's record ({exc})", 2) from None
-    return EngineRecord.from_json(value, str(path))
+    return EngineRecord.from_json(read_document(path, "the engine step's record"), str(path))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import re
 import shutil
@@ -42,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge import urls
-from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, checked_object, shown
+from j0.edge.fields import FieldTable, checked_object, shown, write_document
 from j0.engine import wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
@@ -434,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except J0Error as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    write_text_atomic(args.record, json.dumps(record.to_json(), indent=2) + "\n")
+    write_document(args.record, record.to_json(), indent=2)
     if record.route == "wheel":
         checker = checker_name(record.installer)
         print(f"{PROG}: installed {record.wheel_name} sha256={record.wheel_sha256}")

@@ -246,10 +246,10 @@ def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
 def read_manifest_file(folder: Path) -> MiniManifest:
     """FOLDER/mini.json, typed; J0Error (exit 64) where there is none, 2 where it is not JSON or
     not what `j0 mini train` writes."""
-    from j0.errors import parse_json
+    from j0.edge.fields import read_document
 
     path = folder / MINI_JSON
     if not path.is_file():
         raise J0Error(f"{path}: no such file; expected a folder made by `{MADE_BY}`", USAGE)
-    value = parse_json(path.read_text(encoding="utf-8"), str(path))
+    value = read_document(path, f"the {MINI_JSON} of `{MADE_BY}`")
     return MiniManifest.from_json(value, str(path))

@@ -14,18 +14,16 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from j0.compose.server import Setting
-from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, checked_object, shown
+from j0.edge.fields import FieldTable, checked_object, read_document, shown, write_document
 from j0.engine import server_log
 from j0.engine.j0_ran import STATES, UNKNOWN, J0Ran, asked_differs, j0_ran
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision
 
 MATRIX_JSON = "matrix.json"
@@ -159,7 +157,7 @@ class MatrixRecord:
         }
 
     def write(self) -> None:
-        write_text_atomic(self.out / MATRIX_JSON, json.dumps(self.to_json(), indent=2) + "\n")
+        write_document(self.out / MATRIX_JSON, self.to_json(), indent=2)
 
 
 @dataclass(frozen=True)
@@ -214,10 +212,7 @@ def read_settings(out: Path) -> dict[str, SettingEntry]:
     path = out / MATRIX_JSON
     if not path.is_file():
         return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except JSON_ERRORS as exc:
-        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+    doc = read_document(path, f"the {MATRIX_JSON} of `j0 bench matrix`")
     items = doc.get("settings", []) if isinstance(doc, dict) else None
     if not isinstance(items, list):
         raise J0Error(f"{path}: 'settings' is not a list of settings", INPUT_LACKS)

@@ -12,13 +12,20 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, KeptKeys, checked_object, shown
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.edge.fields import (
+    NUMBER,
+    FieldTable,
+    KeptKeys,
+    checked_object,
+    read_document,
+    shown,
+    write_document,
+)
+from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.run.setting_record import SettingRecord
 
 MINI_RUN_JSON = "mini-run.json"
@@ -102,13 +109,8 @@ class RunSummary(KeptKeys):
 
     @classmethod
     def read(cls, path: Path) -> RunSummary:
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except JSON_ERRORS as exc:
-            raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+        value = read_document(path, f"the {MINI_RUN_JSON} of `j0 mini run`")
         return cls.checked(value, str(path))
 
     def write(self, work: Path) -> None:
-        from j0.edge.atomic import write_text_atomic
-
-        write_text_atomic(work / MINI_RUN_JSON, json.dumps(self.to_json(), indent=1) + "\n")
+        write_document(work / MINI_RUN_JSON, self.to_json())

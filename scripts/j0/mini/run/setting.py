@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
+from j0.edge.fields import write_document
 from j0.engine import endpoints
 from j0.errors import J0Error
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
@@ -335,9 +336,7 @@ def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
     if not checked.ok:
         outcome.problems.append(f"{plan.name}: j0 dumps check: {checked.summary}")
     if checked.report is not None:
-        write_text_atomic(
-            plan.folder / "dumps-check.json", json.dumps(checked.report.to_json(), indent=1) + "\n"
-        )
+        write_document(plan.folder / "dumps-check.json", checked.report.to_json())
     if dumps.is_dir():
         from j0.edge.atomic import sha256_file
 

@@ -21,9 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, KeptKeys, checked_object, shown
+from j0.edge.fields import (
+    NUMBER,
+    FieldTable,
+    KeptKeys,
+    checked_object,
+    read_document,
+    shown,
+    write_document,
+)
 from j0.engine.j0_ran import OFF, ON
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.errors import INPUT_LACKS, J0Error
 
 SETTING_JSON = "setting.json"
 BASELINE = "baseline"  # no speculative decoding
@@ -121,16 +129,11 @@ class SettingRecord(KeptKeys):
 
     @classmethod
     def read(cls, path: Path) -> SettingRecord:
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except JSON_ERRORS as exc:
-            raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+        value = read_document(path, f"the {SETTING_JSON} of `j0 mini run`")
         return cls.checked(value, str(path))
 
     def write(self, folder: Path) -> None:
-        from j0.edge.atomic import write_text_atomic
-
-        write_text_atomic(folder / SETTING_JSON, json.dumps(self.to_json(), indent=1) + "\n")
+        write_document(folder / SETTING_JSON, self.to_json())
 
     @classmethod
     def from_folder_name(cls, name: str) -> SettingRecord | None:

@@ -8,15 +8,13 @@ and split."""
 from __future__ import annotations
 
 import hashlib
-import json
 import sysconfig
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from j0.edge.atomic import write_text_atomic
-from j0.edge.fields import FieldTable, checked_object
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+from j0.edge.fields import FieldTable, checked_object, read_document, write_document
+from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.sizes import HELDOUT_ONE_IN, MAX_FILE_BYTES, MIN_FILE_BYTES
 
 # One of corpus.json's files, as SourceFile.to_json writes it: (kinds, needed).
@@ -149,17 +147,14 @@ def collect(roots: list[Path], cap_bytes: int, min_heldout: int) -> Corpus:
 
 
 def write(corpus: Corpus, path: Path) -> None:
-    write_text_atomic(path, json.dumps(corpus.to_json(), indent=1) + "\n")
+    write_document(path, corpus.to_json())
 
 
 def read(path: Path) -> Corpus:
     """corpus.json back (for `j0 mini run`'s held-out prompts); each file checked by sha256."""
     if not path.is_file():
         raise J0Error(f"{path}: no such file; expected the corpus.json of `j0 mini train`", 2)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except JSON_ERRORS as exc:
-        raise J0Error(f"{path}: not valid JSON: {json_problem(exc)}", INPUT_LACKS) from None
+    data = read_document(path, "the corpus.json of `j0 mini train`")
     listed = data.get("files") if isinstance(data, dict) else None
     if not isinstance(listed, list):
         raise J0Error(f"{path}: no 'files' list; expected the corpus.json of `j0 mini train`", 2)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import sha256_file, write_text_atomic
+from j0.edge.fields import write_document
 from j0.errors import USAGE, J0Error, require
 from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
 from j0.mini.sizes import FULL, SMOKE, Sizes
@@ -289,7 +290,7 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
         times=times,
         files=files_of(out),
     ).to_json()
-    write_text_atomic(out / MINI_JSON, json.dumps(manifest, indent=1) + "\n")
+    write_document(out / MINI_JSON, manifest)
     say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
     return TrainResult(out, manifest)
 

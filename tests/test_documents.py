@@ -1,0 +1,88 @@
+"""The one reader and writer of the typed documents' files (j0.edge.fields.read_document and
+write_document): a file that cannot be read, is not UTF-8 or is not JSON is refused naming the
+file, why and what was expected (exit 2), never a traceback; what is written is read back as it
+was, and a failed write leaves the file that was there."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from j0.edge.fields import read_document, write_document
+from j0.errors import INPUT_LACKS, J0Error
+
+EXPECTED = "the setting.json of `j0 mini run`"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"{", "not JSON (Expecting property name enclosed in double quotes: line 1 column 2"),
+        (b'{"a": 1} x', "not JSON (Extra data: line 1 column 10"),
+        (b"\xff{}", "not UTF-8 text (byte 0 is 0xff)"),
+        (b"[" * 100_000, "not JSON (nested too deeply)"),
+        (b"1" * 5000, "not JSON (an integer of more than 4,300 digits)"),
+    ],
+)
+def test_a_file_that_is_not_json_is_named_with_why_and_what_was_expected(
+    tmp_path: Path, content: bytes, why: str
+) -> None:
+    path = tmp_path / "setting.json"
+    path.write_bytes(content)
+    with pytest.raises(J0Error) as caught:
+        read_document(path, EXPECTED)
+    said = str(caught.value)
+    assert said.startswith(f"{path}: {why}"), said
+    assert said.endswith(f"; expected {EXPECTED}") and caught.value.exit_code == INPUT_LACKS
+
+
+def test_no_file_and_a_folder_are_named(tmp_path: Path) -> None:
+    for path, why in [
+        (tmp_path / "none.json", "cannot read (No such file or directory)"),
+        (tmp_path, "cannot read (Is a directory)"),
+    ]:
+        with pytest.raises(J0Error) as caught:
+            read_document(path, EXPECTED)
+        assert str(caught.value) == f"{path}: {why}; expected {EXPECTED}"
+        assert caught.value.exit_code == INPUT_LACKS
+
+
+def test_the_form_written_is_json_dumps_with_the_indent_and_a_newline(tmp_path: Path) -> None:
+    value = {"b": [1, 2], "a": {"c": None}}
+    written = write_document(tmp_path / "one.json", value)
+    assert written == tmp_path / "one.json"
+    assert written.read_text() == '{\n "b": [\n  1,\n  2\n ],\n "a": {\n  "c": null\n }\n}\n'
+    write_document(tmp_path / "two.json", value, indent=2)
+    assert (tmp_path / "two.json").read_text() == json.dumps(value, indent=2) + "\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "two.json"]
+
+
+def test_a_failed_write_keeps_the_file_that_was_there(tmp_path: Path) -> None:
+    path = tmp_path / "kept.json"
+    path.write_text('{"kept": true}\n')
+    with pytest.raises(TypeError):
+        write_document(path, {"not json": object()})
+    assert path.read_text() == '{"kept": true}\n' and os.listdir(tmp_path) == ["kept.json"]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(), JSON_VALUES, max_size=6), st.sampled_from([1, 2]))
+def test_what_is_written_is_read_back_as_it_was(
+    tmp_path_factory: pytest.TempPathFactory, value: dict[str, object], indent: int
+) -> None:
+    path = tmp_path_factory.mktemp("doc") / "doc.json"
+    write_document(path, value, indent)
+    back = read_document(path, EXPECTED)
+    assert back == value and list(back) == list(value)
