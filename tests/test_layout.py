@@ -98,7 +98,8 @@ def shared_packages() -> list[Path]:
 def test_every_run_function_takes_its_options() -> None:
     """One role, one name: in every command's run.py (and its subcommands'), each `run_<verb>`
     takes the command's options as one typed value (`...Options`), never the parser's
-    namespace or loose arguments."""
+    namespace or loose arguments, and returns the command's outcome as a type of its own
+    (what the command prints and its --json are made from), never a bare exit code or dict."""
     found = []
     for command in command_packages():
         for run in sorted(command.rglob("run.py")):
@@ -117,6 +118,9 @@ def test_every_run_function_takes_its_options() -> None:
                 annotation = ast.unparse(first.annotation) if first and first.annotation else ""
                 if not annotation.endswith("Options"):
                     found.append(f"{run.relative_to(ROOT)}: {node.name}({annotation or '?'})")
+                returns = ast.unparse(node.returns) if node.returns else ""
+                if returns in ("", "int", "None", "bool", "dict", "Any") or "dict[" in returns:
+                    found.append(f"{run.relative_to(ROOT)}: {node.name} -> {returns or '?'}")
     assert found == []
 
 

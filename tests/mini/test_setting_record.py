@@ -80,7 +80,8 @@ def test_a_record_of_other_kinds_is_refused_naming_the_key(value: object, said: 
 
 def test_a_file_that_is_not_json_is_named(tmp_path: Path) -> None:
     (tmp_path / "setting.json").write_text("{")
-    with pytest.raises(J0Error, match=r"setting\.json: not JSON \(.*\); expected the setting\.json of `j0 mini run`"):
+    said = r"setting\.json: not JSON \(.*\); expected the setting\.json of `j0 mini run`"
+    with pytest.raises(J0Error, match=said):
         SettingRecord.read(tmp_path / "setting.json")
     (tmp_path / "setting.json").write_text(json.dumps({"kind": "ngram", "port": "x"}))
     with pytest.raises(J0Error, match=r"setting\.json: 'port' is \"x\", expected a whole number"):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from j0.article.variants import VARIANTS
+from j0.checks import FAIL
 from j0.commands import (
+    JSON_ON_STDOUT,
     add_command,
     add_json_option,
     check_json_output,
@@ -13,6 +15,7 @@ from j0.commands import (
     finite_number,
     text_unless_json_on_stdout,
 )
+from j0.errors import J0Error
 from j0.pins import ENGINES
 
 IMAGE_HELP = """\
@@ -180,11 +183,23 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_smoke(args: argparse.Namespace) -> int:
+    """Each check's line as it ends; then the JSON (--json), and the verdict: a failed check is
+    the J0Error naming every failed one (exit 1)."""
+    import json
+
     from j0.image.run import SmokeOptions
     from j0.image.run import run_smoke as smoke
 
     check_json_output(args.json)
-    return smoke(SmokeOptions(args.image, timeout=args.timeout, json_to=args.json))
+    with text_unless_json_on_stdout(args.json):
+        smoked = smoke(SmokeOptions(args.image, timeout=args.timeout))
+    if args.json is not None:
+        emit_result("", json.dumps(smoked.to_json(), indent=1), args.json)
+    if not smoked.passed:
+        raise J0Error(f"smoke test of {smoked.image} failed: {', '.join(smoked.named(FAIL))}")
+    if args.json != JSON_ON_STDOUT:
+        print(smoked.last_line(), flush=True)
+    return 0
 
 
 def run_identity(args: argparse.Namespace) -> int:

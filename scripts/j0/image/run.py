@@ -1,6 +1,6 @@
 """`j0 image`'s work, apart from its parsing (cli.py): run_build(ImageBuildOptions) ->
-ImageBuilt (build.py's), run_smoke(SmokeOptions) -> the exit code (smoke.py prints each check
-as it ends), run_identity(IdentityOptions) -> Identified."""
+ImageBuilt (build.py's), run_smoke(SmokeOptions) -> Smoked (smoke.py's; each check's line is
+printed as it ends), run_identity(IdentityOptions) -> Identified."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from j0.image.build import ImageBuilt
+    from j0.image.smoke import Smoked
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,6 @@ class ImageBuildOptions:
 class SmokeOptions:
     image: str
     timeout: float = 600.0
-    json_to: str | None = None  # --json: None, "-" (stdout) or OUT
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,10 @@ def run_build(options: ImageBuildOptions) -> ImageBuilt:
     )
 
 
-def run_smoke(options: SmokeOptions) -> int:
+def run_smoke(options: SmokeOptions) -> Smoked:
     from j0.image.smoke import smoke
 
-    return smoke(options.image, timeout=options.timeout, json_to=options.json_to)
+    return smoke(options.image, timeout=options.timeout)
 
 
 @dataclass(frozen=True)

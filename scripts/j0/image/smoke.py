@@ -316,16 +316,42 @@ def check_selfcheck(run: Runner) -> Check:
     return Check("selfcheck", PASSED, f"passed in {took:.0f} s: {last}")
 
 
-def smoke(image: str, timeout: float = 600.0, json_to: str | None = None) -> int:
-    """Run the smoke checks on `image`; print one line per check as it ends (with --json alone,
-    one JSON object at the end instead; with --json OUT, that object into OUT too); 0 if none
-    failed."""
-    from j0.commands import JSON_ON_STDOUT, emit_result
+@dataclass(frozen=True)
+class Smoked:
+    """What `j0 image smoke` found: each check of `image`, in the order they ran, and which
+    speculator.py the image's labels say it runs (in words)."""
 
-    def say(text: str) -> None:
-        if json_to != JSON_ON_STDOUT:
-            print(text, flush=True)
+    image: str
+    speculator: str
+    checks: tuple[Check, ...]
 
+    def named(self, status: str) -> list[str]:
+        """The names of the checks that ended with `status`."""
+        return [c.name for c in self.checks if c.status == status]
+
+    @property
+    def passed(self) -> bool:
+        return not self.named(FAILED)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json object: {"image", "speculator", "passed", "checks"}."""
+        return {
+            "image": self.image,
+            "speculator": self.speculator,
+            "passed": self.passed,
+            "checks": [check.to_json() for check in self.checks],
+        }
+
+    def last_line(self) -> str:
+        """The run's last line where every check passed (skips and warnings named)."""
+        notes = [f"{', '.join(skipped)} skipped"] if (skipped := self.named(SKIPPED)) else []
+        notes += [f"warning: {', '.join(warned)}"] if (warned := self.named(WARNED)) else []
+        note = f" ({'; '.join(notes)})" if notes else ""
+        return f"==> {self.image}: all smoke checks passed{note}"
+
+
+def smoke(image: str, timeout: float = 600.0) -> Smoked:
+    """Run the smoke checks on `image`, printing one line per check as it ends."""
     require("docker", "j0 image smoke")
     from docker.errors import ImageNotFound
 
@@ -348,28 +374,11 @@ def smoke(image: str, timeout: float = 600.0, json_to: str | None = None) -> int
         lambda: check_import(run, pins, found, want),
         lambda: check_selfcheck(run),
     ]
-    say(f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})")
+    print(f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})")
     checks = []
     for step in steps:
         check = step()
         checks.append(check)
         detail = check.detail.replace("\n", "\n    ")
-        say(f"{check.name:<11} {LABELS[check.status]}: {detail}")
-    failed = [c.name for c in checks if c.status == FAILED]
-    if json_to is not None:
-        said = {
-            "image": image,
-            "speculator": want.words,
-            "passed": not failed,
-            "checks": [check.to_json() for check in checks],
-        }
-        emit_result("", json.dumps(said, indent=1), json_to)
-    if failed:
-        raise J0Error(f"smoke test of {image} failed: {', '.join(failed)}")
-    skipped = [c.name for c in checks if c.status == SKIPPED]
-    warned = [c.name for c in checks if c.status == WARNED]
-    notes = [f"{', '.join(skipped)} skipped"] if skipped else []
-    notes += [f"warning: {', '.join(warned)}"] if warned else []
-    note = f" ({'; '.join(notes)})" if notes else ""
-    say(f"==> {image}: all smoke checks passed{note}")
-    return 0
+        print(f"{check.name:<11} {LABELS[check.status]}: {detail}", flush=True)
+    return Smoked(image, want.words, tuple(checks))

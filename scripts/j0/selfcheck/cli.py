@@ -137,9 +137,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _selfcheck(args: argparse.Namespace) -> int:
+    """The check (its cases printed as they end), then its result document as --json says."""
+    from j0.commands import JSON_ON_STDOUT, check_json_output, emit_json
     from j0.selfcheck.run import SelfcheckOptions, run_selfcheck
 
-    return run_selfcheck(
+    check_json_output(args.json)  # before the check, not after it
+    done = run_selfcheck(
         SelfcheckOptions(
             speculator=args.speculator,
             device=args.device,
@@ -150,6 +153,9 @@ def _selfcheck(args: argparse.Namespace) -> int:
             prefix_cache=args.prefix_cache,
             audit=args.audit,
             audit_out=args.audit_out,
-            json=args.json,
+            quiet=args.json == JSON_ON_STDOUT,
         )
     )
+    if done.document is not None:
+        emit_json(done.document, args.json)
+    return done.exit_code

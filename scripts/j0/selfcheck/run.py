@@ -1,7 +1,8 @@
-"""`j0 selfcheck`'s work, apart from its parsing (cli.py): run_selfcheck(SelfcheckOptions) -> the
-exit code. It checks what it can before the worker starts (the file, its J0 pieces, what the
-worker imports), then runs the worker (worker.py, a process of its own) and turns what it exits
-with into the command's exit code or error."""
+"""`j0 selfcheck`'s work, apart from its parsing (cli.py): run_selfcheck(SelfcheckOptions) ->
+Selfchecked. It checks what it can before the worker starts (the file, its J0 pieces, what the
+worker imports), then runs the worker (worker.py, a process of its own, which prints each case as
+it ends) and turns what it exits with into the command's exit code or error, beside the result
+document the worker wrote."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from j0.commands import JSON_ON_STDOUT, check_json_output, emit_json
 from j0.errors import UNAVAILABLE, J0Error
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
@@ -20,7 +21,8 @@ from j0.selfcheck import kernels as selfcheck
 @dataclass(frozen=True)
 class SelfcheckOptions:
     """The check as `j0 selfcheck`'s flags say it (cli.py): speculator None is the installed
-    vLLM's file; json None, "-" (stdout, in place of the text) or OUT."""
+    vLLM's file; quiet: nothing printed on stdout as it checks (--json alone puts the JSON in
+    the place of the text)."""
 
     speculator: Path | None = None
     device: str = "auto"
@@ -31,7 +33,18 @@ class SelfcheckOptions:
     prefix_cache: bool = False
     audit: bool = False
     audit_out: Path | None = None
-    json: str | None = None
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class Selfchecked:
+    """What the check ended with: its exit code (OK, DEVIATES, NO_J0 of j0.selfcheck.kernels, or
+    UNAVAILABLE where the worker lacked a package) and the worker's result document (the --json
+    object: a case's, or a list of them with --bench), None where the check did not get as far
+    as writing one (no J0 in the file, a package missing)."""
+
+    exit_code: int
+    document: Any = None
 
 
 # What the check's process imports. One command installs all of it, vLLM's import dependencies
@@ -126,7 +139,7 @@ def _run_worker(options: SelfcheckOptions, path: Path, device: str, json_out: Pa
         cmd += ["--json", str(json_out)]
     from j0.edge.processes import start_owned, wait_owned
 
-    quiet = {"stdout": subprocess.DEVNULL} if options.json == JSON_ON_STDOUT else {}
+    quiet = {"stdout": subprocess.DEVNULL} if options.quiet else {}
     return wait_owned(start_owned(cmd, env=_child_env(device), **quiet))
 
 
@@ -144,7 +157,7 @@ def _check_audit_args(options: SelfcheckOptions) -> None:
         )
 
 
-def run_selfcheck(options: SelfcheckOptions) -> int:
+def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
     pins = load_pins()
     if options.cases < 1:
         raise J0Error(f"--cases {options.cases}: expected a positive number", exit_code=64)
@@ -155,7 +168,6 @@ def run_selfcheck(options: SelfcheckOptions) -> int:
             exit_code=64,
         )
     _check_audit_args(options)
-    check_json_output(options.json)  # before the check, not after it
     if options.speculator is not None:
         path = options.speculator
         if not path.exists() and overlay_variant(path, pins) is not None:
@@ -175,7 +187,7 @@ def run_selfcheck(options: SelfcheckOptions) -> int:
     code, why = selfcheck.static_check(path)
     if code != selfcheck.OK:
         print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)
-        return code
+        return Selfchecked(code)
     check_installed()
     device = options.device
     if device == "auto":
@@ -188,22 +200,19 @@ def run_selfcheck(options: SelfcheckOptions) -> int:
     if options.audit:
         what += ", the J0 audit"
     say(options, f"j0 selfcheck: {path} on {device}, seed {options.seed}, {what}")
-    if options.json != JSON_ON_STDOUT:
-        return _checked(options, path, device, None if options.json is None else Path(options.json))
     import json
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="j0-selfcheck-") as folder:
         json_out = Path(folder) / "result.json"
         rc = _checked(options, path, device, json_out)
-        if json_out.is_file():  # the worker's document, printed by the one sink every command has
-            emit_json(json.loads(json_out.read_text()), options.json)
-        return rc
+        document = json.loads(json_out.read_text()) if json_out.is_file() else None
+        return Selfchecked(rc, document)
 
 
 def say(options: SelfcheckOptions, line: str) -> None:
     """A line of the text, which --json alone replaces by the JSON."""
-    if options.json != JSON_ON_STDOUT:
+    if not options.quiet:
         print(line, flush=True)
 
 

@@ -91,12 +91,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """Check; log what will run on stderr (the server's log) and write --json; then exec vLLM,
+    unless a dry run."""
+    import sys
+
+    from j0.commands import check_json_output, emit_json
+    from j0.serve.run import ServeOptions, exec_server, run_serve
+
     serve_args = list(args.serve_args)
     if serve_args and serve_args[0] == "--":
         serve_args = serve_args[1:]
-    from j0.serve.run import ServeOptions, run_serve
-
-    return run_serve(
+    check_json_output(args.json)  # before the checks, not after them
+    planned = run_serve(
         ServeOptions(
             args=serve_args,
             then=args.then,
@@ -104,6 +110,12 @@ def _serve(args: argparse.Namespace) -> int:
             api_key_file=args.api_key_file,
             overlay_mount=Path(args.overlay_mount),
             force=args.force,
-            json=args.json,
         )
     )
+    for line in planned.log_lines():
+        print(line, file=sys.stderr)
+    emit_json(planned.document().to_json(), args.json)  # before vLLM starts
+    if planned.dry_run:
+        print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
+        return 0
+    exec_server(planned)

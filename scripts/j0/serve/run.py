@@ -1,6 +1,7 @@
-"""`j0 serve`'s work, apart from its parsing (cli.py): run_serve(ServeOptions) checks the
-server's arguments and the J0 switches (launch.py's plan), logs what will run, swaps the overlay
-in where one is mounted, then execs vLLM (unless a dry run). Standard library only."""
+"""`j0 serve`'s work, apart from its parsing (cli.py): run_serve(ServeOptions) -> ServePlanned
+checks the server's arguments and the J0 switches (launch.py's plan) and swaps the overlay in
+where one is mounted; the command then logs what will run, writes its --json and, unless a dry
+run, execs vLLM (exec_server). Standard library only."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from j0.commands import check_json_output, emit_json
 from j0.engine import server_log
 from j0.errors import INPUT_LACKS, J0Error
 from j0.serve.launch import (
@@ -24,6 +25,9 @@ from j0.serve.launch import (
     plan_serve,
 )
 
+if TYPE_CHECKING:
+    from j0.serve.plan_document import ServePlanDocument
+
 
 @dataclass(frozen=True)
 class ServeOptions:
@@ -35,30 +39,45 @@ class ServeOptions:
     api_key_file: Path | None = None
     overlay_mount: Path = DEFAULT_OVERLAY_MOUNT
     force: bool = False
-    json: str | None = None  # the plan (plan_document.py): "-" on stdout, else the file OUT
 
 
-def _emit_plan(plan: Plan, options: ServeOptions) -> None:
-    """--json: the plan as its document, on stdout or into OUT, before vLLM starts. The lines on
-    stderr stay where they are with --json alone: they are the server's log."""
-    from j0.serve.plan_document import ServePlanDocument
+@dataclass(frozen=True)
+class ServePlanned:
+    """What passed the checks and will run: the plan (launch.py's: arguments, environment,
+    facts, warnings), the program to exec, and whether this is a dry run."""
 
-    document = ServePlanDocument.of(
-        started=not options.dry_run,
-        program=options.then,
-        args=plan.args,
-        api_keys=plan.api_keys,
-        env=plan.env,
-        switch_names=LOGGED_KNOBS,
-        facts=plan.facts,
-        warnings=plan.warnings,
-    )
-    emit_json(document.to_json(), options.json)
+    plan: Plan
+    program: str
+    dry_run: bool
+
+    def log_lines(self) -> list[str]:
+        """The server log's lines of what will run, one per fact and warning, whatever a value
+        holds (the log's grammar: j0.engine.server_log)."""
+        lines = [f"{server_log.SERVE_PREFIX}{server_log.log_safe(f)}" for f in self.plan.facts]
+        return lines + [
+            f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(w)}"
+            for w in self.plan.warnings
+        ]
+
+    def document(self) -> ServePlanDocument:
+        """The plan as --json writes it (plan_document.py)."""
+        from j0.serve.plan_document import ServePlanDocument
+
+        return ServePlanDocument.of(
+            started=not self.dry_run,
+            program=self.program,
+            args=self.plan.args,
+            api_keys=self.plan.api_keys,
+            env=self.plan.env,
+            switch_names=LOGGED_KNOBS,
+            facts=self.plan.facts,
+            warnings=self.plan.warnings,
+        )
 
 
-def run_serve(options: ServeOptions) -> int:
-    """Check, log, swap the overlay if one is mounted, then exec `then ARGS` (a dry run: 0)."""
-    check_json_output(options.json)  # before the checks, not after them
+def run_serve(options: ServeOptions) -> ServePlanned:
+    """Check, claim the dump folder, swap the overlay in if one is mounted: what exec_server
+    then runs (a J0Error, before anything starts, for what fails a check)."""
     plan = plan_serve(options.args, os.environ, options.api_key_file)
     claim_dumps(plan, options.force, options.dry_run)
     overlay_mount = options.overlay_mount
@@ -74,20 +93,15 @@ def run_serve(options: ServeOptions) -> int:
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)
     identify_running(plan)
-    # One line each, whatever a value holds (the log's grammar: j0.engine.server_log).
-    for fact in plan.facts:
-        print(f"{server_log.SERVE_PREFIX}{server_log.log_safe(fact)}", file=sys.stderr)
-    for warning in plan.warnings:
-        print(f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(warning)}", file=sys.stderr)
-    _emit_plan(plan, options)
-    if options.dry_run:
-        print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
-        return 0
-    drop_own_pythonpath(plan.env)
+    return ServePlanned(plan, options.then, options.dry_run)
+
+
+def exec_server(planned: ServePlanned) -> NoReturn:
+    """Replace this process by `program ARGS` in the plan's environment."""
+    drop_own_pythonpath(planned.plan.env)
     sys.stderr.flush()
     sys.stdout.flush()
     try:
-        os.execvpe(options.then, [options.then, *plan.args], plan.env)
+        os.execvpe(planned.program, [planned.program, *planned.plan.args], planned.plan.env)
     except OSError as exc:
-        raise J0Error(f"cannot run {options.then}: {exc}", INPUT_LACKS) from exc
-    return 0  # not reached
+        raise J0Error(f"cannot run {planned.program}: {exc}", INPUT_LACKS) from exc
