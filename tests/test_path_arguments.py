@@ -38,7 +38,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("selfcheck", "--json", "dir", ["--speculator", "{base}", "--json", "{dir}"]),
     ("selfcheck", "--audit-out", "file", ["--speculator", "{base}", "--audit", "--audit-out",
                                           "{file}"]),
-    ("drafter fetch", "--dir", "file", ["--dir", "{file}"]),
+    ("drafter fetch", "--out", "file", ["--out", "{file}"]),
     ("drafter patch-config", "dir", "file", ["{file}"]),
     ("drafter patch-config", "--patch", "dir", ["{drafter}", "--patch", "{dir}"]),
     ("drafter check", "dir", "file", ["{file}"]),
@@ -103,7 +103,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("engine-check", "--json", "dir", ["--here", "--no-gpu", "--json", "{dir}"]),
     ("mini train", "out", "file", ["{file}", "--smoke"]),
     ("mini run", "out", "file", ["{file}", "--here"]),
-    ("mini run", "--run-dir", "file", ["{trained}", "--here", "--run-dir", "{file}"]),
+    ("mini run", "--out", "file", ["{trained}", "--here", "--out", "{file}"]),
     ("mini numbers", "readme", "dir", ["{dir}"]),
     ("mini curves", "out", "file", ["{file}"]),
 ]  # fmt: skip

@@ -159,7 +159,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "image identity": ("j0 image identity --json",),
     "drafter fetch": (
         "j0 drafter fetch                                  # the pinned revision into ./drafter/",
-        "j0 drafter fetch --revision REV --dir DIR",
+        "j0 drafter fetch --revision REV --out DIR",
     ),
     "drafter patch-config": ("j0 drafter patch-config DIR",),
     "drafter check": ("j0 drafter check DIR", "j0 drafter check DIR --json  # the verdict as JSON"),

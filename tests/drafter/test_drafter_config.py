@@ -425,8 +425,12 @@ def test_causality_rule_matches_vllm_0_33(monkeypatch: pytest.MonkeyPatch) -> No
     """j0's reimplementation against vLLM 0.33.0's own `_dflash_layer_causal` (the real module),
     on configs loaded by transformers' Qwen3Config as vLLM loads them. The GPU is hidden from
     vLLM's import for this test only (monkeypatch): left set, CUDA_VISIBLE_DEVICES= told every
-    later test of the worker that this host has no GPU."""
+    later test of the worker that this host has no GPU. vLLM's platform is named (the CPU), as
+    tests/serve/vllm_parser.py names it: the import resolves vLLM's platform once per process,
+    and without a name it found none here, so that a later test of the same worker could not
+    build vLLM's own parser ("Failed to infer device type": a fresh .ci/run failed so)."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("VLLM_TARGET_DEVICE", "cpu")
     qwen3_dflash = pytest.importorskip("vllm.model_executor.models.qwen3_dflash")
     from transformers import Qwen3Config
 

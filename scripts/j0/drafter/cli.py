@@ -95,10 +95,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="commit (prefix), branch or tag (default: DRAFTER_REVISION from the pins)",
     )
     fetch.add_argument(
+        "--out",
         "--dir",
+        dest="dir",
         type=Path,
         metavar="DIR",
-        help="where to put the files (default: ./drafter/REV, as compose's DRAFTER_DIR)",
+        help="where to put the files (default: ./drafter/REV, as compose's DRAFTER_DIR; --dir is "
+        "the older spelling, which compose's drafter service uses)",
     )
     add_json_option(fetch, "what was fetched (repo, the full commit, the folder, the patch)")
     fetch.set_defaults(func=run_fetch)

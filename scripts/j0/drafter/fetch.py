@@ -89,9 +89,9 @@ def _offline_sha(repo_id: str, revision: str, directory: Path | None, pins: Pins
             return local
     raise J0Error(
         f"HF_HUB_OFFLINE=1: cannot tell which commit {revision!r} is without the Hub (no pin in "
-        f"DRAFTER_COMMIT, no earlier download in {', '.join(map(str, candidates)) or 'a --dir'}); "
+        f"DRAFTER_COMMIT, no earlier download in {', '.join(map(str, candidates)) or 'an --out'}); "
         "give the full commit and the folder of an earlier download: --revision <full commit> "
-        "--dir DIR (compose: DRAFTER_REVISION=<full commit> DRAFTER_DIR=DIR)",
+        "--out DIR (compose: DRAFTER_REVISION=<full commit> DRAFTER_DIR=DIR)",
         INPUT_LACKS,
     )
 
@@ -108,7 +108,7 @@ def _fetch_offline(
     log(f"HF_HUB_OFFLINE=1: checking {directory} for {repo_id}@{sha} (no requests)")
     if not (directory.is_dir() and any(directory.iterdir())):
         raise J0Error(
-            f"HF_HUB_OFFLINE=1 and {directory} holds no earlier download (the folder: --dir, "
+            f"HF_HUB_OFFLINE=1 and {directory} holds no earlier download (the folder: --out, "
             "compose: DRAFTER_DIR)",
             INPUT_LACKS,
         )
@@ -249,7 +249,7 @@ def fetch(
     repo_id = repo_id or pins.drafter_repo
     revision = revision or pins.drafter_revision
     if directory is not None:
-        check_output_folder(directory, "--dir")
+        check_output_folder(directory, "--out")
         check_dir_name(directory)
     token = hub_token()
     if offline_mode():

@@ -32,7 +32,7 @@ def default_dir(revision: str) -> Path:
     `j0 drafter fetch` and `docker compose up` share one download (for the pinned drafter:
     ./drafter/3147a351)."""
     if not revision or revision.startswith("/") or ".." in Path(revision).parts:
-        raise J0Error(f"revision {revision!r} cannot name a folder; pass --dir", USAGE)
+        raise J0Error(f"revision {revision!r} cannot name a folder; pass --out", USAGE)
     return Path("drafter") / revision
 
 
@@ -45,7 +45,7 @@ def check_dir_name(directory: Path) -> None:
         raise J0Error(
             f"drafter folder {full} contains {', '.join(repr(w) for w in found)}: vLLM guesses "
             "a speculative method from such names in the model path (vLLM issue 47486), which "
-            "would not be DFlash; choose a --dir without " + ", ".join(FORBIDDEN_PATH_WORDS),
+            "would not be DFlash; choose an --out without " + ", ".join(FORBIDDEN_PATH_WORDS),
             USAGE,
         )
 
@@ -57,7 +57,7 @@ def check_local_commit(directory: Path, repo_id: str, sha: str) -> None:
     if local is not None and local != sha:
         raise J0Error(
             f"{directory} holds {repo_id}@{local}, not {sha}: use another folder for this commit "
-            "(--dir; compose: DRAFTER_DIR) or remove that one",
+            "(--out; compose: DRAFTER_DIR) or remove that one",
             CHECK_FAILED,
         )
 

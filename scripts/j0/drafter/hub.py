@@ -131,7 +131,7 @@ def hub_error(
     return J0Error(
         f"cannot reach {where} ({type(exc).__name__}: {urls.redact_text(str(exc))}); with "
         "HF_HUB_OFFLINE=1 an earlier "
-        "download is checked and patched without the Hub (its folder: --dir, compose: DRAFTER_DIR)"
+        "download is checked and patched without the Hub (its folder: --out, compose: DRAFTER_DIR)"
     )
 
 

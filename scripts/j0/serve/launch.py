@@ -55,7 +55,7 @@ def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
     if not config_path.is_file():
         raise J0Error(
             f"{config_path}: no such file; the drafter is fetched by compose's drafter service "
-            "(`j0 drafter fetch --dir DIR`)",
+            "(`j0 drafter fetch --out DIR`)",
             INPUT_LACKS,
         )
     try:
