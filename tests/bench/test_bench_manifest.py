@@ -69,7 +69,7 @@ def test_a_status_file_of_another_shape_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"j0": {"on": True}, "speculator": {"identity": "article"}}))
     with pytest.raises(J0Error) as raised:
         manifest.read_status(path)
-    assert str(raised.value).startswith(f"--status-json {path}: 'j0' should be")
+    assert str(raised.value).startswith(f"--status-json {path}: 'j0' is {{\"on\": true}}, expected")
     assert raised.value.exit_code == INPUT_LACKS
 
 

@@ -83,11 +83,15 @@ def test_unknown_keys_are_ignored_and_missing_keys_read_as_defaults() -> None:
 @pytest.mark.parametrize(
     ("value", "words"),
     [
-        ({"j0": {"on": True}}, '\'j0\' should be "on", "off" or null, not an object'),
-        ({"reasons": "none"}, "'reasons' should be a list of strings, not a string"),
-        ({"max_model_len": "4096"}, "'max_model_len' should be a whole number or null"),
-        ({"healthy": 1}, "'healthy' should be a boolean, not a number"),
-        ([1, 2], "expected a JSON object, got a list"),
+        ({"j0": {"on": True}}, '\'j0\' is {"on": true}, expected "on", "off" or null'),
+        ({"j0": "maybe"}, '\'j0\' is "maybe", expected "on", "off" or null'),
+        ({"reasons": "none"}, "'reasons' is \"none\", expected a list of strings"),
+        ({"reasons": ["a", 1]}, "'reasons' is [\"a\", 1], expected a list of strings"),
+        ({"pool_shape": [2, True]}, "'pool_shape' is [2, true], expected a list of whole numbers"),
+        ({"max_model_len": "4096"}, "'max_model_len' is \"4096\", expected a whole number or null"),
+        ({"healthy": 1}, "'healthy' is 1, expected true or false"),
+        ({"spec_decode_accepted_delta": False}, "is false, expected a number or null"),
+        ([1, 2], "[1, 2], expected an object"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_named(value: object, words: str) -> None:

@@ -9,14 +9,27 @@ Standard library only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 Kinds = tuple[type, ...]
-# key -> (the kinds its value may be, whether the key must be there)
-FieldTable = Mapping[str, tuple[Kinds, bool]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a key's value may be where its kinds alone cannot say it (a list of whole numbers,
+    one of a set of words): the test, and what it expects in words for the message."""
+
+    words: str
+    test: Callable[[Any], bool]
+
+
+# key -> (the kinds its value may be, or its Rule; whether the key must be there)
+FieldTable = Mapping[str, tuple[Kinds | Rule, bool]]
 NUMBER: Kinds = (int, float)
+ANY_VALUE = Rule("any JSON value", lambda value: True)
 _NAMES = {
     str: "a string",
     int: "a whole number",
@@ -77,20 +90,51 @@ class KeptKeys:
         return cls(**known, keys=tuple(value), extra=extra)  # type: ignore[call-arg]
 
 
+def list_of(kinds: Kinds, or_null: bool = False) -> Rule:
+    """A list whose every item is of `kinds` (null too, where `or_null`)."""
+    words = f"a list of {kinds_text(kinds).replace('a ', '', 1)}s" + (" or null" if or_null else "")
+    return Rule(
+        words,
+        lambda value: (
+            (value is None and or_null)
+            or (isinstance(value, list) and all(is_of(item, kinds) for item in value))
+        ),
+    )
+
+
+def one_of(values: Collection[str], or_null: bool = False) -> Rule:
+    """One of the strings `values` (null too, where `or_null`)."""
+    named = [json.dumps(v) for v in values] + (["null"] if or_null else [])
+    words = ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else named[0]
+    return Rule(
+        words,
+        lambda value: (value is None and or_null) or (isinstance(value, str) and value in values),
+    )
+
+
+def _words(kinds: Kinds | Rule, name_of: Callable[[Kinds], str]) -> str:
+    return kinds.words if isinstance(kinds, Rule) else name_of(kinds)
+
+
+def _fits(value: Any, kinds: Kinds | Rule) -> bool:
+    return kinds.test(value) if isinstance(kinds, Rule) else is_of(value, kinds)
+
+
 def field_problem(
     mapping: Mapping[str, Any],
     table: FieldTable,
     name_of: Callable[[Kinds], str] = kinds_text,
 ) -> str | None:
     """The first key of `table` that `mapping` lacks (where it must be there) or holds a value of
-    other kinds, said in words; None where every key is as the table says."""
+    other kinds (or one its Rule refuses), said in words; None where every key is as the table
+    says."""
     for key, (kinds, required) in table.items():
         if key not in mapping:
             if required:
-                return f"no {key!r} (expected {name_of(kinds)})"
+                return f"no {key!r} (expected {_words(kinds, name_of)})"
             continue
-        if not is_of(mapping[key], kinds):
-            return f"{key!r} is {shown(mapping[key])}, expected {name_of(kinds)}"
+        if not _fits(mapping[key], kinds):
+            return f"{key!r} is {shown(mapping[key])}, expected {_words(kinds, name_of)}"
     return None
 
 
