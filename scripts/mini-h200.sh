@@ -58,7 +58,7 @@ run_part() {
   read -r -a extra <<< "${MINI_RUN_ARGS:-}"
   if [[ -n "${MINI_CONTEXTS:-}" ]]; then contexts=(--contexts "$MINI_CONTEXTS"); fi
   echo "==> mini-h200.sh: $parts at $tokens draft tokens" | tee -a "$results/run.log"
-  python3 -m j0 mini run "$work" --here --resume --out "$work/run" --parts "$parts" \
+  python3 -m j0 mini run "$work" --here --resume --run-dir "$work/run" --parts "$parts" \
     --tokens "$tokens" --requests "${MINI_REQUESTS:-48}" --slots "${MINI_SLOTS:-4}" \
     --max-tokens "${MINI_MAX_TOKENS:-256}" --servers "${MINI_SERVERS:-1}" "${contexts[@]}" \
     "${extra[@]}" \

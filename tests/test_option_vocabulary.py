@@ -20,7 +20,6 @@ CANONICAL = {
     "--time-limit": "--timeout",
     "--quiet-progress": "--no-progress",
     "--dir": "--out",
-    "--run-dir": "--out",
 }
 
 
@@ -41,7 +40,7 @@ def test_every_other_spelling_stands_beside_the_shared_name() -> None:
                     seen.append(flag)
                     assert CANONICAL[flag] in action.option_strings, (prog, flag)
     # the sweep reads the real parsers
-    assert {"--output", "--prefix-cache", "--dir", "--run-dir"} <= set(seen)
+    assert {"--output", "--prefix-cache", "--dir"} <= set(seen)
 
 
 def test_the_shared_names_mean_one_thing() -> None:

@@ -103,7 +103,7 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("engine-check", "--json", "dir", ["--here", "--no-gpu", "--json", "{dir}"]),
     ("mini train", "out", "file", ["{file}", "--smoke"]),
     ("mini run", "out", "file", ["{file}", "--here"]),
-    ("mini run", "--out", "file", ["{trained}", "--here", "--out", "{file}"]),
+    ("mini run", "--run-dir", "file", ["{trained}", "--here", "--run-dir", "{file}"]),
     ("mini numbers", "readme", "dir", ["{dir}"]),
     ("mini curves", "out", "file", ["{file}"]),
 ]  # fmt: skip

@@ -277,12 +277,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="where the cross-check's reference runs",
     )
     run.add_argument(
-        "--out",
         "--run-dir",
-        dest="run_dir",
         type=Path,
         metavar="DIR",
-        help="where the run goes (default OUT/run; new; --run-dir is the older spelling)",
+        help="where the run goes (default OUT/run; new)",
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     add_json_option(run, "the verdict, its reasons and mini-run.json's summary")

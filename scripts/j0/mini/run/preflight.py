@@ -75,7 +75,7 @@ def check_run_dir(work: Path) -> str | None:
     if summary.is_file() and _passed(summary):
         raise J0Error(
             f"{work}: holds a run that passed (mini-run.json); move it away first, or give "
-            "--out (nothing is overwritten)",
+            "--run-dir (nothing is overwritten)",
             USAGE,
         )
     return "failed" if summary.is_file() else "did not finish"

@@ -25,7 +25,7 @@ all prompts and per context bin:
     ngram      the J0-trained drafter with J0 on against the n-gram speculator
 and every speculative setting's speedup over the baseline.
 
-Everything goes to OUT/run/ (`--out` another folder); `--resume` adds the settings a folder
+Everything goes to OUT/run/ (`--run-dir` another folder); `--resume` adds the settings a folder
 lacks (a setting's folder is never written twice) and makes the reports and the summary again
 over all of them, so a long run can be split into commands. OUT/run/mini-run.json holds the
 summary; mini-run.md the tables, each saying whether its figures are pooled or request means.
