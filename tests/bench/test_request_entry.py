@@ -77,6 +77,17 @@ def test_a_key_the_table_does_not_know_is_kept_in_its_place() -> None:
         ("repeat", None, "'repeat' is null, expected int"),
         ("ok", "yes", "'ok' is \"yes\", expected bool"),
         ("chunk_tokens", [1, 2.5], "'chunk_tokens' is [1, 2.5], expected a list of whole numbers"),
+        (
+            "output_token_ids",
+            [1, True],
+            "'output_token_ids' is [1, true], expected a list of whole",
+        ),
+        (
+            "per_step_accepted",
+            [1, "2"],
+            "'per_step_accepted' is [1, \"2\"], expected a list of numbers",
+        ),
+        ("per_step_drafted", 7, "'per_step_drafted' is 7, expected a list of numbers"),
     ],
 )
 def test_an_entry_key_of_another_kind_is_refused_naming_the_file(
@@ -88,8 +99,19 @@ def test_an_entry_key_of_another_kind_is_refused_naming_the_file(
     path.write_text(json.dumps(doc))
     with pytest.raises(J0Error) as raised:
         read_result(path)
-    assert str(raised.value) == f"{path}: requests[2]: {said}"
+    assert str(raised.value).startswith(f"{path}: requests[2]: {said}")
     assert raised.value.exit_code == INPUT_LACKS
+
+
+def test_a_null_list_is_no_list(tmp_path: Path) -> None:
+    """null where a list of numbers goes reads as no list (an older writer's form)."""
+    doc = json.loads(RECORDED[-1].read_text())
+    doc["requests"][2]["per_step_accepted"] = None
+    doc["requests"][2]["chunk_tokens"] = None
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc))
+    entry = read_result(path).requests[2]
+    assert entry.per_step_accepted is None and entry.chunk_tokens is None
 
 
 def test_a_top_level_number_of_another_kind_is_named_once(tmp_path: Path) -> None:

@@ -33,7 +33,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from j0.edge.fields import NUMBER, FieldTable, KeptKeys, Kinds, field_problem, is_of, shown
+from j0.edge.fields import (
+    NUMBER,
+    FieldTable,
+    KeptKeys,
+    Kinds,
+    Rule,
+    field_problem,
+    list_of,
+    shown,
+)
 from j0.engine import spec_counts
 
 _NULL = type(None)
@@ -99,7 +108,20 @@ FIELDS: FieldTable = {
     "per_step_drafted": (_LIST, False),
     "per_step_context_length": (_LIST, False),
 }
-_NOT_LISTS = {key: kinds for key, kinds in FIELDS.items() if key not in INT_LISTS}
+
+
+def _int_list(key: str) -> Rule:
+    """An INT_LISTS key: its list (numbers for the per-step ones, whole numbers for the rest), or
+    null, which the reader takes as no list; the message names the list alone."""
+    kinds = NUMBER if key.startswith("per_step_") else (int,)
+    return list_of(kinds, or_null=True, words=list_of(kinds).words)
+
+
+# FIELDS as an entry is checked: the other keys first (in kinds_named's words), then the lists.
+_CHECKED: FieldTable = {
+    **{key: kinds for key, kinds in FIELDS.items() if key not in INT_LISTS},
+    **{key: (_int_list(key), False) for key in INT_LISTS},
+}
 Number = int | float
 
 
@@ -166,16 +188,9 @@ def entry_problem(index: int, entry: Any) -> str | None:
     where = f"requests[{index}]: "
     if not isinstance(entry, dict):
         return f"requests[{index}] is {shown(entry)}, expected an object"
-    problem = field_problem(entry, _NOT_LISTS, kinds_named)
+    problem = field_problem(entry, _CHECKED, kinds_named)
     if problem is not None:
         return where + problem
-    for key in INT_LISTS:
-        value = entry.get(key)
-        if value is not None:
-            item = (int, float) if key.startswith("per_step_") else (int,)
-            if not isinstance(value, list) or not _all_are(value, item):
-                what = "numbers" if key.startswith("per_step_") else "whole numbers"
-                return f"{where}{key!r} is {shown(value)}, expected a list of {what}"
     lengths = {k: len(entry[k]) for k in INT_LISTS[2:] if isinstance(entry.get(k), list)}
     if len(set(lengths.values())) > 1:
         return f"{where}per-step arrays of different lengths ({lengths})"
@@ -186,9 +201,3 @@ def entry_problem(index: int, entry: Any) -> str | None:
         if found is not None:
             return f"{where}{found}"
     return None
-
-
-def _all_are(values: list[Any], kinds: Kinds) -> bool:
-    """Every item of one of `kinds`, true and false no numbers; plain items (thousands of
-    per-step ints) at the speed of set(map(type, ...))."""
-    return set(map(type, values)) <= set(kinds) - {bool} or all(is_of(x, kinds) for x in values)
