@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from j0.edge.fields import (
+    NULL,
     NUMBER,
     FieldTable,
     KeptKeys,
@@ -45,12 +46,11 @@ from j0.edge.fields import (
 )
 from j0.engine import spec_counts
 
-_NULL = type(None)
-_NUM: Kinds = (*NUMBER, _NULL)
-_TEXT: Kinds = (str, _NULL)
-_LIST: Kinds = (list, _NULL)
-_OBJECT: Kinds = (dict, _NULL)
-_ANY_JSON: Kinds = (dict, list, str, int, float, bool, _NULL)
+_NUM: Kinds = (*NUMBER, NULL)
+_TEXT: Kinds = (str, NULL)
+_LIST: Kinds = (list, NULL)
+_OBJECT: Kinds = (dict, NULL)
+_ANY_JSON: Kinds = (dict, list, str, int, float, bool, NULL)
 # An entry's times (>= 0 where given; results.entry_problems judges their ranges).
 ENTRY_TIMES = (
     "ttft_ms",
@@ -76,11 +76,11 @@ INT_LISTS = (
 # no count (12.5, -4) is flagged by the range checks, not refused. `repeat` and `num_chunks` are
 # never null where present.
 FIELDS: FieldTable = {
-    "index": ((int, _NULL), False),
+    "index": ((int, NULL), False),
     "prompt_id": (_TEXT, False),
     "prompt_sha256": (_TEXT, False),
     "prompt_source": (_TEXT, False),
-    "ok": ((bool, _NULL), False),
+    "ok": ((bool, NULL), False),
     "error": (_TEXT, False),
     "started_at": (_NUM, False),
     "prompt_tokens": (_NUM, False),
@@ -177,7 +177,7 @@ class RequestEntry(KeptKeys):
 def kinds_named(kinds: Kinds) -> str:
     """The kinds a value may be, as a result file's messages name them (null left unsaid; int
     and float together "a number")."""
-    shown_kinds = [k for k in kinds if k is not _NULL]
+    shown_kinds = [k for k in kinds if k is not NULL]
     if set(NUMBER) <= set(shown_kinds):
         return "a number"
     return " or ".join(k.__name__ for k in shown_kinds)

@@ -29,6 +29,7 @@ class Rule:
 # key -> (the kinds its value may be, or its Rule; whether the key must be there)
 FieldTable = Mapping[str, tuple[Kinds | Rule, bool]]
 NUMBER: Kinds = (int, float)
+NULL = type(None)  # JSON's null, as a kind
 ANY_VALUE = Rule("any JSON value", lambda value: True)
 _NAMES = {
     str: "a string",

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from j0.article.identity import PREFIX_SAFE
-from j0.edge.fields import ANY_VALUE, NUMBER, FieldTable, checked_object, list_of, one_of
+from j0.edge.fields import ANY_VALUE, NULL, NUMBER, FieldTable, checked_object, list_of, one_of
 from j0.engine.j0_ran import ON_OFF
 
 JsonValue = Any  # whatever JSON holds: the log's own value, not checked
-NULL = type(None)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.fields import (
+    NULL,
     NUMBER,
     FieldTable,
     KeptKeys,
@@ -29,14 +30,13 @@ from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.run.setting_record import SettingRecord
 
 MINI_RUN_JSON = "mini-run.json"
-_NONE = type(None)
 # (kinds, needed), in the writer's order; tests/mini/test_run_summary.py holds it to the fields.
 SUMMARY_FIELDS: FieldTable = {
     "out": ((str,), True),
     "max_model_len": ((int,), True),
     "trained": ((dict,), False),
     "temperature": (NUMBER, False),
-    "sample_seed": ((int, _NONE), False),
+    "sample_seed": ((int, NULL), False),
     "servers_at_once": ((int,), False),
     "contexts": ((list,), True),
     "tokens": ((list,), False),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.fields import (
+    NULL,
     NUMBER,
     FieldTable,
     KeptKeys,
@@ -39,29 +40,28 @@ NGRAM = "ngram"  # vLLM's prompt lookup
 DFLASH = "dflash"
 KINDS = (DFLASH, NGRAM, BASELINE)
 
-_NONE = type(None)
 # (kinds, needed), in the writer's order; tests/mini/test_setting_record.py holds it to the fields.
 SETTING_FIELDS: FieldTable = {
     "dump_pass": ((dict,), False),
     "kind": ((str,), True),
-    "drafter": ((str, _NONE), False),
-    "k": ((int, _NONE), False),
-    "j0": ((str, bool, _NONE), False),  # as the log shows it; records of older runs: as asked
-    "seed": ((int, _NONE), False),
+    "drafter": ((str, NULL), False),
+    "k": ((int, NULL), False),
+    "j0": ((str, bool, NULL), False),  # as the log shows it; records of older runs: as asked
+    "seed": ((int, NULL), False),
     "slots": ((int,), False),
     "temperature": (NUMBER, False),
-    "sample_seed": ((int, _NONE), False),
+    "sample_seed": ((int, NULL), False),
     "port": ((int,), False),
     "servers_at_once": ((int,), False),
-    "speculative_config": ((dict, _NONE), False),
+    "speculative_config": ((dict, NULL), False),
     "speculator_sha256": ((str,), False),
-    "j0_asked": ((str, _NONE), False),
-    "speculator_identity": ((str, _NONE), False),
+    "j0_asked": ((str, NULL), False),
+    "speculator_identity": ((str, NULL), False),
     "j0_from": ((str,), False),
-    "pooled_acceptance_length": ((*NUMBER, _NONE), False),
+    "pooled_acceptance_length": ((*NUMBER, NULL), False),
     "per_request_mean_by_context": ((dict,), False),
     "requests_ok": ((int,), False),
-    "metrics_crosscheck": ((str, _NONE), False),
+    "metrics_crosscheck": ((str, NULL), False),
     "dumps_check": ((dict,), False),
     "crosscheck": ((dict,), False),
     "lines": ((list,), False),
