@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,6 +59,17 @@ def article_file(pins: Pins, base_file: Path, tmp_path_factory: pytest.TempPathF
         capture_output=True,
     )
     return out
+
+
+@functools.cache
+def cuda_gpu_here() -> bool:
+    """Whether torch sees a CUDA GPU here: no driver (no nvidia-smi, no /dev/nvidiactl) says no at
+    once; else a child process asks torch (so that this one never initialises CUDA), once per
+    test process."""
+    if shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+        return False
+    probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+    return subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
 
 def require_docker() -> None:

@@ -31,7 +31,7 @@ def test_plain(n):
 """
 
 
-def test_the_docker_tests_run_in_one_worker_under_their_group(tmp_path: Path) -> None:
+def test_the_docker_tests_run_in_one_worker_per_group(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    docker: a Docker test\n")
@@ -40,6 +40,9 @@ def test_the_docker_tests_run_in_one_worker_under_their_group(tmp_path: Path) ->
     )
     for name in ("test_one.py", "test_two.py"):
         (suite / name).write_text(MODULE)
+    # A module that names the second Docker group, as the wheel route's tests do.
+    own_group = 'import pytest\n\npytestmark = pytest.mark.xdist_group("docker-w")\n'
+    (suite / "test_three.py").write_text(MODULE.replace("import pytest\n", own_group))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
          "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "run")],
@@ -48,11 +51,19 @@ def test_the_docker_tests_run_in_one_worker_under_their_group(tmp_path: Path) ->
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     where = {nodeid: worker for worker, _, nodeid in REPORT.findall(run.stdout)}
-    assert len(where) == 18, sorted(where)
-    docker = {nodeid: worker for nodeid, worker in where.items() if "test_docker" in nodeid}
+    assert len(where) == 27, sorted(where)
+    docker = {
+        nodeid: worker
+        for nodeid, worker in where.items()
+        if "test_docker" in nodeid and "test_three" not in nodeid
+    }
     assert len(docker) == 6
     assert all(nodeid.endswith("@docker") for nodeid in docker), (
         f"the Docker tests' ids carry no @docker group (pytest-xdist did not see the mark): "
         f"{sorted(docker)}"
     )
     assert len(set(docker.values())) == 1, f"the Docker tests ran in several workers: {docker}"
+    # The module's own group is kept, and all of that module's tests run in one worker.
+    second = {nodeid: worker for nodeid, worker in where.items() if "test_three" in nodeid}
+    assert len(second) == 9 and all(nodeid.endswith("@docker-w") for nodeid in second), second
+    assert len(set(second.values())) == 1, f"the second group ran in several workers: {second}"

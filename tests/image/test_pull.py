@@ -29,6 +29,9 @@ from j0.pins import Pins
 from servers.base import free_port
 from servers.registry_server import RegistryServer
 
+# The second Docker worker (tests/docker_group.py), beside stand-in B's chain.
+pytestmark = pytest.mark.xdist_group("docker-w")
+
 RUN = uuid.uuid4().hex[:8]  # unique names for this run's images
 
 # Texts of failed pulls as Docker engines report them (the first two seen on this machine).

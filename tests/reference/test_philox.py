@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -158,16 +157,11 @@ def test_randint_equals_triton_interpreter(tmp_path: Path) -> None:
     _compare(got, want, len(want["runs"]))
 
 
-def _cuda_available() -> bool:
-    if shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
-        return False
-    probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
-    return subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
-
-
 @pytest.mark.gpu
 def test_randint_equals_triton_compiled(tmp_path: Path) -> None:
-    if not _cuda_available():
+    from conftest import cuda_gpu_here
+
+    if not cuda_gpu_here():
         pytest.skip("no CUDA GPU")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     got, want = _run_triton(tmp_path, "cuda", env)

@@ -21,7 +21,7 @@ is reused, and the rootfs tarball and the pip target are kept under the state di
 (${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
 debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
-    python tests/standin/build.py [rootfs|a|b|c|f|w|all]
+    python tests/standin/build.py [rootfs|a|b|c|f|w|all]   (all: side by side, prebuild())
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,6 +191,27 @@ def image_exists(tag: str) -> bool:
     return result.returncode == 0
 
 
+@contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """An exclusive lock on the file `path` (made if need be) for the block's time."""
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextmanager
+def building(tag: str) -> Iterator[bool]:
+    """Hold the build lock of `tag` (one file per stand-in and key under the state directory);
+    yield whether the image must still be made. A second process that asks for the same stand-in
+    (the pre-build that .ci/run starts beside the tests, and a Docker test) waits here for the
+    first, then finds the image made, instead of building it a second time beside it."""
+    if image_exists(tag):
+        yield False
+        return
+    with _held(state_dir() / f"{tag.replace('/', '-').replace(':', '-')}.lock"):
+        yield not image_exists(tag)
+
+
 def docker_build(tag: str, context: Path) -> None:
     """Build context/Dockerfile with the legacy builder, no network (the base is local)."""
     env = dict(os.environ, DOCKER_BUILDKIT="0")
@@ -235,18 +257,18 @@ def rootfs_image(packages: tuple[str, ...] = PACKAGES) -> str:
     key = _key(SUITE, VARIANT, packages)
     name = "rootfs" if packages == PACKAGES else "rootfs-pip"
     tag = f"j0-standin/{name}:{key}"
-    if image_exists(tag):
-        return tag
-    state = state_dir()
-    tarball = state / f"rootfs-{key}.tar"
-    # One debootstrap per tarball: test workers that need it at once wait for the first (seen in
-    # CI: two workers built it side by side and raced on one partial file).
-    with open(state / f"rootfs-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not tarball.is_file():
-            _debootstrap(packages, state, tarball)
-    _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
-    drop_older(tag)
+    with building(tag) as needed:
+        if not needed:
+            return tag
+        state = state_dir()
+        tarball = state / f"rootfs-{key}.tar"
+        # One debootstrap per tarball: test workers that need it at once wait for the first (seen
+        # in CI: two workers built it side by side and raced on one partial file).
+        with _held(state / f"rootfs-{key}.lock"):
+            if not tarball.is_file():
+                _debootstrap(packages, state, tarball)
+        _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
+        drop_older(tag)
     log(f"imported {tag}")
     return tag
 
@@ -264,10 +286,13 @@ def image_a(pins: Pins, packages: tuple[str, ...] = PACKAGES) -> str:
     wheel = vllm_wheel(pins)
     key = _key(base, wheel.name, wheel.stat().st_size, SITE)
     tag = f"j0-standin/{'a' if packages == PACKAGES else 'w'}:{key}"
-    if image_exists(tag):
-        return tag
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="standin-a-", dir=state_dir()) as tmp:
+    with (
+        building(tag) as needed,
+        tempfile.TemporaryDirectory(prefix="standin-a-", dir=state_dir()) as tmp,
+    ):
+        if not needed:
+            return tag
         context = Path(tmp)
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(context / "site")
@@ -293,8 +318,13 @@ def b_requirements(root: Path = ROOT) -> list[str]:
 def deps_dir(requirements: list[str]) -> Path:
     """pip install --target of `requirements` for this Python (3.11), cached by their hash."""
     target = state_dir() / f"deps-{_key(requirements, sys.version_info[:2])}"
-    if (target / ".complete").is_file():
-        return target
+    with _held(target.with_suffix(".lock")):
+        if not (target / ".complete").is_file():
+            _install_deps(requirements, target)
+    return target
+
+
+def _install_deps(requirements: list[str], target: Path) -> None:
     if sys.version_info[:2] != (3, 11):
         raise RuntimeError(f"B's packages must be for Python 3.11, not {sys.version}")
     started = time.monotonic()
@@ -307,19 +337,19 @@ def deps_dir(requirements: list[str]) -> Path:
     shutil.rmtree(target / "site" / "bin", ignore_errors=True)
     (target / ".complete").write_text("\n".join(requirements) + "\n")
     log(f"packages for B in {time.monotonic() - started:.0f} s")
-    return target
 
 
 def image_b(pins: Pins) -> str:
     base = image_a(pins)
     requirements = b_requirements()
     tag = f"j0-standin/b:{_key(base, requirements, B_COMPILE)}"
-    if image_exists(tag):
-        return tag
-    context = deps_dir(requirements)
-    started = time.monotonic()
-    _write_dockerfile(context, base, [("site/", f"{SITE}/")], (B_COMPILE,))
-    docker_build(tag, context)
+    with building(tag) as needed:
+        if not needed:
+            return tag
+        context = deps_dir(requirements)
+        started = time.monotonic()
+        _write_dockerfile(context, base, [("site/", f"{SITE}/")], (B_COMPILE,))
+        docker_build(tag, context)
     log(
         f"built {tag} (+ torch, triton and the import's packages) in "
         f"{time.monotonic() - started:.0f} s"
@@ -336,11 +366,14 @@ def drifted(data: bytes) -> bytes:
 def image_c(pins: Pins) -> str:
     base = image_a(pins)
     tag = f"j0-standin/c:{_key(base, DRIFT_FROM, DRIFT_TO)}"
-    if image_exists(tag):
-        return tag
-    with zipfile.ZipFile(vllm_wheel(pins)) as archive:
-        data = archive.read(pins.speculator_relpath)
-    with tempfile.TemporaryDirectory(prefix="standin-c-", dir=state_dir()) as tmp:
+    with (
+        building(tag) as needed,
+        tempfile.TemporaryDirectory(prefix="standin-c-", dir=state_dir()) as tmp,
+    ):
+        if not needed:
+            return tag
+        with zipfile.ZipFile(vllm_wheel(pins)) as archive:
+            data = archive.read(pins.speculator_relpath)
         context = Path(tmp)
         (context / "speculator.py").write_bytes(drifted(data))
         _write_dockerfile(context, base, [("speculator.py", f"{SITE}/{pins.speculator_relpath}")])
@@ -369,8 +402,13 @@ def floor_constraints(root: Path = ROOT) -> list[str]:
 def floor_dir(constraints: list[str]) -> Path:
     """pip install --target of hub-floor.txt with its dependencies, under `constraints`, cached."""
     target = state_dir() / f"floor-{_key(constraints, sys.version_info[:2])}"
-    if (target / ".complete").is_file():
-        return target
+    with _held(target.with_suffix(".lock")):
+        if not (target / ".complete").is_file():
+            _install_floor(constraints, target)
+    return target
+
+
+def _install_floor(constraints: list[str], target: Path) -> None:
     drop_stale(state_dir().glob("floor-*"))
     floor = [line for line in constraints if line.split("==", 1)[0] in FLOOR_NAMES]
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as cons:
@@ -387,7 +425,6 @@ def floor_dir(constraints: list[str]) -> Path:
         )
     shutil.rmtree(target / "site" / "bin", ignore_errors=True)
     (target / ".complete").write_text("\n".join(constraints) + "\n")
-    return target
 
 
 def image_f(pins: Pins) -> str:
@@ -395,11 +432,12 @@ def image_f(pins: Pins) -> str:
     base = image_a(pins)
     constraints = floor_constraints()
     tag = f"j0-standin/f:{_key(base, constraints)}"
-    if image_exists(tag):
-        return tag
-    context = floor_dir(constraints)
-    _write_dockerfile(context, base, [("site/", f"{SITE}/")])
-    docker_build(tag, context)
+    with building(tag) as needed:
+        if not needed:
+            return tag
+        context = floor_dir(constraints)
+        _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+        docker_build(tag, context)
     log(f"built {tag} (+ huggingface_hub 1.31, the floor vLLM 0.33 allows)")
     return tag
 
@@ -407,6 +445,27 @@ def image_f(pins: Pins) -> str:
 def image_w(pins: Pins) -> str:
     """A with pip: the wheel route's stand-in for vLLM's release image."""
     return image_a(pins, PIP_PACKAGES)
+
+
+def prebuild(pins: Pins) -> list[str]:
+    """Every stand-in, made side by side: the rootfs with pip (for W) beside the plain one, and B's
+    and F's packages while the rootfs is made. Each piece waits only for what it is made from (the
+    locks above), so a Docker test that asks for one while this runs waits for that one alone.
+    .ci/run starts this beside the tests; it returns the tags, or raises the first failure."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def chain_a() -> list[str]:
+        return [image_b(pins), image_c(pins), image_f(pins)]
+
+    def packages() -> list[str]:
+        deps_dir(b_requirements())
+        floor_dir(floor_constraints())
+        return []
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(chain_a), pool.submit(lambda: [image_w(pins)])]
+        futures.append(pool.submit(packages))
+        return [tag for future in futures for tag in future.result()]
 
 
 def main(argv: list[str]) -> int:
@@ -420,11 +479,14 @@ def main(argv: list[str]) -> int:
         "f": lambda: image_f(pins),
         "w": lambda: image_w(pins),
     }
-    names = list(makers) if which == "all" else [which]
-    for name in names:
+    if which == "all":
         started = time.monotonic()
-        tag = makers[name]()
-        print(f"{name}\t{tag}\t{time.monotonic() - started:.1f}s", flush=True)
+        tags = prebuild(pins)
+        print(f"all\t{' '.join(tags)}\t{time.monotonic() - started:.1f}s", flush=True)
+        return 0
+    started = time.monotonic()
+    tag = makers[which]()
+    print(f"{which}\t{tag}\t{time.monotonic() - started:.1f}s", flush=True)
     return 0
 
 
