@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-# Every Docker test to one worker: a hook of tests/docker_group.py, which pytest finds here.
-from docker_group import pytest_collection_modifyitems  # noqa: F401
 from j0.engine import base_sources
 from j0.pins import Pins, load_pins
+
+# The Docker tests to their workers, the longest first: a hook of tests/worker_plan.py, found here.
+from worker_plan import pytest_collection_modifyitems  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 # `j0 serve` reads ARGS with vLLM's own parser where vLLM is importable, as it is here (the test

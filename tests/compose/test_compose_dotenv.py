@@ -17,7 +17,7 @@ from compose_cli import compose_env, require_compose
 from doctor.dotenv_cases import CASES, ENVIRONMENT
 from j0.compose import dotenv as j0_compose_env
 
-# The second Docker worker (tests/docker_group.py), beside stand-in B's chain.
+# The second Docker worker (tests/worker_plan.py), beside stand-in B's chain.
 pytestmark = pytest.mark.xdist_group("docker-w")
 
 COMPOSE = ("docker", "compose")

@@ -20,7 +20,7 @@ from conftest import OwnImages
 from j0.pins import Pins
 from servers.local import HubProcess
 
-# The second Docker worker (tests/docker_group.py), beside stand-in B's chain.
+# The second Docker worker (tests/worker_plan.py), beside stand-in B's chain.
 pytestmark = pytest.mark.xdist_group("docker-w")
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

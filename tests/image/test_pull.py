@@ -29,7 +29,7 @@ from j0.pins import Pins
 from servers.base import free_port
 from servers.registry_server import RegistryServer
 
-# The second Docker worker (tests/docker_group.py), beside stand-in B's chain.
+# The second Docker worker (tests/worker_plan.py), beside stand-in B's chain.
 pytestmark = pytest.mark.xdist_group("docker-w")
 
 RUN = uuid.uuid4().hex[:8]  # unique names for this run's images

@@ -41,7 +41,7 @@ SITE = "/usr/local/lib/python3.11/dist-packages"
 # What the base has: Debian's pip; what it lacks: torch.
 MET = ["pip>=20", "pywin32; sys_platform == 'win32'", "soundfile; extra == 'audio'"]
 
-# The second Docker worker (tests/docker_group.py): W is made from a debootstrap of its own.
+# The second Docker worker (tests/worker_plan.py): W is made from a debootstrap of its own.
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("docker-w")]
 
 

@@ -1,0 +1,58 @@
+"""How the tests are spread over workers where they run in several (scripts/test: pytest-xdist,
+`--dist loadgroup`): tests/conftest.py takes the hook from here; tests/test_test_workers.py runs
+it in a suite of its own.
+
+- Every test marked `docker` is put in a group that pytest-xdist sends to one worker, in order:
+  the group "docker", unless its module names another group starting with "docker"
+  (`pytest.mark.xdist_group("docker-w")`).
+- The modules with Docker tests, then those with tests marked `slow`, come first in the order the
+  workers are handed tests, the rest after them: a long test handed out last keeps one worker
+  busy while the others have nothing left (the run's tail); handed out first, the short tests
+  fill in around it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+DEFAULT_GROUP = "docker"
+
+
+def group_docker_tests(items: list[pytest.Item]) -> None:
+    """The Docker tests go to at most a few workers, each group in order: a group shares the
+    engine, its layer cache and the stand-ins its tests are made on. Two groups: the tests on
+    stand-in B's chain (A, B, C: the default group), and those on stand-ins W and F, a registry or
+    none ("docker-w"), whose images are made from a debootstrap of their own or in seconds, so
+    that the two chains wait on the network and on Docker side by side instead of one after the
+    other."""
+    for item in items:
+        if not item.get_closest_marker("docker"):
+            continue
+        named = item.get_closest_marker("xdist_group")
+        if named is not None and str(named.args[0] if named.args else "").startswith("docker"):
+            continue
+        item.add_marker(pytest.mark.xdist_group(DEFAULT_GROUP))
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """The modules with Docker tests first, then those with slow tests, then the rest; each module
+    whole and in its collected order (a stable sort, the same in every worker, as pytest-xdist
+    requires; a module kept whole sets up its module fixtures once where the tests run in one
+    process)."""
+    rank: dict[str, tuple[bool, bool]] = {}
+    for item in items:
+        docker, slow = rank.get(item.module.__name__ if item.module else "", (True, True))
+        rank[item.module.__name__ if item.module else ""] = (
+            docker and item.get_closest_marker("docker") is None,
+            slow and item.get_closest_marker("slow") is None,
+        )
+    items.sort(key=lambda item: rank[item.module.__name__ if item.module else ""])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """First among the hooks: pytest-xdist's worker reads the group marks in its own collection
+    hook, which runs before this conftest's unless told otherwise (tests/test_test_workers.py
+    holds the order)."""
+    group_docker_tests(items)
+    longest_first(items)
