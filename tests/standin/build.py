@@ -8,7 +8,7 @@
           vLLM's speculator module imports, at the versions of requirements/test.txt),
           installed here with `uv pip install --target` (from uv's cache, which making the test
           environment filled) and copied in, so that no docker build needs the network; then
-          everything in its site-packages compiled to bytecode, as a pip install leaves it.
+          the speculator module imported once, which leaves the bytecode of all it loads.
   C       A whose speculator.py differs from vLLM's by one byte, outside the patch's hunks.
   F       A + huggingface_hub 1.31 (requirements/hub-floor.txt, the oldest vLLM 0.33 allows) and
           what it needs, pinned by requirements/test.txt, without httpx2: the floor of a vLLM
@@ -70,13 +70,18 @@ NOT_IN_B = {
     "execnet",
     "scipy",
 }
-# B's packages compiled to bytecode in the image, as pip leaves an install (vLLM's image is made
-# with pip): without it every container that imports the speculator (j0 image smoke imports it
-# twice, j0 engine-check once) compiles torch, triton and vLLM first, about 10 s of CPU each time.
-# The j0 build step drops the bytecode of the file it replaces (image/build_step.py). As pip does,
-# a file this Python cannot compile (torch's tests written for 3.12) is left as it is: compileall
-# exits 1 for those, which is not a failure of the stand-in.
-B_COMPILE = f"python3 -m compileall -qq -j 0 {SITE} || test $? -eq 1"
+# B's bytecode, made in the image by the import that B exists for: vLLM's speculator module, the
+# way `j0 image smoke` and the selfcheck import it (on the CPU, Triton's interpreter). Without
+# bytecode every container that imports the speculator (j0 image smoke imports it twice, j0
+# engine-check once) compiles torch, triton and vLLM first, about 10 s of CPU each time. The import
+# compiles exactly the modules those containers load, in 20 s on a quiet 2-core machine, where a
+# compileall of the whole site-packages (as a pip install leaves it) took 35 s. A B that cannot
+# import the speculator fails here, where its build names it. The j0 build step drops the bytecode
+# of the file it replaces (image/build_step.py).
+B_COMPILE = (
+    "CUDA_VISIBLE_DEVICES= TRITON_INTERPRET=1 python3 -c "
+    "'import vllm.v1.worker.gpu.spec_decode.dflash.speculator'"
+)
 # C: one byte of vLLM's file changed, in a comment outside every hunk of the patch.
 DRIFT_FROM, DRIFT_TO = b"# Fixed-address inputs", b"# fixed-address inputs"
 
