@@ -75,6 +75,8 @@ print(json.dumps(out))
 """
 
 
+# Slow: `datasets` in a child process (7 s in a fast-subset run of 2026-12-06).
+@pytest.mark.slow
 def test_named_set_through_datasets_from_a_local_parquet(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

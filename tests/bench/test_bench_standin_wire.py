@@ -20,8 +20,9 @@ from servers.vllm.server import VllmStandIn
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 # The tests of this module share one worker (pytest-xdist) and import vLLM's protocol modules
 # once there, in `wire`: at module level every worker paid that import (about 8 s) while
-# collecting, whether it ran these tests or not.
-pytestmark = pytest.mark.xdist_group("vllm-wire")
+# collecting, whether it ran these tests or not. Slow: that import, 23 s of the group's set-up in a
+# fast-subset run of 2026-12-06.
+pytestmark = [pytest.mark.xdist_group("vllm-wire"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -154,6 +154,8 @@ def test_interrupted_run_is_completed_by_the_next(env: Env, hub: HubServer) -> N
     assert "partial file(s) of interrupted runs" in result.stderr  # the killed run's, named
 
 
+# Slow: three fetches in child processes (5 s in a fast-subset run of 2026-12-06).
+@pytest.mark.slow
 def test_token_from_env_or_file_never_printed(env: Env, hub: HubServer, tmp_path: Path) -> None:
     hub.token = TOKEN
     without = env.run()

@@ -82,6 +82,9 @@ def reading(read: object) -> object:
         return "refused"
 
 
+# Slow: builds vLLM's own parser, which imports torch and vLLM's engine arguments (13 s in a
+# fast-subset run of 2026-12-06).
+@pytest.mark.slow
 @given(arguments)
 def test_the_table_reads_as_vllms_parser(args: list[str]) -> None:
     parser = vllm_parser()

@@ -151,6 +151,8 @@ def _compare(got: dict, want: dict, spec_runs: int) -> None:
     assert got["j0"] == want["j0"]
 
 
+# Slow: Triton's interpreter in a child process (6 s in a fast-subset run of 2026-12-06).
+@pytest.mark.slow
 def test_randint_equals_triton_interpreter(tmp_path: Path) -> None:
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     got, want = _run_triton(tmp_path, "cpu", env)
