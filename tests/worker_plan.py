@@ -20,11 +20,11 @@ DEFAULT_GROUP = "docker"
 
 def group_docker_tests(items: list[pytest.Item]) -> None:
     """The Docker tests go to at most a few workers, each group in order: a group shares the
-    engine, its layer cache and the stand-ins its tests are made on. Two groups: the tests on
-    stand-in B's chain (A, B, C: the default group), and those on stand-ins W and F, a registry or
-    none ("docker-w"), whose images are made from a debootstrap of their own or in seconds, so
-    that the two chains wait on the network and on Docker side by side instead of one after the
-    other."""
+    engine, its layer cache and the stand-ins its tests are made on. Three groups: compose and
+    the engine check on stand-in B (the default group); the j0 image built and run on A, B and C
+    ("docker-image"); and the tests on stand-ins W and F, a registry or none ("docker-w"), whose
+    images are made in seconds once the rootfs is there. The groups wait on Docker side by side
+    instead of one after the other; on a fresh machine the first two wait for B together."""
     for item in items:
         if not item.get_closest_marker("docker"):
             continue

@@ -27,6 +27,10 @@ from engine.contract_lookalike import write_lookalike
 from j0.cli import main
 from j0.pins import Pins
 
+# A Docker worker of its own (tests/worker_plan.py): these build and run the j0 image on A, B
+# and C while the other group's tests run compose on B.
+pytestmark = pytest.mark.xdist_group("docker-image")
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 ARTICLE_SHA = "0f0a4d209568e41ee28389b33bd30803babee67cea28730e3475680cc1343974"

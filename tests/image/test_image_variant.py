@@ -16,6 +16,10 @@ from image import test_image as image_tests
 from image.test_image import ARTICLE_SHA, FIND, docker_build, docker_run, run_step, sha
 from j0.pins import Pins
 
+# A Docker worker of its own (tests/worker_plan.py): these build and run the j0 image on A, B
+# and C while the other group's tests run compose on B.
+pytestmark = pytest.mark.xdist_group("docker-image")
+
 PREFIX_SAFE_SHA = "38d5625e42113ced60fe43ef47434d0b88bed0e5f7217787d81efb441dce6d02"
 # test_image.py's fixtures, used here by name.
 step_tree = image_tests.step_tree
