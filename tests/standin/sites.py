@@ -18,7 +18,7 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Sequence
-from importlib.util import find_spec
+from importlib import metadata as installed
 from pathlib import Path
 
 TORCH_VERSION = "2.14.0"
@@ -96,10 +96,13 @@ def image_venv(folder: Path) -> tuple[Path, Path]:
     site = Path(purelib)
     only_pip = folder / "pip-only"
     only_pip.mkdir()
-    # pip found, not imported: in this test process `import pip` makes setuptools' distutils
-    # shim fail later (setuptools, imported by torch.utils.cpp_extension, then finds the standard
-    # library's distutils.core), and with it every later import of vLLM here
-    pip_init = find_spec("pip").origin  # type: ignore[union-attr]
+    # pip found by its installed metadata, neither imported nor looked up by the import system: in
+    # this test process even `importlib.util.find_spec("pip")` reaches setuptools' distutils shim,
+    # which then turns itself off for good on Python 3.11 (_distutils_hack's spec_for_pip: "ensure
+    # stdlib distutils when running under pip"), and every later import of vLLM here fails
+    # (setuptools, imported by torch.utils.cpp_extension, finds the standard library's
+    # distutils.core): seen as test_vllms_parser_was_the_reference_here failing after this test.
+    pip_init = installed.distribution("pip").locate_file("pip/__init__.py")
     (only_pip / "pip").symlink_to(Path(pip_init).resolve().parent, target_is_directory=True)
     (site / "test-pip.pth").write_text(f"{only_pip}\n")
     assert sysconfig.get_path("purelib") != purelib  # not this environment's
