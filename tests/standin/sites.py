@@ -18,7 +18,7 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Sequence
-from importlib import metadata as installed
+from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 TORCH_VERSION = "2.14.0"
@@ -102,7 +102,7 @@ def image_venv(folder: Path) -> tuple[Path, Path]:
     # stdlib distutils when running under pip"), and every later import of vLLM here fails
     # (setuptools, imported by torch.utils.cpp_extension, finds the standard library's
     # distutils.core): seen as test_vllms_parser_was_the_reference_here failing after this test.
-    pip_init = installed.distribution("pip").locate_file("pip/__init__.py")
+    pip_init = importlib_metadata.distribution("pip").locate_file("pip/__init__.py")
     (only_pip / "pip").symlink_to(Path(pip_init).resolve().parent, target_is_directory=True)
     (site / "test-pip.pth").write_text(f"{only_pip}\n")
     assert sysconfig.get_path("purelib") != purelib  # not this environment's
