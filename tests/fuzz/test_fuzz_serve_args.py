@@ -18,6 +18,11 @@ from j0.errors import J0Error
 from j0.serve import vllm_args
 from serve.vllm_parser import vllm_parser
 
+# One worker for the modules that build vLLM's parser (tests/serve/vllm_parser.py: torch and
+# vLLM's engine arguments imported, about 10 s of CPU in each process that builds it), so that
+# it is built once per run, not once in every worker that draws one of these tests.
+pytestmark = pytest.mark.xdist_group("vllm-parser")
+
 NAMES = [
     "--speculative-config",
     "--speculative_config",

@@ -73,6 +73,8 @@ def test_inits_and_labels(smoke_out: Path) -> None:
         assert batch.target_labels[b, a].tolist() == greedy[b, p : p + 15].tolist()
 
 
+# Slow: one forward per anchor on the CPU, 16 s in a fast-subset run of 2026-12-06.
+@pytest.mark.slow
 def test_one_forward_equals_one_forward_per_anchor(smoke_out: Path) -> None:
     target, drafter = _models(smoke_out)
     ids = torch.randint(5, 512, (2, 64), generator=torch.Generator().manual_seed(3))

@@ -13,6 +13,11 @@ from j0.serve import vllm_args
 from j0.serve.vllm_options import TABLE
 from serve.vllm_parser import FAILED, vllm_parser
 
+# One worker for the modules that build vLLM's parser (tests/serve/vllm_parser.py: torch and
+# vLLM's engine arguments imported, about 10 s of CPU in each process that builds it), so that
+# it is built once per run, not once in every worker that draws one of these tests.
+pytestmark = pytest.mark.xdist_group("vllm-parser")
+
 A = '{"method":"dflash","model":"/d","num_speculative_tokens":15}'
 A_VALUE = {"method": "dflash", "model": "/d", "num_speculative_tokens": 15}
 
