@@ -7,12 +7,16 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import signal
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from j0.errors import USAGE, J0Error
+
+# The signals that stop a j0 command (Ctrl-C, SIGTERM): held back while a temporary file is named.
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 def current_umask() -> int:
@@ -35,8 +39,17 @@ def write_bytes_atomic(
     """
     check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_name: str | None = None
     try:
+        # Ctrl-C or SIGTERM held back while the temporary file is made and named: arriving between
+        # the two, it left the file behind (seen in a loaded test run, where the interrupted
+        # build's cleanup found no name to remove). Delivered when the name is known, the
+        # `finally` below removes the file.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+        try:
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -47,7 +60,8 @@ def write_bytes_atomic(
         else:
             os.link(tmp_name, path)
     finally:
-        Path(tmp_name).unlink(missing_ok=True)
+        if tmp_name is not None:
+            Path(tmp_name).unlink(missing_ok=True)
 
 
 def check_output_path(path: Path) -> None:
