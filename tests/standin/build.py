@@ -222,6 +222,18 @@ def building(tag: str) -> Iterator[bool]:
         yield not image_exists(tag)
 
 
+@contextmanager
+def making(tag: str, prefix: str) -> Iterator[Path | None]:
+    """`building(tag)` with a fresh folder under the state directory to make the image's context
+    in (removed after), or None where the image is there already (no folder is made then)."""
+    with building(tag) as needed:
+        if not needed:
+            yield None
+            return
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=state_dir()) as tmp:
+            yield Path(tmp)
+
+
 def docker_build(tag: str, context: Path, network: str = "none") -> None:
     """Build context/Dockerfile with the legacy builder, no network unless `network` says (the
     base is local; only W's apt layer reaches Debian's mirror, through the host's network)."""
@@ -235,7 +247,7 @@ def docker_build(tag: str, context: Path, network: str = "none") -> None:
 
 
 def _debootstrap(packages: tuple[str, ...], state: Path, tarball: Path) -> None:
-    """TARBALL from a debootstrap of SUITE with PACKAGES (the caller holds the tarball's lock)."""
+    """TARBALL from a debootstrap of SUITE with PACKAGES (the caller holds the rootfs's lock)."""
     missing = missing_prerequisite()
     if missing is not None:
         raise MissingPrerequisite(missing)
@@ -272,11 +284,11 @@ def rootfs_image() -> str:
             return tag
         state = state_dir()
         tarball = state / f"rootfs-{key}.tar"
-        # One debootstrap per tarball: test workers that need it at once wait for the first (seen
-        # in CI: two workers built it side by side and raced on one partial file).
-        with _held(state / f"rootfs-{key}.lock"):
-            if not tarball.is_file():
-                _debootstrap(PACKAGES, state, tarball)
+        # One debootstrap per tarball: the image's lock (building) holds back every other process
+        # that needs it (seen in CI before any lock: two workers built it side by side and raced
+        # on one partial file).
+        if not tarball.is_file():
+            _debootstrap(PACKAGES, state, tarball)
         _run(["docker", "import", str(tarball), tag], stdout=subprocess.DEVNULL)
         drop_older(tag)
     log(f"imported {tag}")
@@ -290,14 +302,11 @@ def rootfs_pip_image() -> str:
     180 s in a loaded fresh run), the layer takes seconds once the rootfs is there."""
     base = rootfs_image()
     tag = f"j0-standin/rootfs-pip:{_key(base, PIP_PACKAGES, APT_PIP)}"
-    with (
-        building(tag) as needed,
-        tempfile.TemporaryDirectory(prefix="standin-pip-", dir=state_dir()) as tmp,
-    ):
-        if not needed:
+    with making(tag, "standin-pip-") as context:
+        if context is None:
             return tag
-        _write_dockerfile(Path(tmp), base, [], (APT_PIP,))
-        docker_build(tag, Path(tmp), network="host")
+        _write_dockerfile(context, base, [], (APT_PIP,))
+        docker_build(tag, context, network="host")
     log(f"built {tag} (+ Debian's python3-pip)")
     return tag
 
@@ -316,13 +325,9 @@ def image_a(pins: Pins, packages: tuple[str, ...] = PACKAGES) -> str:
     key = _key(base, wheel.name, wheel.stat().st_size, SITE)
     tag = f"j0-standin/{'a' if packages == PACKAGES else 'w'}:{key}"
     started = time.monotonic()
-    with (
-        building(tag) as needed,
-        tempfile.TemporaryDirectory(prefix="standin-a-", dir=state_dir()) as tmp,
-    ):
-        if not needed:
+    with making(tag, "standin-a-") as context:
+        if context is None:
             return tag
-        context = Path(tmp)
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(context / "site")
         _write_dockerfile(context, base, [("site/", f"{SITE}/")])
@@ -395,15 +400,11 @@ def drifted(data: bytes) -> bytes:
 def image_c(pins: Pins) -> str:
     base = image_a(pins)
     tag = f"j0-standin/c:{_key(base, DRIFT_FROM, DRIFT_TO)}"
-    with (
-        building(tag) as needed,
-        tempfile.TemporaryDirectory(prefix="standin-c-", dir=state_dir()) as tmp,
-    ):
-        if not needed:
+    with making(tag, "standin-c-") as context:
+        if context is None:
             return tag
         with zipfile.ZipFile(vllm_wheel(pins)) as archive:
             data = archive.read(pins.speculator_relpath)
-        context = Path(tmp)
         (context / "speculator.py").write_bytes(drifted(data))
         _write_dockerfile(context, base, [("speculator.py", f"{SITE}/{pins.speculator_relpath}")])
         docker_build(tag, context)
@@ -477,9 +478,9 @@ def image_w(pins: Pins) -> str:
 
 
 def prebuild(pins: Pins) -> list[str]:
-    """Every stand-in, made side by side: the rootfs with pip (for W) beside the plain one, and B's
-    and F's packages while the rootfs is made. Each piece waits only for what it is made from (the
-    locks above), so a Docker test that asks for one while this runs waits for that one alone.
+    """Every stand-in, made side by side: B's and F's packages while the rootfs is made, then W's
+    chain beside A's (B, C, F). Each piece waits only for what it is made from (the locks above),
+    so a Docker test that asks for one while this runs waits for that one alone.
     .ci/run starts this beside the tests; it returns the tags, or raises the first failure."""
     from concurrent.futures import ThreadPoolExecutor
 
