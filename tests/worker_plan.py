@@ -39,14 +39,12 @@ def longest_first(items: list[pytest.Item]) -> None:
     whole and in its collected order (a stable sort, the same in every worker, as pytest-xdist
     requires; a module kept whole sets up its module fixtures once where the tests run in one
     process)."""
-    rank: dict[str, tuple[bool, bool]] = {}
-    for item in items:
-        docker, slow = rank.get(item.module.__name__ if item.module else "", (True, True))
-        rank[item.module.__name__ if item.module else ""] = (
-            docker and item.get_closest_marker("docker") is None,
-            slow and item.get_closest_marker("slow") is None,
-        )
-    items.sort(key=lambda item: rank[item.module.__name__ if item.module else ""])
+    def module(item: pytest.Item) -> str:
+        return item.module.__name__ if item.module else ""
+
+    has_docker = {module(item) for item in items if item.get_closest_marker("docker")}
+    has_slow = {module(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (module(item) not in has_docker, module(item) not in has_slow))
 
 
 @pytest.hookimpl(tryfirst=True)
