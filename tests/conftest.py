@@ -27,6 +27,35 @@ ROOT = Path(__file__).resolve().parents[1]
 # options instead; tests/serve/test_vllm_args.py checks that table against vLLM's parser.
 os.environ.setdefault("J0_SERVE_ARGS_READER", "table")
 
+_ZYGOTES = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One folder of selfcheck zygotes for the whole run (j0.selfcheck.zygote): the workers of
+    `j0 selfcheck --device cpu` that the tests start fork from a process that imported vLLM
+    once, instead of importing it again each (8 s of CPU each, about twenty of them). Set here,
+    before pytest-xdist starts its workers, so that all of them share it; a run inside a test
+    (the mutation check's) keeps its caller's."""
+    from j0.selfcheck.zygote import ZYGOTES_ENV
+
+    if hasattr(config, "workerinput") or os.environ.get(ZYGOTES_ENV):
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="j0-zygotes-")
+    os.environ[ZYGOTES_ENV] = folder
+    config.stash[_ZYGOTES] = Path(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_ZYGOTES, None)
+    if folder is not None:
+        from j0.selfcheck.zygote import stop_all
+
+        stop_all(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 
 @pytest.fixture(scope="session")
 def pins() -> Pins:

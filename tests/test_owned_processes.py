@@ -118,10 +118,13 @@ def test_engine_check_here_stops_its_server_on_a_signal(
 
 
 def test_selfcheck_stops_its_worker_on_sigterm(tmp_path: Path, article_file: Path) -> None:
+    """A worker of its own (no J0_SELFCHECK_ZYGOTES); tests/selfcheck/test_zygote.py stops a
+    forked one."""
+    env = {k: v for k, v in os.environ.items() if k != "J0_SELFCHECK_ZYGOTES"}
     command = subprocess.Popen(
         [sys.executable, "-m", "j0", "selfcheck", "--speculator", str(article_file),
          "--device", "cpu", "--cases", "60"],
-        env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")},
+        env={**env, "PYTHONPATH": str(ROOT / "scripts")},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     workers: list[int] = []

@@ -27,6 +27,7 @@ from j0.reference import philox
 from j0.selfcheck import batches
 from j0.selfcheck import expected as reference
 from j0.selfcheck import kernels as selfcheck
+from j0.selfcheck.zygote import ZYGOTES_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -418,6 +419,7 @@ def test_a_missing_vllm_dependency_is_exit_69_not_a_verdict(article_file: Path) 
     naming the package and the one command that installs what the check needs, and never a
     FAIL line (which would read as "the article's file is broken")."""
     os.environ["J0_TEST_HIDE_MODULES"] = "cbor2"
+    zygotes = os.environ.pop(ZYGOTES_ENV, None)  # a worker of its own (test_zygote.py: with one)
     old_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).parent / "hide_modules"), old_path) if p
@@ -426,6 +428,8 @@ def test_a_missing_vllm_dependency_is_exit_69_not_a_verdict(article_file: Path) 
         code, out, _ = _cli("--speculator", str(article_file), "--device", "cpu", "--cases", "1")
     finally:
         del os.environ["J0_TEST_HIDE_MODULES"]
+        if zygotes is not None:
+            os.environ[ZYGOTES_ENV] = zygotes
         if old_path is None:
             del os.environ["PYTHONPATH"]
         else:

@@ -1,0 +1,183 @@
+"""j0.selfcheck.zygote: the worker of `j0 selfcheck --device cpu` forked from a process that has
+imported vLLM once (the test run sets J0_SELFCHECK_ZYGOTES, tests/conftest.py).
+
+What a forked check says must be what a check in a process of its own says, byte for byte but for
+the times; SIGTERM to `j0 selfcheck` must stop the forked worker; a zygote that cannot start (a
+package vLLM needs is missing) must leave the check to run as without one. Real processes: the
+real vLLM module, the real kernels in Triton's interpreter, a zygote of each test's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from j0.selfcheck.kernels import INTERPRETER_ENV
+from j0.selfcheck.zygote import ZYGOTES_ENV, env_key, stop_all
+
+ROOT = Path(__file__).resolve().parents[2]
+HIDE = Path(__file__).parent / "hide_modules"
+
+
+def test_the_key_is_the_environment_but_per_caller_variables_and_repeated_paths() -> None:
+    env = {"PATH": "/usr/bin", "PYTHONPATH": "/a:/b", "TRITON_INTERPRET": "1"}
+    same = [
+        {**env, "PYTEST_CURRENT_TEST": "t.py::x (call)", "PYTEST_XDIST_WORKER": "gw3", "_": "x"},
+        {**env, "PYTHONPATH": "/a:/a:/b:/a"},
+        {**env, "PYTHONPATH": ":/a::/b"},
+    ]
+    assert {env_key(e) for e in same} == {env_key(env)}
+    other = [
+        {**env, "PYTHONPATH": "/b:/a"},  # another order imports other files first
+        {**env, "TRITON_INTERPRET": "0"},
+        {**env, "J0_TEST_HIDE_MODULES": "cbor2"},
+        {k: v for k, v in env.items() if k != "PATH"},
+    ]
+    keys = {env_key(e) for e in other}
+    assert len(keys) == len(other) and env_key(env) not in keys
+
+
+@pytest.fixture
+def zygotes(tmp_path: Path):
+    folder = tmp_path / "zygotes"
+    folder.mkdir()
+    yield folder
+    stop_all(folder)
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in (ZYGOTES_ENV, "TRITON_INTERPRET")}
+    env.update(INTERPRETER_ENV, VLLM_LOGGING_LEVEL="ERROR", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "scripts"), os.environ.get("PYTHONPATH")) if p
+    )
+    env.update(extra)
+    return env
+
+
+TIMES = re.compile(r"^  import \d+\.\d s, check \d+\.\d s$", re.MULTILINE)
+
+
+def _without_times(document: list[dict[str, object]]) -> list[dict[str, object]]:
+    times = ("import_seconds", "seconds")
+    return [{k: v for k, v in r.items() if k not in times} for r in document]
+
+
+@pytest.mark.slow
+def test_a_forked_check_says_what_a_check_of_its_own_says(
+    article_file: Path, zygotes: Path, tmp_path: Path
+) -> None:
+    """The article's file passes and a broken copy fails, with the same words and the same
+    result document, forked or not; the zygote's log names the caller it forked a worker for."""
+    broken = tmp_path / "broken.py"
+    text = article_file.read_text()
+    fault = ("    m = j < num_valid_ctx\n", "    m = j < (ctx_end - ctx_start)\n")
+    broken.write_text(text.replace(*fault))
+    said = {}
+    for how in ("own", "forked"):
+        out = tmp_path / f"{how}.json"
+        env = worker_env(**({ZYGOTES_ENV: str(zygotes)} if how == "forked" else {}))
+        command = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", "--cases", "3"]
+        command += ["--speculator", str(article_file), "--speculator", str(broken)]
+        proc = subprocess.Popen(
+            [*command, "--json", str(out)], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 1, stdout + stderr
+        said[how] = (TIMES.sub("", stdout), stderr, _without_times(json.loads(out.read_text())))
+        if how == "forked":
+            logs = "".join(p.read_text() for p in zygotes.glob("*.log"))
+            assert f"for caller pid {proc.pid}\n" in logs, logs
+    assert said["forked"] == said["own"]
+    assert "PASS: " in said["own"][0] and "J0 deviates" in said["own"][1]
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] not in ("Z", "X"):
+                found.append(int(stat.parent.name))
+                todo.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
+    article_file: Path, zygotes: Path, tmp_path: Path
+) -> None:
+    env = worker_env(**{ZYGOTES_ENV: str(zygotes)})
+    env.pop("TRITON_INTERPRET")  # as a user runs it: the command sets it for its worker
+    command = subprocess.Popen(
+        [sys.executable, "-m", "j0", "selfcheck", "--speculator", str(article_file),
+         "--device", "cpu", "--cases", "60"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not workers:
+            assert command.poll() is None, command.communicate()
+            assert time.monotonic() < deadline, "no forked worker"
+            pid_files = list(zygotes.glob("*.pid"))
+            if pid_files:  # the fork's cwd is the caller's: this test's folder
+                zygote = int(pid_files[0].read_text())
+                workers = [
+                    p for p in _descendants(zygote) if Path(f"/proc/{p}/cwd").resolve() == tmp_path
+                ]
+            time.sleep(0.1)
+        time.sleep(1.0)  # mid-check
+        command.send_signal(signal.SIGTERM)
+        _, err = command.communicate(timeout=120)
+        assert command.returncode == 143, err
+        time.sleep(0.5)
+        assert [p for p in workers if Path(f"/proc/{p}").exists() and _alive(p)] == [], err
+    finally:
+        command.kill()
+        for pid in workers:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.slow
+def test_a_zygote_that_cannot_start_leaves_the_check_as_it_was(
+    article_file: Path, zygotes: Path
+) -> None:
+    """vLLM's import stops at a hidden `cbor2` (tests/selfcheck/hide_modules): the zygote cannot
+    start, says why in its log, is not tried again, and the worker answers itself: exit 69."""
+    env = worker_env(
+        **{ZYGOTES_ENV: str(zygotes), "J0_TEST_HIDE_MODULES": "cbor2"},
+        PYTHONPATH=os.pathsep.join((str(HIDE), str(ROOT / "scripts"))),
+    )
+    command = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", "--cases", "1"]
+    proc = subprocess.run(
+        [*command, "--speculator", str(article_file)], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 69, proc.stdout + proc.stderr
+    assert "`cbor2`" in proc.stderr
+    (failed,) = zygotes.glob("*.failed")
+    assert "cbor2" in failed.with_suffix(".log").read_text()
+    assert not list(zygotes.glob("*.sock"))
