@@ -13,15 +13,18 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from j0.selfcheck.kernels import INTERPRETER_ENV
-from j0.selfcheck.zygote import ZYGOTES_ENV, env_key, stop_all
+from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, env_key, stop_all
 
 ROOT = Path(__file__).resolve().parents[2]
 HIDE = Path(__file__).parent / "hide_modules"
@@ -43,6 +46,25 @@ def test_the_key_is_the_environment_but_per_caller_variables_and_repeated_paths(
     ]
     keys = {env_key(e) for e in other}
     assert len(keys) == len(other) and env_key(env) not in keys
+
+
+NAMES = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789", min_size=1, max_size=12)
+VALUES = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=20)
+
+
+@given(
+    env=st.dictionaries(NAMES, VALUES, max_size=8),
+    per_caller=st.dictionaries(st.sampled_from(sorted(PER_CALLER)), VALUES),
+    name=NAMES,
+    value=VALUES,
+)
+def test_per_caller_values_never_change_the_key_and_any_other_value_does(
+    env: dict[str, str], per_caller: dict[str, str], name: str, value: str
+) -> None:
+    env.pop("PYTHONPATH", None)  # its own rule, above
+    assert env_key({**env, **per_caller}) == env_key(env)
+    if name not in PER_CALLER and name != "PYTHONPATH" and env.get(name) != value:
+        assert env_key({**env, name: value}) != env_key(env)
 
 
 @pytest.fixture
@@ -97,8 +119,21 @@ def test_a_forked_check_says_what_a_check_of_its_own_says(
         if how == "forked":
             logs = "".join(p.read_text() for p in zygotes.glob("*.log"))
             assert f"for caller pid {proc.pid}\n" in logs, logs
+            assert _asked_with(next(zygotes.glob("*.sock")), {**env, "OTHER": "1"}) == {
+                "declined": "another environment"
+            }
     assert said["forked"] == said["own"]
     assert "PASS: " in said["own"][0] and "J0 deviates" in said["own"][1]
+
+
+def _asked_with(sock: Path, env: dict[str, str]) -> dict[str, object]:
+    """What the zygote at `sock` answers a request made with `env` (the key of another
+    environment: `run_forked` would never send it there)."""
+    request = {"args": ["--help"], "env": env, "cwd": str(ROOT)}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+        conn.connect(str(sock))
+        socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
+        return json.loads(conn.recv(1 << 20))
 
 
 def _descendants(pid: int) -> list[int]:
