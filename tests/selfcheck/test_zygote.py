@@ -24,7 +24,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from j0.selfcheck.kernels import INTERPRETER_ENV
-from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, env_key, stop_all
+from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, socket_name, env_key, stop_all
+from test_owned_processes import children_of, running
 
 ROOT = Path(__file__).resolve().parents[2]
 HIDE = Path(__file__).parent / "hide_modules"
@@ -130,8 +131,8 @@ def _asked_with(sock: Path, env: dict[str, str]) -> dict[str, object]:
     """What the zygote at `sock` answers a request made with `env` (the key of another
     environment: `run_forked` would never send it there)."""
     request = {"args": ["--help"], "env": env, "cwd": str(ROOT)}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
-        conn.connect(str(sock))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn, socket_name(sock) as name:
+        conn.connect(name)
         socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
         return json.loads(conn.recv(1 << 20))
 
@@ -139,15 +140,9 @@ def _asked_with(sock: Path, env: dict[str, str]) -> dict[str, object]:
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
-        parent = todo.pop()
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent and fields[0] not in ("Z", "X"):
-                found.append(int(stat.parent.name))
-                todo.append(int(stat.parent.name))
+        children = children_of(todo.pop())
+        found += children
+        todo += children
     return found
 
 
@@ -180,20 +175,12 @@ def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
         _, err = command.communicate(timeout=120)
         assert command.returncode == 143, err
         time.sleep(0.5)
-        assert [p for p in workers if Path(f"/proc/{p}").exists() and _alive(p)] == [], err
+        assert [p for p in workers if running(p)] == [], err
     finally:
         command.kill()
         for pid in workers:
-            if _alive(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.mark.slow

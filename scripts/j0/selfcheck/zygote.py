@@ -59,6 +59,17 @@ def env_key(env: Mapping[str, str]) -> str:
     return hashlib.sha256(f"{sys.executable}\n{text}".encode()).hexdigest()[:24]
 
 
+@contextlib.contextmanager
+def socket_name(path: Path) -> Iterator[str]:
+    """`path` by a name short enough for a Unix socket (108 bytes, which a pytest temporary
+    folder can pass): through a descriptor of its folder, /proc/self/fd/N/NAME."""
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)
+
+
 # --- The caller's side -------------------------------------------------------------------------
 
 
@@ -128,7 +139,8 @@ def run_forked(args: list[str], env: Mapping[str, str], stdout: int | None = Non
     sys.stderr.flush()
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
         try:
-            conn.connect(str(sock))
+            with socket_name(sock) as name:
+                conn.connect(name)
             socket.send_fds(conn, [json.dumps(request).encode()], fds)
             started = json.loads(conn.recv(MESSAGE_BYTES) or b"{}")
         except (OSError, ValueError):
@@ -305,7 +317,8 @@ def serve(folder: Path, key: str) -> int:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with contextlib.suppress(FileNotFoundError):
         sock.unlink()
-    listener.bind(str(sock))
+    with socket_name(sock) as name:
+        listener.bind(name)
     listener.listen(16)
     listener.settimeout(5.0)
     pid_file.write_text(f"{os.getpid()}\n")
