@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from j0.selfcheck.kernels import INTERPRETER_ENV
-from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, socket_name, env_key, stop_all
+from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, env_key, socket_name, stop_all
 from test_owned_processes import children_of, running
 
 ROOT = Path(__file__).resolve().parents[2]
