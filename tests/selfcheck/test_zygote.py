@@ -9,6 +9,7 @@ real vLLM module, the real kernels in Triton's interpreter, a zygote of each tes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,7 +25,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from j0.selfcheck.kernels import INTERPRETER_ENV
-from j0.selfcheck.zygote import PER_CALLER, ZYGOTES_ENV, env_key, socket_name, stop_all
+from j0.selfcheck.zygote import (
+    LOST_WORKER,
+    PER_CALLER,
+    ZYGOTES_ENV,
+    env_key,
+    socket_name,
+    stop_all,
+)
 from test_owned_processes import children_of, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +154,19 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _forked_workers(zygotes: Path) -> list[int]:
+    """The workers the zygotes under `zygotes` forked: their descendants that lead a session of
+    their own (the fork that waits for one does not)."""
+    found = []
+    for pid_file in zygotes.glob("*.pid"):
+        for pid in _descendants(int(pid_file.read_text())):
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[3]) == pid:
+                    found.append(pid)
+    return found
+
+
 @pytest.mark.slow
 def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
     article_file: Path, zygotes: Path, tmp_path: Path
@@ -163,12 +184,7 @@ def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
         while not workers:
             assert command.poll() is None, command.communicate()
             assert time.monotonic() < deadline, "no forked worker"
-            pid_files = list(zygotes.glob("*.pid"))
-            if pid_files:  # the fork's cwd is the caller's: this test's folder
-                zygote = int(pid_files[0].read_text())
-                workers = [
-                    p for p in _descendants(zygote) if Path(f"/proc/{p}/cwd").resolve() == tmp_path
-                ]
+            workers = _forked_workers(zygotes)
             time.sleep(0.1)
         time.sleep(1.0)  # mid-check
         command.send_signal(signal.SIGTERM)
@@ -178,6 +194,43 @@ def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
         assert [p for p in workers if running(p)] == [], err
     finally:
         command.kill()
+        for pid in workers:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_worker_whose_zygote_went_away_is_no_verdict(
+    article_file: Path, zygotes: Path, tmp_path: Path
+) -> None:
+    """The zygote's fork that waits for the worker is killed mid-check: the caller cannot know
+    how the check ended, stops the worker, and says so with exit 70 (LOST_WORKER), not a
+    verdict."""
+    env = worker_env(**{ZYGOTES_ENV: str(zygotes)})
+    command = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", "--cases", "60"]
+    proc = subprocess.Popen(
+        [*command, "--speculator", str(article_file)], env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not workers:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no forked worker"
+            workers = _forked_workers(zygotes)
+            time.sleep(0.1)
+        (worker,) = workers
+        waiter = int(Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(waiter, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == LOST_WORKER, stdout + stderr
+        assert f"the zygote that forked worker {worker} went away" in stderr
+        assert "PASS" not in stdout and "FAIL" not in stderr
+        time.sleep(0.5)
+        assert not running(worker)
+    finally:
+        proc.kill()
         for pid in workers:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)

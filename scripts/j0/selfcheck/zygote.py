@@ -43,6 +43,9 @@ IDLE_S = 300.0
 START_TIMEOUT_S = 300.0
 STOP_GRACE_S = 60.0
 MESSAGE_BYTES = 1 << 20
+# Not a verdict (j0.selfcheck.kernels: 0 OK, 1 DEVIATES, 2 NO_J0; 69 a package missing): the
+# command reports it as the check's process exiting with this code.
+LOST_WORKER = 70
 
 
 def env_key(env: Mapping[str, str]) -> str:
@@ -122,11 +125,11 @@ def _zygote(folder: Path, env: Mapping[str, str]) -> Path | None:
         return None
 
 
-def run_forked(args: list[str], env: Mapping[str, str], stdout: int | None = None) -> int | None:
-    """`python -m j0.selfcheck ARGS` with `env`, forked from a zygote: its exit code (minus the
-    signal that ended it, as subprocess reports one), or None where no zygote took it (the
-    caller starts the worker itself). `stdout`: a file descriptor in the place of this
-    process's."""
+def run_forked(args: list[str], env: Mapping[str, str]) -> int | None:
+    """`python -m j0.selfcheck ARGS` with `env`, forked from a zygote, on this process's
+    streams: its exit code (minus the signal that ended it, as subprocess reports one), or None
+    where no zygote took it (the caller runs the worker itself). Once a fork has started it is
+    never run again here: a zygote gone before saying how its fork ended is LOST_WORKER."""
     folder = env.get(ZYGOTES_ENV)
     if not folder or not Path(folder).is_dir():
         return None
@@ -134,7 +137,7 @@ def run_forked(args: list[str], env: Mapping[str, str], stdout: int | None = Non
     if sock is None:
         return None
     request = {"args": args, "env": dict(env), "cwd": os.getcwd()}
-    fds = [0, sys.stdout.fileno() if stdout is None else stdout, 2]
+    fds = [0, 1, 2]
     sys.stdout.flush()
     sys.stderr.flush()
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
@@ -154,7 +157,14 @@ def run_forked(args: list[str], env: Mapping[str, str], stdout: int | None = Non
             _stop(conn, pid)
             raise
     if not isinstance(status, int):
-        return None if status is None else 1
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # an orphan would go on writing on our streams
+        print(
+            f"j0 selfcheck: the zygote that forked worker {pid} went away before the worker "
+            f"ended ({sock}); nothing was checked",
+            file=sys.stderr,
+        )
+        return LOST_WORKER
     return os.waitstatus_to_exitcode(status)
 
 
