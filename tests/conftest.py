@@ -56,7 +56,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-
 @pytest.fixture(scope="session")
 def pins() -> Pins:
     return load_pins(ROOT)

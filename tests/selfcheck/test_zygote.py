@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -167,36 +168,46 @@ def _forked_workers(zygotes: Path) -> list[int]:
     return found
 
 
+@contextlib.contextmanager
+def forked_check(
+    command: list[str], env: dict[str, str], cwd: Path, zygotes: Path
+) -> Iterator[tuple[subprocess.Popen[str], list[int]]]:
+    """`command` started, and the workers the zygotes under `zygotes` forked for it once there is
+    one; on the way out, whatever of them is left is killed."""
+    proc = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not workers:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no forked worker"
+            workers = _forked_workers(zygotes)
+            time.sleep(0.1)
+        yield proc, workers
+    finally:
+        proc.kill()
+        for pid in workers:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
 def test_sigterm_to_j0_selfcheck_stops_the_forked_worker(
     article_file: Path, zygotes: Path, tmp_path: Path
 ) -> None:
     env = worker_env(**{ZYGOTES_ENV: str(zygotes)})
     env.pop("TRITON_INTERPRET")  # as a user runs it: the command sets it for its worker
-    command = subprocess.Popen(
-        [sys.executable, "-m", "j0", "selfcheck", "--speculator", str(article_file),
-         "--device", "cpu", "--cases", "60"],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 300
-        while not workers:
-            assert command.poll() is None, command.communicate()
-            assert time.monotonic() < deadline, "no forked worker"
-            workers = _forked_workers(zygotes)
-            time.sleep(0.1)
+    command = [sys.executable, "-m", "j0", "selfcheck", "--speculator", str(article_file)]
+    command += ["--device", "cpu", "--cases", "60"]
+    with forked_check(command, env, tmp_path, zygotes) as (proc, workers):
         time.sleep(1.0)  # mid-check
-        command.send_signal(signal.SIGTERM)
-        _, err = command.communicate(timeout=120)
-        assert command.returncode == 143, err
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, err
         time.sleep(0.5)
         assert [p for p in workers if running(p)] == [], err
-    finally:
-        command.kill()
-        for pid in workers:
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
@@ -208,18 +219,8 @@ def test_a_worker_whose_zygote_went_away_is_no_verdict(
     verdict."""
     env = worker_env(**{ZYGOTES_ENV: str(zygotes)})
     command = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", "--cases", "60"]
-    proc = subprocess.Popen(
-        [*command, "--speculator", str(article_file)], env=env, cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 300
-        while not workers:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no forked worker"
-            workers = _forked_workers(zygotes)
-            time.sleep(0.1)
+    command += ["--speculator", str(article_file)]
+    with forked_check(command, env, tmp_path, zygotes) as (proc, workers):
         (worker,) = workers
         waiter = int(Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(waiter, signal.SIGKILL)
@@ -229,11 +230,6 @@ def test_a_worker_whose_zygote_went_away_is_no_verdict(
         assert "PASS" not in stdout and "FAIL" not in stderr
         time.sleep(0.5)
         assert not running(worker)
-    finally:
-        proc.kill()
-        for pid in workers:
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
