@@ -1,11 +1,13 @@
 .PHONY: test overlay mutation-check engine-check clean-test-caches
-# The test command (creates .venv, pinned deps, lint, pytest).
+# The test command (its own environment in .venv-test, pinned deps, lint, pytest).
 test:
 	scripts/test
 
-# The article's speculator.py, from the pinned vllm wheel.
+# The article's speculator.py, from the pinned vllm wheel: with the j0 the README installs into
+# .venv, else the test environment's (.venv-test), else the one on PATH.
+J0 ?= $(firstword $(wildcard .venv/bin/j0 .venv-test/bin/j0) j0)
 overlay:
-	.venv/bin/j0 overlay build --from-wheel
+	$(J0) overlay build --from-wheel
 
 # The Docker tests' stand-in images (j0-standin/*) and stand-in cache, kept between runs.
 clean-test-caches:

@@ -25,8 +25,9 @@ from servers.hub.server import FakeRepo, HubServer, article_repo
 
 
 def hub_floor() -> Path:
-    venv = Path(os.environ.get("J0_VENV", ROOT / ".venv"))
-    folder = (venv if venv.is_absolute() else ROOT / venv) / "hub-floor"
+    # The test environment's own folder (scripts/test: $J0_VENV, default .venv-test), the one
+    # this Python runs in.
+    folder = Path(sys.prefix) / "hub-floor"
     if not (folder / "huggingface_hub").is_dir():
         pytest.fail(f"{folder}: no huggingface_hub 1.31 there; scripts/test installs it")
     return folder
