@@ -68,6 +68,39 @@ def test_a_plain_install_names_the_extra(
     assert f"pip install -e '.[{extra}]'" in lines[0]
 
 
+RECORDED_PAIR = ROOT / "docs/results/mini-h200/2026-12-01-loops/engine-k7/run-k7/drafter-j0"
+
+
+def test_bench_report_on_a_core_install_names_the_bench_extra(tmp_path: Path) -> None:
+    """`j0 bench report` of a real J0 on/off pair (two result files recorded on the H200) with
+    the standard library only: numpy (the bootstrap) and matplotlib (the plots) are the bench
+    extra's; one line naming it, exit 69, and nothing written; it was exit 70 (internal error)."""
+    import shutil
+
+    folder = tmp_path / "results"
+    for setting in ("k7-j0-off", "k7-j0-on"):
+        (folder / setting).mkdir(parents=True)
+        shutil.copy(RECORDED_PAIR / setting / "result.json", folder / setting / "result.json")
+    result = j0_without_site_packages(tmp_path, "bench", "report", "results")
+    assert result.returncode == 69, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "j0 bench report" in line and "`numpy`" in line, line
+    assert "pip install -e '.[bench]'" in line, line
+    assert sorted(p.name for p in folder.iterdir()) == ["k7-j0-off", "k7-j0-on"]
+
+
+def test_deploy_render_on_a_core_install_names_the_deploy_extra(tmp_path: Path) -> None:
+    """`j0 deploy render DIR` writes YAML with PyYAML, which its own extra (`deploy`) brings:
+    without it one line naming the extra, exit 69, and DIR left as it was (it was exit 70, and
+    no extra declared PyYAML for deploy)."""
+    result = j0_without_site_packages(tmp_path, "deploy", "render", "manifests")
+    assert result.returncode == 69, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "j0 deploy render" in line and "`PyYAML`" in line, line
+    assert "pip install -e '.[deploy]'" in line, line
+    assert not (tmp_path / "manifests").exists()
+
+
 def test_the_extras_named_exist_in_pyproject() -> None:
     import tomllib
 

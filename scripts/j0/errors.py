@@ -227,12 +227,14 @@ EXTRA_OF = {
     "matplotlib": "bench",
     "kubernetes": "k8s",
     "dotenv": "dotenv",
+    "yaml": "deploy",
 }
 # Distribution (pip) names where they differ from the module's.
 DISTRIBUTION_OF = {
     "huggingface_hub": "huggingface_hub",
     "prometheus_client": "prometheus_client",
     "dotenv": "python-dotenv",
+    "yaml": "PyYAML",
 }
 
 

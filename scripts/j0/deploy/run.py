@@ -18,6 +18,8 @@ class RenderOptions:
 
 def run_render(options: RenderOptions) -> DeployRender:
     """Write the serving manifests from the pins; only files whose text changes are rewritten."""
+    from j0.errors import require
     from j0.kube.serving import render_deploy
 
+    require("yaml", "j0 deploy render", extra="deploy")  # before anything is written
     return render_deploy(options.directory)

@@ -20,7 +20,7 @@ from j0.bench.report.markdown import markdown
 from j0.bench.report.plots import PLOT_STEMS, plots
 from j0.bench.report.results_folder import find_settings
 from j0.edge.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
-from j0.errors import require_input_file
+from j0.errors import require, require_input_file
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,8 @@ def outputs_of(out: Path) -> list[tuple[str, Path]]:
 
 
 def run_report(opts: ReportOptions) -> ReportOutcome:
+    for module in ("numpy", "matplotlib"):  # the intervals, the plots: before anything is read
+        require(module, "j0 bench report", extra="bench")
     if opts.out is not None:
         check_output_folder(opts.out, "--out")
     if opts.weights_index is not None:
