@@ -166,3 +166,32 @@ def test_max_slots_at_the_bound_is_accepted(capsys: pytest.CaptureFixture[str]) 
         capsys, "check", str(ENGINE / "j0-on"), "--max-slots", str(bounds.MAX_SLOTS)
     )
     assert code == 0 and "PASS" in out, out[-2000:]
+
+
+@pytest.mark.parametrize("where", ["all", "last"])
+def test_negative_positions_are_a_format_failure_naming_the_file_and_the_field(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step of the recorded H200 run whose `positions` hold negative values (no token of a
+    request sits before its start; vLLM never writes one): `check` and `show` fail that file as a
+    format failure, exit 1 (as any file that is not what the patch writes), naming the file, the
+    field and the value. Every position negative ended in exit 70 (NumPy refusing a history of
+    negative length); `compare` says the folders are not comparable (PARTIAL, exit 2)."""
+    folder = one_good_step(tmp_path / "dumps")
+    data = torch.load(ENGINE / "j0-on" / "step0001.pt", weights_only=True)
+    n = len(data["positions"])
+    if where == "all":  # n positions in a row, ending at -5
+        data["positions"] = torch.arange(-4 - n, -4, dtype=torch.int64)
+        named = f"positions[0] is {-4 - n}"
+    else:
+        data["positions"][-1] = -5
+        named = f"positions[{n - 1}] is -5"
+    torch.save(data, folder / "step0001.pt")
+    for command in ("check", "show"):
+        code, out, _ = run_guarded(capsys, command, str(folder))
+        assert code == 1, out
+        assert "internal error" not in out
+        line = next(x for x in out.splitlines() if "step0001.pt" in x and "positions" in x)
+        assert named in line and "expected 0 or more" in line, line
+    code, out, _ = run_guarded(capsys, "compare", str(folder), str(folder))
+    assert code == 2 and "step0001.pt" in out and "internal error" not in out, out

@@ -305,6 +305,7 @@ def parse_step(path: Path, data: Any, number: int, strict: bool = True) -> Step:
     def arr(t: Any) -> np.ndarray:
         return t.detach().to("cpu").numpy().astype(np.int64).reshape(-1)
 
+    _refuse_negative(path, "positions", arr(positions))
     step = Step(
         number=number,
         path=path,
@@ -327,6 +328,18 @@ def parse_step(path: Path, data: Any, number: int, strict: bool = True) -> Step:
     if strict and step.num_sampled < 0:
         raise DumpFormatError(f"{path}: num_sampled is {step.num_sampled}, expected >= 0")
     return step
+
+
+def _refuse_negative(path: Path, key: str, values: np.ndarray) -> None:
+    """A position is a token's place in its request, never below 0 (a negative one made the
+    check's history a NumPy array of negative length): the file and the field named."""
+    if values.size and int(values.min()) < 0:
+        index = int((values < 0).nonzero()[0][0])
+        raise DumpFormatError(
+            f"{path}: {key}[{index}] is {int(values[index])}, expected 0 or more "
+            f"(a target token's position in its request; {int((values < 0).sum())} of "
+            f"{values.size} negative)"
+        )
 
 
 def _check_bounds(path: Path, data: dict[Any, Any]) -> None:
