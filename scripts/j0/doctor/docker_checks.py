@@ -278,10 +278,51 @@ def base_image(
                 f"{pins.vllm_commit[:8]})",
             )
         return _other_engine(name, image, pins, f"{image} is {where}")
+    if wheel_route:
+        what, choices = (
+            f"{image} (the wheel route's base, from {source})",
+            _wheel_choices(image, pins),
+        )
+    else:
+        what, choices = image, _image_choices(image, pins)
+    is_nightly = "nightly-" in image.split("/")[-1]
+    if found == "missing" and is_nightly:
+        return Check(
+            name,
+            FAIL,
+            f"{what} is not present locally and the registry no longer has this per-commit "
+            f"nightly tag (vLLM deletes them after a while): {said}",
+            choices,
+        )
+    if found == "missing":
+        return Check(
+            name, FAIL, f"{what} is neither present locally nor in its registry: {said}", choices
+        )
+    return Check(
+        name,
+        FAIL,
+        f"{what} is not present locally, and its registry cannot be reached: {said}",
+        "connect this host to the registry (or a mirror), or `docker load` the image; " + choices,
+    )
+
+
+def _wheel_choices(image: str, pins: Pins) -> str:
+    """The wheel route's base is any copy of the release image: the build replaces its vllm."""
+    return (
+        f"choices: (1) VLLM_IMAGE_FALLBACK={image.split('@')[0]}@sha256:<digest>, or the same "
+        "release image under a mirror's name: the engine stays the article's, since vLLM commit "
+        f"{pins.vllm_commit[:8]}'s wheel replaces its vllm; (2) VLLM_ENGINE=image with "
+        f"VLLM_IMAGE={pins.vllm_image} (the image route: the nightly tag as it is, the article's "
+        "exact image, while its registry keeps the tag)"
+    )
+
+
+def _image_choices(image: str, pins: Pins) -> str:
+    """The image route's base: what each other image gives instead."""
     fallback = pins.vllm_image_fallback
     fallback_there = _local_digest(fallback)[0] or _registry(fallback)[0] == "found"
     release_commit = pins.values.get("VLLM_RELEASE_COMMIT", "")
-    choices = (
+    return (
         f"choices: (1) VLLM_IMAGE={image.split('@')[0]}@sha256:<digest>, the article's exact "
         "engine, if you have its digest (or the image, from `docker save` / `docker load`); "
         f"(2) VLLM_IMAGE={fallback} (VLLM_IMAGE_FALLBACK"
@@ -290,23 +331,4 @@ def base_image(
         + (f"vLLM commit {release_commit}" if release_commit else "the release's vLLM commit")
         + f", not {pins.vllm_commit[:8]}: the rest of the engine is not the article's; "
         "(3) build vLLM's own image at that commit and set VLLM_IMAGE to its tag"
-    )
-    is_nightly = "nightly-" in image.split("/")[-1]
-    if found == "missing" and is_nightly:
-        return Check(
-            name,
-            FAIL,
-            f"{image} is not present locally and the registry no longer has this per-commit "
-            f"nightly tag (vLLM deletes them after a while): {said}",
-            choices,
-        )
-    if found == "missing":
-        return Check(
-            name, FAIL, f"{image} is neither present locally nor in its registry: {said}", choices
-        )
-    return Check(
-        name,
-        FAIL,
-        f"{image} is not present locally, and its registry cannot be reached: {said}",
-        "connect this host to the registry (or a mirror), or `docker load` the image; " + choices,
     )
