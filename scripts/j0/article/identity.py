@@ -1,5 +1,6 @@
 """Say what a speculator.py is: the article's file, the prefix-safe variant of it, the unpatched
-base, or something else.
+base, or something else; for a later vLLM release j0 has J0 files for (j0.article.releases), the
+same with the release in the name (`article-0.34.0`, `prefix-safe-0.34.0`, `base-0.34.0`).
 
 Standard library only: the image entrypoint runs this at every start.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from j0.article.releases import releases
 from j0.edge.atomic import sha256_bytes
 from j0.pins import Pins
 
@@ -21,7 +23,8 @@ AUDIT = (
 OTHER = "other"
 # Text only the audited file holds (an audited file whose sha256 is not pinned is still "audit").
 AUDIT_MARKER = "def j0_audit_rows("
-# The audited files' pins, by the file the audit patch went on.
+# The audited files' pins, by the file the audit patch went on (a later release's keys carry its
+# prefix: V0340_AUDIT_ARTICLE_SHA256).
 AUDIT_PINS = {ARTICLE: "AUDIT_ARTICLE_SHA256", PREFIX_SAFE: "AUDIT_PREFIX_SAFE_SHA256"}
 # The identities that run J0 (the article's draws; the variant's equal them without a prefix hit).
 J0_KINDS = (ARTICLE, PREFIX_SAFE)
@@ -39,7 +42,13 @@ J0_PIECES: dict[str, tuple[str, ...]] = {
 class Identity:
     kind: str
     sha256: str
-    audited: str = ""  # for AUDIT: the file the audit patch went on (article, prefix-safe)
+    audited: str = ""  # for AUDIT: the file the audit patch went on (article, prefix-safe-0.34.0)
+    release: str = ""  # a later release's files: its name (kind is then e.g. article-0.34.0)
+
+    @property
+    def role(self) -> str:
+        """The kind without the release: article, prefix-safe, base, audit or other."""
+        return self.kind.removesuffix(f"-{self.release}") if self.release else self.kind
 
     def line(self) -> str:
         names = {
@@ -50,20 +59,27 @@ class Identity:
             + (f" of the {self.audited} file" if self.audited else ", on an unpinned file"),
             OTHER: "other",
         }
-        return f"speculator.py sha256={self.sha256} identity={self.kind} ({names[self.kind]})"
+        name = names[self.role]
+        if self.release and self.role == BASE:
+            name = f"vLLM {self.release}'s unpatched file"
+        elif self.release:
+            name += f", cut for vLLM {self.release}"
+        return f"speculator.py sha256={self.sha256} identity={self.kind} ({name})"
 
 
 def identify(data: bytes, pins: Pins) -> Identity:
     digest = sha256_bytes(data)
-    if digest == pins.patched_sha256:
-        return Identity(ARTICLE, digest)
-    if digest and digest == pins.values.get("PREFIX_SAFE_SHA256"):
-        return Identity(PREFIX_SAFE, digest)
-    if digest == pins.base_sha256:
-        return Identity(BASE, digest)
-    for audited, key in AUDIT_PINS.items():
-        if digest and digest == pins.values.get(key):
-            return Identity(AUDIT, digest, audited)
+    for release in releases(pins):
+        named = "" if release.is_default else release.release
+        if digest == release.value("PATCHED_SHA256"):
+            return Identity(release.kind(ARTICLE), digest, release=named)
+        if digest == release.value("PREFIX_SAFE_SHA256"):
+            return Identity(release.kind(PREFIX_SAFE), digest, release=named)
+        if digest == release.value("BASE_SHA256"):
+            return Identity(release.kind(BASE), digest, release=named)
+        for audited, key in AUDIT_PINS.items():
+            if digest == release.value(key):
+                return Identity(AUDIT, digest, release.kind(audited))
     if AUDIT_MARKER.encode() in data:
         return Identity(AUDIT, digest)
     return Identity(OTHER, digest)

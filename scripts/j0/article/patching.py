@@ -1,4 +1,5 @@
-"""Apply the J0 patch to a base speculator.py with a maintained tool: `git apply`, else GNU patch.
+"""Apply the J0 patch to a base speculator.py with a maintained tool: `git apply`, else GNU patch,
+else (neither installed, or `python` asked for) j0's own exact applier (j0.article.unidiff).
 
 Standard library only: the image build runs this on the base image's Python.
 """
@@ -28,21 +29,34 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
+TOOLS = ("git", "patch", "python")
+
+
 def available_tool() -> str:
-    """'git' or 'patch', whichever is installed (git first); refuse when neither is."""
+    """'git' or 'patch', whichever is installed (git first); 'python' (j0.article.unidiff, the
+    same no-fuzz rules) where neither is."""
     for tool in ("git", "patch"):
         if shutil.which(tool):
             return tool
-    raise J0Error("neither git nor GNU patch is installed; one of them applies the J0 patch")
+    return "python"
 
 
 def apply_patch(base: bytes, patch_file: Path, tool: str | None = None) -> bytes:
     """Return `base` with `patch_file` applied; refuse if any hunk does not apply exactly.
 
     No fuzz and no offset guessing beyond what the tools do by default with exact context:
-    `git apply` never fuzzes; GNU patch is run with --fuzz=0.
+    `git apply` never fuzzes; GNU patch is run with --fuzz=0; `python` is j0.article.unidiff.
     """
     tool = tool or available_tool()
+    if tool == "python":
+        from j0.article import unidiff
+
+        try:
+            return unidiff.apply(base, patch_file.read_bytes(), str(patch_file))
+        except J0Error as exc:
+            raise J0Error(
+                f"the patch {patch_file} does not apply cleanly to this base (python):\n{exc}"
+            ) from None
     patch_text = patch_file.read_text(encoding="utf-8")
     target = _patch_target(patch_text)
     with tempfile.TemporaryDirectory(prefix="j0-patch-") as tmp:
@@ -64,7 +78,9 @@ def apply_patch(base: bytes, patch_file: Path, tool: str | None = None) -> bytes
                 str(patch_file.resolve()),
             ]
         else:
-            raise J0Error(f"unknown patch tool {tool!r}; expected 'git' or 'patch'", exit_code=64)
+            raise J0Error(
+                f"unknown patch tool {tool!r}; expected one of {', '.join(TOOLS)}", exit_code=64
+            )
         result = _run(cmd, work)
         if result.returncode != 0:
             output = (result.stdout + result.stderr).strip()

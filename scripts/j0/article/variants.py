@@ -4,7 +4,8 @@
 The prefix-safe patch fills a request's J0 history row at the positions its prefix-cache hit never
 schedules, from vLLM's own copy of the request's committed tokens; without a hit its J0 draws are
 the article's. Its pins (PREFIX_SAFE_PATCH_FILE, PREFIX_SAFE_PATCH_SHA256, PREFIX_SAFE_SHA256)
-live in overlay/pins.env beside the article's. Standard library only (the image build reads it).
+live in overlay/pins.env beside the article's; a later release's (j0.article.releases) carry its
+key prefix (V0340_PREFIX_SAFE_PATCH_FILE, ...). Standard library only (the image build reads it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
+from j0.article.releases import release_of
 from j0.errors import USAGE, J0Error
 from j0.pins import Pins
 
@@ -47,12 +49,14 @@ def check_variant_name(name: str, where: str = "variant") -> str:
     return name
 
 
-def variant_patch(pins: Pins, name: str) -> VariantPatch:
-    """The pins of variant `name` (not `article`, which is the base patch itself)."""
+def variant_patch(pins: Pins, name: str, release: str | None = None) -> VariantPatch:
+    """The pins of variant `name` (not `article`, which is the base patch itself) for `release`
+    (None: the article's own)."""
     check_variant_name(name)
     if name == ARTICLE_VARIANT:
         raise J0Error("the article's file has no patch on top of itself", USAGE)
-    keys = _PIN_KEYS[name]
+    pinned = release_of(pins, release)
+    keys = [pinned.key(key) for key in _PIN_KEYS[name]]
     missing = [key for key in keys if not pins.values.get(key)]
     if missing:
         raise J0Error(
@@ -68,20 +72,29 @@ def variant_patch(pins: Pins, name: str) -> VariantPatch:
     )
 
 
-def variant_sha256s(pins: Pins) -> dict[str, str]:
+def variant_sha256s(pins: Pins, release: str | None = None) -> dict[str, str]:
     """The pinned result sha256 of every variant whose pins are present, article first."""
-    found = {ARTICLE_VARIANT: pins.patched_sha256}
+    pinned = release_of(pins, release)
+    found = {ARTICLE_VARIANT: pinned.patched_sha256}
     for name, (_, _, result_key) in _PIN_KEYS.items():
-        value = pins.values.get(result_key)
+        value = pinned.value(result_key)
         if value:
             found[name] = value
     return found
 
 
-def default_output(pins: Pins, name: str) -> Path:
+def default_output(pins: Pins, name: str, release: str | None = None) -> Path:
     """Where `j0 overlay build` writes a variant without -o: the article's file at
-    overlay/<relpath> (the reference `verify` diffs against), another at overlay/<name>/<relpath>
-    (both ignored by git)."""
-    if name == ARTICLE_VARIANT:
+    overlay/<relpath> (the reference `verify` diffs against), another at overlay/<name>/<relpath>;
+    a later release's at overlay/vllm-<release>/<name>/<relpath>, beside its patches (all ignored
+    by git)."""
+    pinned = release_of(pins, release)
+    if name == ARTICLE_VARIANT and pinned.is_default:
         return pins.default_overlay_path
-    return pins.root / "overlay" / name / pins.speculator_relpath
+    return pinned.output_root() / name / pins.speculator_relpath
+
+
+def default_audit_output(pins: Pins, name: str, release: str | None = None) -> Path:
+    """Where `j0 overlay build --audit` writes without -o: overlay/audit/<variant>/<relpath>, or
+    overlay/vllm-<release>/audit/<variant>/<relpath> for a later release."""
+    return release_of(pins, release).output_root() / "audit" / name / pins.speculator_relpath

@@ -67,15 +67,22 @@ def wheel_cache_dir() -> Path:
     return Path(os.environ.get("J0_WHEEL_CACHE", str(Path(cache) / "j0" / "wheels")))
 
 
-def vllm_wheel(pins: Pins, cache: Path | None = None) -> Path:
-    """The cached vllm==<release> wheel, downloaded with `pip download --no-deps` if missing."""
+# What `pip download` fetches, for the message before it (measured sizes of the PyPI wheels).
+WHEEL_SIZES = {"0.33.0": "about 336 MB", "0.34.0": "about 239 MB"}
+
+
+def vllm_wheel(pins: Pins, cache: Path | None = None, release: str | None = None) -> Path:
+    """The cached vllm==<release> wheel (default: the pinned VLLM_RELEASE), downloaded with
+    `pip download --no-deps` if missing."""
     cache = wheel_cache_dir() if cache is None else cache
-    pattern = f"vllm-{pins.vllm_release}-*.whl"
+    release = release or pins.vllm_release
+    pattern = f"vllm-{release}-*.whl"
     found = sorted(cache.glob(pattern))
     if not found:
         cache.mkdir(parents=True, exist_ok=True)
         print(
-            f"downloading vllm=={pins.vllm_release} (about 336 MB) into {cache} ...",
+            f"downloading vllm=={release} ({WHEEL_SIZES.get(release, 'some hundred MB')}) "
+            f"into {cache} ...",
             file=sys.stderr,
             flush=True,
         )
@@ -90,7 +97,7 @@ def vllm_wheel(pins: Pins, cache: Path | None = None) -> Path:
             "on",
             "-d",
             str(cache),
-            f"vllm=={pins.vllm_release}",
+            f"vllm=={release}",
         ]
         result = subprocess.run(cmd, check=False, stdout=sys.stderr)
         found = sorted(cache.glob(pattern))
@@ -101,8 +108,8 @@ def vllm_wheel(pins: Pins, cache: Path | None = None) -> Path:
     return found[-1]
 
 
-def from_wheel(pins: Pins, cache: Path | None = None) -> BaseFile:
-    wheel = vllm_wheel(pins, cache)
+def from_wheel(pins: Pins, cache: Path | None = None, release: str | None = None) -> BaseFile:
+    wheel = vllm_wheel(pins, cache, release)
     try:
         with zipfile.ZipFile(wheel) as archive:
             return BaseFile(

@@ -25,6 +25,12 @@ result (AUDIT_ARTICLE_SHA256 or AUDIT_PREFIX_SAFE_SHA256): a test instrument tha
 VLLM_DFLASH_AUDIT=DIR, checks every request's J0 history row and draws against vLLM's own copy of
 its committed tokens at every draft step and writes DIR/audit-<pid>.jsonl (`j0 dumps audit DIR`
 judges it). Without -o: overlay/audit/<variant>/<the vLLM path>. `verify` refuses it (exit 6).
+
+--vllm 0.34.0 does the same for vLLM 0.34.0, whose speculator.py is not c50aca14's: its base
+(V0340_BASE_SHA256; the vllm==0.34.0 wheel without a source option), the patches cut by hand for
+it under overlay/vllm-0.34.0/ and their results, each checked against its V0340_* pin. Without -o
+it writes overlay/vllm-0.34.0/<variant>/<the vLLM path> (--audit: overlay/vllm-0.34.0/audit/
+<variant>/...). The article's release (c50aca14 = 0.33.0) stays the default.
 """
 
 VERIFY_HELP = """\
@@ -34,7 +40,17 @@ patch on either file, or any file holding the audit); 4: anything else, with the
 present or missing and a short diff against the article's file. FILE may be a directory: its
 speculator.py, or the one below it where vLLM keeps it (a vLLM checkout, site-packages or the
 vllm package directory).
+
+A pinned file of vLLM 0.34.0 is named too (identity base-0.34.0, article-0.34.0,
+prefix-safe-0.34.0, or audit); the exit codes above are for the article's release unless --vllm
+0.34.0 asks for that release's (0: article-0.34.0, 5: prefix-safe-0.34.0, 3: base-0.34.0);
+another release's file exits 4, naming the option that judges it.
 """
+
+VLLM_HELP = (
+    "the vLLM release whose files to make or judge: the article's (c50aca14 = 0.33.0, the "
+    "default) or one j0 has patches cut for (0.34.0; V0340_* in overlay/pins.env)"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -100,9 +116,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     build.add_argument(
         "--tool",
-        choices=("git", "patch"),
-        help="patch tool (default: git if installed, else GNU patch)",
+        choices=("git", "patch", "python"),
+        help="patch tool (default: git if installed, else GNU patch, else python: j0's own exact "
+        "applier)",
     )
+    build.add_argument("--vllm", metavar="RELEASE", help=VLLM_HELP)
     add_json_option(
         build, "what was built (file, sha256, identity, variant, audit, the base and its sha256)"
     )
@@ -115,6 +133,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         VERIFY_HELP,
     )
     verify.add_argument("file", type=Path, metavar="FILE", help="a speculator.py, or a directory")
+    verify.add_argument("--vllm", metavar="RELEASE", help=VLLM_HELP)
     add_json_option(verify, "the verdict (file, sha256, identity, exit code, what it said)")
     verify.set_defaults(func=run_verify)
 
@@ -137,6 +156,7 @@ def run_build(args: argparse.Namespace) -> int:
             tool=args.tool,
             audit=args.audit,
             output=args.output,
+            vllm=args.vllm,
         )
     )
     emit_result(built.text(), json.dumps(built.to_json(), indent=1), args.json)
@@ -150,6 +170,6 @@ def run_verify(args: argparse.Namespace) -> int:
     from j0.overlay.run import run_verify as verify
 
     check_json_output(args.json)
-    verdict = verify(VerifyOptions(args.file))
+    verdict = verify(VerifyOptions(args.file, args.vllm))
     emit_result("\n".join(verdict.lines), json.dumps(verdict.to_json(), indent=1), args.json)
     return verdict.exit_code

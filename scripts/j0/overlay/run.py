@@ -8,8 +8,9 @@ from pathlib import Path
 
 from j0.article import build as overlay
 from j0.article.build import Verdict
-from j0.article.identity import ARTICLE, Identity, identify
-from j0.article.variants import ARTICLE_VARIANT, default_output
+from j0.article.identity import Identity, identify
+from j0.article.releases import Release, release_of
+from j0.article.variants import ARTICLE_VARIANT, default_audit_output, default_output
 from j0.edge.atomic import sha256_bytes
 from j0.engine import base_sources
 from j0.errors import J0Error
@@ -31,6 +32,7 @@ class BuildOptions:
     tool: str | None = None
     audit: bool = False
     output: Path | None = None
+    vllm: str | None = None  # the release (None: the article's c50aca14 = VLLM_RELEASE)
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,10 @@ class Built:
 @dataclass(frozen=True)
 class VerifyOptions:
     file: Path
+    vllm: str | None = None  # whose exit codes (None: the article's release)
 
 
-def _base(options: BuildOptions, pins: Pins) -> base_sources.BaseFile:
+def _base(options: BuildOptions, pins: Pins, release: Release) -> base_sources.BaseFile:
     if options.base is not None:
         return base_sources.from_file(options.base)
     if options.site_packages is not None:
@@ -76,21 +79,30 @@ def _base(options: BuildOptions, pins: Pins) -> base_sources.BaseFile:
         return base_sources.from_installed(pins)
     if options.from_image:
         return base_sources.from_image(options.from_image, pins)
-    return base_sources.from_wheel(pins)
+    return base_sources.from_wheel(pins, release=release.release)
 
 
 def run_build(options: BuildOptions) -> Built:
     """Patch the base into the variant's file (and the audit on top where asked), checked at
     every step against the pins, and write it atomically."""
     pins = load_pins()
-    base = _base(options, pins)
+    release = release_of(pins, options.vllm)
+    base = _base(options, pins, release)
     patched = overlay.build_variant(
-        base.data, base.origin, pins, options.variant, options.allow_base_drift, options.tool
+        base.data,
+        base.origin,
+        pins,
+        options.variant,
+        options.allow_base_drift,
+        options.tool,
+        release.release,
     )
-    default = default_output(pins, options.variant)
+    default = default_output(pins, options.variant, release.release)
     if options.audit:
-        patched = overlay.audit_file(patched, base.origin, pins, options.variant, options.tool)
-        default = pins.root / "overlay" / "audit" / options.variant / pins.speculator_relpath
+        patched = overlay.audit_file(
+            patched, base.origin, pins, options.variant, options.tool, release.release
+        )
+        default = default_audit_output(pins, options.variant, release.release)
     out = options.output or default
     said = overlay.write_overlay(patched, out)
     return Built(
@@ -104,18 +116,19 @@ def run_build(options: BuildOptions) -> Built:
     )
 
 
-def reference(pins: Pins) -> bytes | None:
-    """The article's file, if it can be had without a download: the default overlay, else the
-    cached wheel plus the patch."""
-    default = pins.default_overlay_path
-    if default.is_file() and identify(default.read_bytes(), pins).kind == ARTICLE:
+def reference(pins: Pins, release: Release | None = None) -> bytes | None:
+    """The article's file (of `release`, default the article's own), if it can be had without
+    a download: the default overlay, else the cached wheel plus the patch."""
+    release = release or release_of(pins)
+    default = default_output(pins, ARTICLE_VARIANT, release.release)
+    if default.is_file() and identify(default.read_bytes(), pins).kind == release.kind("article"):
         return default.read_bytes()
-    wheels = sorted(base_sources.wheel_cache_dir().glob(f"vllm-{pins.vllm_release}-*.whl"))
+    wheels = sorted(base_sources.wheel_cache_dir().glob(f"vllm-{release.release}-*.whl"))
     if not wheels:
         return None
     try:
-        base = base_sources.from_wheel(pins)
-        return overlay.patch_base(base.data, base.origin, pins)
+        base = base_sources.from_wheel(pins, release=release.release)
+        return overlay.patch_base(base.data, base.origin, pins, release=release.release)
     except J0Error:
         return None
 
@@ -124,4 +137,5 @@ def run_verify(options: VerifyOptions) -> Verdict:
     """What the file is, against the pins and (for a diff) the article's file where one is at
     hand."""
     pins = load_pins()
-    return overlay.verdict_of(options.file, pins, reference(pins))
+    release = release_of(pins, options.vllm)
+    return overlay.verdict_of(options.file, pins, reference(pins, release), release.release)
