@@ -127,3 +127,64 @@ def test_the_matrix_fails_a_setting_that_did_not_run_j0_as_asked() -> None:
     baseline = SettingRun(Setting(0, False), status="ok")
     judge_ran(baseline, [BASE_LOG])  # no speculative decoding: nothing to judge
     assert baseline.status == "ok" and baseline.ran is None
+
+
+def j0_line(text: str) -> str:
+    """The line of `j0 bench run`'s summary that says J0's state."""
+    return next(line for line in text.splitlines() if line.startswith("J0:"))
+
+
+def test_bench_run_says_whether_j0_is_as_asked_or_as_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--j0 on` alone is what was asked, not what ran: the summary says "as asked" and "not
+    verified"; with the server's log (the article's file, or the base file while J0 on was
+    asked) it says "as run", the state the log shows and the file it read."""
+    on_log, base_log = tmp_path / "article.log", tmp_path / "base.log"
+    on_log.write_text(article_log())
+    base_log.write_text(BASE_LOG)
+    said: dict[str, str] = {}
+    with VllmStandIn(num_spec_tokens=5, seed=1) as server:
+        for name, extra in {
+            "asked": ("--j0", "on"),
+            "run": ("--j0", "on", "--log", str(on_log)),
+            "differs": ("--j0", "on", "--log", str(base_log)),
+            "nothing": (),
+        }.items():
+            assert bench(server.url, tmp_path / f"{name}.json", *extra) == 0
+            out = capsys.readouterr()
+            said[name] = j0_line(out.out + out.err)
+    assert "on, as asked (--j0 on)" in said["asked"] and "not verified" in said["asked"]
+    assert "as run" not in said["asked"]
+    assert said["run"].split(":", 1)[1].strip().startswith("on, as run"), said["run"]
+    assert str(on_log) in said["run"] and "not verified" not in said["run"]
+    assert said["differs"].split(":", 1)[1].strip().startswith("off, as run"), said["differs"]
+    assert "on as asked" in said["differs"]
+    assert "unknown" in said["nothing"] and "not verified" in said["nothing"]
+
+
+def test_the_report_says_as_run_or_as_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`j0 bench report` of a J0-off setting measured with its server's log and a J0-on setting
+    measured with `--j0 on` alone: the table's J0 says "off (as run)" for the first and "on (as
+    asked, not verified)" for the second; report.json has it as j0_as."""
+    with VllmStandIn(num_spec_tokens=5, seed=1) as server:
+        (tmp_path / "k5-j0-off").mkdir()
+        log = tmp_path / "k5-j0-off" / "server.log"
+        log.write_text(article_log(noise=0, pool="(1, 1)"))
+        off = tmp_path / "k5-j0-off" / "result.json"
+        assert bench(server.url, off, "--j0", "off", "--log", str(log)) == 0
+        (tmp_path / "k5-j0-on").mkdir()
+        assert bench(server.url, tmp_path / "k5-j0-on" / "result.json", "--j0", "on") == 0
+    capsys.readouterr()
+    assert main(["bench", "report", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    rows: dict[str, str] = {}
+    for line in text.splitlines():  # the first table: the settings
+        if line.startswith("| k5-j0-"):
+            rows.setdefault(line.split("|")[1].strip(), line.split("|")[3].strip())
+    assert rows["k5-j0-off"] == "off (as run)", rows
+    assert rows["k5-j0-on"] == "on (as asked, not verified)", rows
+    summary = json.loads((tmp_path / "report.json").read_text())["settings"]
+    assert (summary["k5-j0-off"]["j0_as"], summary["k5-j0-on"]["j0_as"]) == ("run", "asked")

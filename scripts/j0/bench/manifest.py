@@ -266,6 +266,27 @@ def build(
     return SetupManifest.from_json(written, "the manifest being written")
 
 
+def j0_said(manifest: SetupManifest) -> str:
+    """J0's state as `j0 bench run` prints it, saying how it is known: "as run" where the
+    server's log or `j0 status --json` showed the file that ran (with what was asked, where that
+    differs), else "as asked" (--j0) and "not verified"."""
+    m = manifest
+    shown = {"--log": m.server_log, "--status-json": m.status_json}.get(m.j0_source or "")
+    if shown is not None and m.j0 in (ON, OFF):
+        said = f"{m.j0}, as run ({m.j0_source} {shown}: {m.j0_from})"
+        if m.j0_asked in (ON, OFF) and m.j0_asked != m.j0:
+            said += f"; {m.j0_asked} as asked"
+        return said
+    looked = (
+        f"{m.j0_source} {shown} does not show which file ran"
+        if shown is not None
+        else "no --log or --status-json showed the file that ran"
+    )
+    if m.j0_asked in (ON, OFF):
+        return f"{m.j0_asked}, as asked (--j0 {m.j0_asked}); not verified: {looked}"
+    return f"unknown: not asked (--j0), not verified: {looked}"
+
+
 def _j0_source(j0_flag: bool | None, status: SeenRun | None, log: SeenRun | None) -> str | None:
     """Where the manifest's "j0" comes from: the file that ran (--log, else --status-json), else
     what was asked (--j0)."""

@@ -20,8 +20,19 @@ DEFINITIONS = (
     "mean per-step acceptance length: the figure of the DFlash paper and the `dflash` package's "
     "benchmark. Acceptance rate = accepted / draft tokens. tok/s is the mean over requests of "
     "(output tokens - 1) / decode time; TTFT the mean; ITL the mean gap between streamed chunks "
-    "(one engine step each)."
+    "(one engine step each). J0 is as run where the server's log or `j0 status --json` showed "
+    "the file that ran (`j0 bench run --log`, `--status-json`, the matrix's server logs); as "
+    "asked (`--j0`, the setting's name) otherwise: not verified."
 )
+
+J0_AS = {"run": "as run", "asked": "as asked, not verified"}
+
+
+def j0_cell(setting: Setting) -> str:
+    """The settings table's J0: the state and how it is known."""
+    if setting.baseline:
+        return setting.j0
+    return f"{setting.j0} ({J0_AS.get(setting.j0_as or '', 'not verified')})"
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -51,7 +62,7 @@ def settings_table(settings: list[Setting], figs: dict[str, dict[str, Any]]) -> 
         rate = None if f["acceptance_rate"] is None else f["acceptance_rate"] * 100
         k = "none (baseline)" if s.baseline else (s.k or "?")
         lines.append(
-            f"| {s.name} | {k} | {s.j0} | {s.prefix_caching} | "
+            f"| {s.name} | {k} | {j0_cell(s)} | {s.prefix_caching} | "
             f"{f['requests_ok']}/{f['requests']} | {_fmt(f['acceptance_length'])} | "
             f"{_fmt(f['acceptance_length_request_mean'])} | "
             f"{_fmt(rate, '.1f')} % | {_fmt(f['output_tok_s'], '.1f')} | "

@@ -43,6 +43,7 @@ class Setting:
     docs: list[BenchResult] = field(default_factory=list)
     k: int | None = None
     j0: str = "unknown"
+    j0_as: str | None = None  # "run": a log or status showed the file that ran; "asked": not
     prefix_caching: str = "unknown"
     baseline: bool = False
     notes: list[str] = field(default_factory=list)
@@ -168,7 +169,7 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
             setting.notes.append(
                 f"J0 {asked} was asked, but the file that ran says J0 {seen}: labelled J0 {seen}"
             )
-        setting.j0 = seen
+        setting.j0, setting.j0_as = seen, "run"
     elif setting.j0 == "unknown" and manifest.j0 in ON_OFF:
         setting.j0 = manifest.j0
     if setting.k is None:
@@ -183,3 +184,5 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
             setting.k = int(match["k"])
         if setting.j0 == "unknown" and seen is None:
             setting.j0 = match["j0"].lower()
+    if setting.j0_as is None and setting.j0 in ON_OFF:
+        setting.j0_as = "asked"  # --j0, matrix.json's or the folder's name: not verified

@@ -115,6 +115,7 @@ def run_report(opts: ReportOptions) -> ReportOutcome:
             s.name: {
                 "k": s.k,
                 "j0": s.j0,
+                "j0_as": s.j0_as,
                 "prefix_caching": s.prefix_caching,
                 "baseline": s.baseline,
                 "files": [p.name for p in s.files],

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from j0.bench import acceptance, results
-from j0.bench.manifest import SetupManifest
+from j0.bench.manifest import SetupManifest, j0_said
 from j0.bench.metrics_crosscheck import crosscheck
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
@@ -134,6 +134,7 @@ def summary_lines(result: BenchResult, measured: int, out: Path) -> list[str]:
     return [
         f"{' j0 bench run ' + (result.label or ''):=^60}",
         f"{'Requests (ok/measured):':<40} {s['requests_ok']}/{measured}",
+        f"{'J0:':<40} {j0_said(result.manifest)}",
         f"{'Acceptance length (pooled, vLLM):':<40} {_fmt(result.acceptance_length)}",
         f"{'Acceptance length (req. mean, DFlash):':<40} "
         f"{_fmt(result.acceptance_length_request_mean)}",
