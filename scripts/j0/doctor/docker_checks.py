@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.checks import FAIL, OK, WARN, Check
+from j0.compose.getting import COMPOSE_V2_AND_BUILDX
 from j0.edge import host_tools as host
 from j0.pins import Pins
 
@@ -89,9 +90,10 @@ def compose(state: DockerState) -> Check:
         return Check("compose", FAIL, "no Docker, so no Compose", "install Docker first")
     ran = host.run(["docker", "compose", "version", "--short"])
     need = ".".join(str(x) for x in COMPOSE_MIN)
-    fix = f"install the Docker Compose plugin {need} or later (package docker-compose-plugin)"
+    fix = f"install {COMPOSE_V2_AND_BUILDX}"
     if not ran.ok:
-        return Check("compose", FAIL, f"`docker compose` does not run: {ran.said()}", fix)
+        said = " ".join((ran.stderr.strip() or ran.stdout.strip()).split())[:300] or ran.said()
+        return Check("compose", FAIL, f"`docker compose` does not run: {said}{_v1()}", fix)
     found = parse_version(ran.stdout)
     if found is None:
         return Check("compose", FAIL, f"cannot read the version in {ran.stdout.strip()!r}", fix)
@@ -106,6 +108,18 @@ def compose(state: DockerState) -> Check:
     return Check("compose", OK, f"Docker Compose {text}")
 
 
+def _v1() -> str:
+    """Compose v1's `docker-compose` where it is on PATH, said as such ("" where it is not)."""
+    ran = host.run(["docker-compose", "version", "--short"])
+    found = parse_version(ran.stdout) if ran.ok else None
+    if found is None or found[0] >= 2:
+        return ""
+    return (
+        f"; docker-compose {ran.stdout.strip()} is Compose v1 (the `docker-compose` command of "
+        "Debian 12's and older Ubuntu's docker-compose package), which cannot read compose.yaml"
+    )
+
+
 def buildx(state: DockerState) -> Check:
     if state.info is None and "not on PATH" in state.engine.detail:
         return Check("buildx", FAIL, "no Docker, so no buildx", "install Docker first")
@@ -116,7 +130,7 @@ def buildx(state: DockerState) -> Check:
             WARN,
             f"`docker buildx` does not run ({ran.said()}): compose falls back to the legacy "
             "builder, which works for docker/Dockerfile but is deprecated",
-            "install the buildx plugin (package docker-buildx-plugin)",
+            f"install {COMPOSE_V2_AND_BUILDX}",
         )
     return Check("buildx", OK, ran.stdout.strip().splitlines()[0] if ran.stdout.strip() else "ok")
 

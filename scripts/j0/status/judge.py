@@ -18,15 +18,18 @@ from j0.status.server_facts import ServerFacts
 from j0.status.status_report import StatusReport
 
 
-def judge(facts: ServerFacts, log: LogFacts | None, pins: Pins) -> tuple[list[Check], StatusReport]:
-    """One check per fact, in the order printed; and the report (with article_setup, reasons)."""
+def judge(
+    facts: ServerFacts, log: LogFacts | None, pins: Pins, why_no_log: str | None = None
+) -> tuple[list[Check], StatusReport]:
+    """One check per fact, in the order printed; and the report (with article_setup, reasons).
+    `why_no_log`: where there is no log, why (log_checks.no_log)."""
     findings: list[Finding] = [
         server_checks.health(facts),
         server_checks.model(facts, pins),
         server_checks.spec_decode(facts),
     ]
     if log is None:
-        findings.append(log_checks.no_log())
+        findings.append(log_checks.no_log(why_no_log))
     else:
         findings += log_checks.all_of(log, facts, pins)
     reasons = [why for finding in findings if (why := finding.why_not) is not None]

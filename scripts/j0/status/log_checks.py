@@ -21,7 +21,12 @@ from j0.status.finding import Finding
 from j0.status.server_facts import ServerFacts
 
 
-def no_log() -> Finding:
+def no_log(why: str | None = None) -> Finding:
+    """No log: none asked for, or `why` there is none (no server container)."""
+    if why is not None:
+        return Finding.of(
+            "log", FAIL, why, "no server container (compose has not started the server)"
+        )
     return Finding.of(
         "log",
         FAIL,

@@ -62,8 +62,8 @@ def run_status(options: StatusOptions) -> StatusOutcome:
         url = endpoints.check_server_url(
             f"http://127.0.0.1:{settings.get('PORT', '8000')}", "PORT (as compose has it) gives"
         )
-    log = inputs.read_log(options.log, options.compose, pins)
+    log, why_no_log = inputs.read_log(options.log, options.compose, pins)
     api_key = inputs.read_api_key(options.api_key_file, settings)
     facts = server_facts.ask(url, api_key, probe=options.probe, deadline_s=options.deadline_s)
-    checks, report = judge(facts, log, pins)
+    checks, report = judge(facts, log, pins, why_no_log)
     return StatusOutcome(checks, report, 0 if report.article_setup else 1)
