@@ -31,12 +31,22 @@ def index(
     pins: Pins, base_bytes: bytes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WheelIndexServer]:
     """The commit's wheel in the cu130/ folder (VLLM_CUDA=13.0's), as vLLM's index has it; under
-    `cu129-only`, a commit whose index has the cu129/ folder alone."""
-    wheel = make_wheel(tmp_path_factory.mktemp("wheels"), pins.speculator_relpath, base_bytes)
+    `cu129-only`, a commit whose index has the cu129/ folder alone; under `root-only`, the wheel
+    at the root (vLLM's default variant) with its cu129/ alias and no cu130/; under
+    `root-cu129`, the root's wheel named for CUDA 12.9 (`.cu129`)."""
+    folder = tmp_path_factory.mktemp("wheels")
+    wheel = make_wheel(folder, pins.speculator_relpath, base_bytes)
+    labelled = make_wheel(folder, pins.speculator_relpath, base_bytes, version=CU129)
     with WheelIndexServer() as server:
         server.add(pins.vllm_commit, wheel, variant="cu130")
         server.add("cu129-only", wheel, variant="cu129")
+        for prefix, root in (("root-only", wheel), ("root-cu129", labelled)):
+            server.add(prefix, root)
+            server.add(prefix, root, variant="cu129")
         yield server
+
+
+CU129 = ("0.33.1.dev3+gc50aca144.cu129", "gc50aca144")
 
 
 def doctor(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:
@@ -92,6 +102,29 @@ def test_an_index_without_the_commit_or_the_cuda_fails_and_an_unreachable_one_wa
     host.monkeypatch.setenv("WHEEL_INDEX", f"http://127.0.0.1:{free_port()}/{{commit}}/")
     check = doctor(capsys)["wheel-index"]
     assert check["status"] == "warn" and "cannot check from here" in check["detail"]
+
+
+def test_a_root_without_a_cu130_folder_is_the_builds_to_judge_unless_its_name_says_another_cuda(
+    host: Host, pins: Pins, index: WheelIndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No cu130/ folder, the root's wheel with a cu129/ alias (vLLM's layout while its default
+    is CUDA 13.0): ok, naming the root and what the build reads; a root wheel whose file name
+    says CUDA 12.9: fails, naming both CUDAs."""
+    on_the_wheel_route(host, pins, index.index_url("root-only"))
+    check = doctor(capsys)["wheel-index"]
+    assert check["status"] == "ok", check
+    name = index.files["root-only"][0].name
+    assert f"{index.index_url('root-only')}vllm/ lists {name}" in check["detail"]
+    assert "the index has no cu130/ folder (cu129/), so its root" in check["detail"]
+    assert "the build reads the wheel's CUDA from its METADATA" in check["detail"]
+    host.monkeypatch.setenv("WHEEL_INDEX", index.index_url("root-cu129"))
+    check = doctor(capsys)["wheel-index"]
+    assert check["status"] == "fail", check
+    assert (
+        "+gc50aca144.cu129-py3-none-any.whl is CUDA 12.9 (its local version label"
+        in (check["detail"])
+    )
+    assert "not CUDA 13.0 (VLLM_CUDA)" in check["detail"] and "VLLM_ENGINE=image" in check["fix"]
 
 
 def test_the_image_route_says_what_engine_its_base_gives(

@@ -222,15 +222,19 @@ def test_an_index_without_the_bases_variant_is_refused_naming_both(
     base_bytes: bytes,
     image: dict[str, Path],
 ) -> None:
-    """CUDA 13.0's torch, an index with cu129/ and cpu/ only (and the root): refused, exit 69,
-    naming the torch, the folder it needs and the folders there are; with the choices."""
-    for variant in ("cu129", "cpu", ""):
+    """CUDA 13.0's torch, an index with cu129/ and cpu/ only, no wheel at its root: refused,
+    exit 69, naming the torch, the folder it needs and the folders there are; with the choices.
+    (A root with a wheel: tests/image/test_wheel_layouts.py.)"""
+    for variant in ("cu129", "cpu"):
         url = serve(index, tmp_path, "no-cu130", pins, base_bytes, variant=variant)
     result = run_step(image, "--wheel-index", url)
     assert_refused(result, 69, image)
     assert "torch 2.14.0+cu130 (CUDA 13.0, " in result.stderr
     assert f"{url}: no cu130/ folder, which the base image's torch" in result.stderr
-    assert "the index has cpu/, cu129/ (its root holds vLLM's default CUDA variant" in result.stderr
+    assert "needs, and no vllm wheel at its root (vLLM's default CUDA variant); the index has " in (
+        result.stderr
+    )
+    assert "the index has cpu/, cu129/.\n" in result.stderr
     assert "The choices:" in result.stderr
 
 
@@ -250,13 +254,16 @@ def test_an_index_url_of_a_variant_folder_is_taken_only_for_that_variant(
 def test_a_wheel_named_for_another_variant_is_refused(
     index: WheelIndexServer, tmp_path: Path, pins: Pins, base_bytes: bytes, image: dict[str, Path]
 ) -> None:
-    """A `.cu129` wheel in the cu130/ folder: not vLLM's layout; refused before the install."""
+    """A `.cu129` wheel in the cu130/ folder: not vLLM's layout; refused before the install,
+    naming both CUDAs."""
     url = serve(index, tmp_path, "misfiled", pins, base_bytes, variant="cu130", version=CU129)
     result = run_step(image, "--wheel-index", url)
     assert_refused(result, 1, image)
     assert (
-        "its version names the cu129 variant, but it came from the cu130/ folder" in result.stderr
+        "vllm-0.33.1.dev3+gc50aca144.cu129-py3-none-any.whl is CUDA 12.9 (its local version "
+        "label .cu129: CUDA 12.9), but it came from the cu130/ folder" in result.stderr
     )
+    assert ") is CUDA 13.0: the index is not vLLM's layout, or is damaged" in result.stderr
 
 
 @pytest.mark.parametrize("broken", ["absent", "unreadable"])
@@ -332,15 +339,16 @@ def test_the_article_wheel_passes_every_check_before_the_install(
     torch_file = image["site"] / "torch" / "version.py"
     torch = parse_version_file(torch_file.read_text(), str(torch_file))
     assert (torch.version, torch.cuda, torch.hip) == ("2.14.0+cu130", "13.0", None)
-    link, path, digest, variant, variant_index = engine_step.fetch(
-        pins, url, "", tmp_path / "dl", torch
-    )
-    assert (variant, variant_index) == ("cu130", f"{url}cu130/")
+    fetched = engine_step.fetch(pins, url, "", tmp_path / "dl", torch)
+    path, digest, link = fetched.path, fetched.sha256, fetched.link
+    assert (fetched.variant, fetched.source.folder) == ("cu130", "cu130")
+    assert fetched.source.index == f"{url}cu130/"
     assert path.read_bytes() == wheel.read_bytes()
     assert digest == hashlib.sha256(wheel.read_bytes()).hexdigest() == link.sha256
     facts = engine_step.read_wheel(path, digest)
     engine_step.check_sha256(facts, digest, link.sha256, url)
-    engine_step.check_variant(path, variant)
+    cuda, why = engine_step.check_cuda(fetched, facts, torch, pins, url)
+    assert cuda.cuda == "" and why.endswith("; the wheel's own metadata names no CUDA")
     engine_step.check_commit(facts.engine, pins, "the wheel")
     assert facts.engine.commit == "c50aca144" and facts.requires_dist == ["pip>=20"]
 

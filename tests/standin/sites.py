@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import subprocess
 import sys
 import sysconfig
@@ -36,8 +37,10 @@ def installed(
     requires: Sequence[str] = (),
     files: dict[str, str] | None = None,
 ) -> Path:
-    """Write `files` (path relative to `site` -> text) and `name`'s dist-info; return the latter."""
-    info = site / f"{name}-{version}.dist-info"
+    """Write `files` (path relative to `site` -> text) and `name`'s dist-info; return the latter
+    (its folder's name with the name's runs of -_. as one `_`, as installers write it: pip reads
+    a `-` there as the version's start)."""
+    info = site / f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"
     info.mkdir(parents=True)
     written = {}
     for relpath, text in (files or {}).items():

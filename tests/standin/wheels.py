@@ -19,6 +19,15 @@ from pathlib import Path
 # What vLLM's build writes into vllm/_version.py, for the article's commit and the release's.
 ARTICLE_VERSION = ("0.33.1.dev3+gc50aca144", "gc50aca144")
 RELEASE_VERSION = ("0.33.0", "g4ba787ec9")
+# Requires-Dist lines that say a wheel's CUDA: a CUDA 13 wheel's, as vLLM 0.33.0's own METADATA
+# requires torch==2.14.0 (PyPI's CUDA 13 build) and nvidia-cutlass-dsl[cu13]; and what a CUDA 12.9
+# build would require instead (the cu12 extra, NVIDIA's CUDA 12.9 runtime).
+CUDA13_REQUIRES = ("torch==2.14.0", "nvidia-cutlass-dsl[cu13]==4.8.0")
+CUDA129_REQUIRES = (
+    "torch==2.14.0",
+    "nvidia-cutlass-dsl[cu12]==4.8.0",
+    "nvidia-cuda-runtime-cu12==12.9.79; platform_system == 'Linux'",
+)
 
 
 def _record_hash(data: bytes) -> str:

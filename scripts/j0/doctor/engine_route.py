@@ -13,7 +13,7 @@ from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.switches import Settings
 from j0.doctor import docker_checks
 from j0.edge import urls
-from j0.engine import wheel_index
+from j0.engine import wheel_cuda, wheel_index
 from j0.pins import ENGINES, Pins, wheel_index_for
 
 TIMEOUT_S = 10.0
@@ -79,8 +79,10 @@ def variant_of(pins: Pins) -> str:
 
 
 def index_check(route: str, settings: Settings, pins: Pins) -> Check:
-    """Does the index's folder of the pinned CUDA (VLLM_CUDA: the base's torch's) list a vllm
-    wheel for the pinned commit (and the pinned file, if any)?"""
+    """Does the index list a vllm wheel for the pinned commit (and the pinned file, if any) in
+    the folder the build takes: the variant folder of the pinned CUDA (VLLM_CUDA: the base's
+    torch's), else the root (vLLM's default variant), whose wheel the build takes only where its
+    own METADATA says that CUDA (read at build time: the wheel is not downloaded here)?"""
     name = "wheel-index"
     index = index_of(settings, pins)
     missing = FAIL if route == "wheel" else WARN
@@ -95,7 +97,7 @@ def index_check(route: str, settings: Settings, pins: Pins) -> Check:
         )
     why = f"the base's torch (VLLM_CUDA={pins.cuda} in overlay/pins.env)"
     try:
-        found, links = wheel_index.variant_wheels(index, variant, why, timeout=TIMEOUT_S)
+        source = wheel_index.wheel_source(index, variant, why, timeout=TIMEOUT_S)
     except wheel_index.VariantError as exc:
         return Check(name, missing, str(exc), "another index (WHEEL_INDEX), or VLLM_ENGINE=image")
     except wheel_index.WheelIndexError as exc:
@@ -112,8 +114,8 @@ def index_check(route: str, settings: Settings, pins: Pins) -> Check:
             f"cannot check from here ({exc}); the build asks again from the Docker engine",
             "check this host's network or proxy for the index, or set WHEEL_INDEX to a mirror",
         )
-    page = urls.redact(wheel_index.project_url(found))
-    wheels = [link.name for link in links if link.name.startswith(f"{wheel_index.PROJECT}-")]
+    page = urls.redact(wheel_index.project_url(source.index))
+    wheels = [link.name for link in source.links if link.name.startswith(f"{wheel_index.PROJECT}-")]
     pinned = pins.wheel_name
     if not wheels or (pinned and pinned not in wheels):
         what = f"no {pinned}" if pinned and wheels else "no vllm wheel"
@@ -122,7 +124,38 @@ def index_check(route: str, settings: Settings, pins: Pins) -> Check:
         )
     chosen = pinned or ", ".join(wheels)
     note = "" if pins.wheel_sha256 else " (VLLM_WHEEL_SHA256 not pinned yet: the build records it)"
-    return Check(name, OK, f"{page} lists {chosen}{note}")
+    if source.folder != wheel_index.ROOT:
+        return Check(name, OK, f"{page} lists {chosen}{note}")
+    return root_check(name, missing, page, pinned or wheels[0], chosen + note, source, pins)
+
+
+def root_check(
+    name: str,
+    missing: str,
+    page: str,
+    wheel: str,
+    chosen: str,
+    source: wheel_index.Source,
+    pins: Pins,
+) -> Check:
+    """The index's root on offer (no variant folder of VLLM_CUDA): a wheel whose file name says
+    another CUDA fails; one that says none (vLLM's default variant's) is the build's to judge."""
+    found = wheel_cuda.of_wheel(wheel, [])
+    said = f"{page} lists {chosen}: {source.why}"
+    if found.fits(pins.cuda) is False:
+        return Check(
+            name,
+            missing,
+            f"{said}; but {wheel} is {found.describe()} ({found.evidence()}), not CUDA "
+            f"{pins.cuda} (VLLM_CUDA)",
+            "another index (WHEEL_INDEX), or VLLM_ENGINE=image",
+        )
+    return Check(
+        name,
+        OK,
+        f"{said}: the build reads the wheel's CUDA from its METADATA once downloaded and "
+        f"installs it only where that is the base's torch's (VLLM_CUDA={pins.cuda})",
+    )
 
 
 def nightly_check(state: docker_checks.DockerState, pins: Pins) -> Check:

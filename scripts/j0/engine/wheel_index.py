@@ -1,15 +1,18 @@
-"""vLLM's per-commit wheel index as a PEP 503 "simple" index: choose its CUDA variant folder,
-list its vllm wheels, pick the one for this Python and platform, download it and hash it; and the
-one message, with the choices, for an index that cannot give the wheel.
+"""vLLM's per-commit wheel index as a PEP 503 "simple" index: choose the folder to take the wheel
+from, list its vllm wheels, pick the one for this Python and platform, download it and hash it;
+and the one message, with the choices, for an index that cannot give the wheel.
 
 The index's layout is vLLM's (.buildkite/scripts/generate-nightly-index.py, and its installation
 docs): `<commit>/` is a project list that links `vllm/` (vLLM's default CUDA variant,
-VLLM_MAIN_CUDA_VERSION) and one folder per variant, `cu129/`, `cu130/`, `cpu/`, ... (the default
-one too, as an alias), each an index of its own whose `vllm/` page links the wheel files, which
-lie under `<commit>/` itself. The wheel route takes the variant folder of the base image's torch
-(`torch.version.cuda` 13.0: `cu130/`), never the root, whose variant is whatever vLLM's default
-was that day: a vllm wheel built for another CUDA than the torch it is installed beside fails
-to load its kernels.
+VLLM_MAIN_CUDA_VERSION) and one folder per variant, `cu129/`, `cu130/`, `cpu/`, ..., each an index
+of its own whose `vllm/` page links the wheel files, which lie under `<commit>/` itself. The
+default variant has a folder too, as an alias, but under the name of vLLM's index scripts'
+DEFAULT_VARIANT_ALIAS, `cu129`, also while vLLM builds CUDA 13.0 by default (0.33, 0.34); other
+variants are built on demand. So a commit may have a `cu130/` folder, or only its root (holding
+the CUDA 13.0 wheel) with a `cu129/` alias beside it. The wheel route takes the variant folder of
+the base image's torch (`torch.version.cuda` 13.0: `cu130/`) where there is one, else the root
+(wheel_source); the engine step then reads the wheel's own CUDA (j0.engine.wheel_cuda) and
+refuses a wheel of another CUDA than that torch's: it fails to load its kernels.
 
 Standard library only (urllib, html.parser): the wheel route's build step runs this on the base
 image's python3, and its errors must name the index and the ways out rather than show a raw
@@ -136,33 +139,68 @@ def list_variants(index: str, timeout: float = TIMEOUT_S) -> list[str]:
     return sorted(name for name in found if _VARIANT.match(name))
 
 
-def variant_wheels(
-    index: str, variant: str, why: str, timeout: float = TIMEOUT_S
-) -> tuple[str, list[WheelLink]]:
-    """The index of the variant folder wanted (`cu130`, for `why`: the base's torch) and the
-    wheels its vllm page links to. Refused (69), naming what was found and the folders the index
-    has, when it has no such folder; an index URL that names another variant folder is refused
-    too."""
+@dataclass(frozen=True)
+class Source:
+    """The folder of the index the wheel is taken from: `folder` (a variant folder's name, or
+    ROOT), its index URL, the wheels its vllm page links to, and why that folder, in words."""
+
+    folder: str
+    index: str
+    links: list[WheelLink]
+    why: str
+
+
+ROOT = "root"
+
+
+def wheel_source(index: str, variant: str, why: str, timeout: float = TIMEOUT_S) -> Source:
+    """Where to take the wheel for `variant` (`cu130`, for `why`: the base's torch): the index's
+    folder of that variant where it has one; else its root, vLLM's default variant, whose wheel's
+    own CUDA the caller must then check (vLLM's index scripts alias the root as `cu129/` while
+    vLLM builds CUDA 13.0 by default, and build other variants only on demand, so a commit may
+    have no `cu130/` folder although its root holds the CUDA 13.0 wheel). An index URL that names
+    a variant folder is taken for that variant only. Refused (69), naming the folders the index
+    has, when neither the folder nor the root lists a wheel."""
     named = _folder_name(index)
-    if _VARIANT.match(named) and named != variant:
-        raise VariantError(
-            f"{urls.redact(index)} is the index's {named}/ folder, but {why} needs {variant}/: a "
-            "vllm wheel built for another CUDA than the image's torch fails to load its kernels",
-            exit_code=69,
-        )
+    if _VARIANT.match(named):
+        if named != variant:
+            raise VariantError(
+                f"{urls.redact(index)} is the index's {named}/ folder, but {why} needs {variant}/:"
+                " a vllm wheel built for another CUDA than the image's torch fails to load its "
+                "kernels",
+                exit_code=69,
+            )
+        links = list_wheels(index, timeout=timeout)
+        said = f"WHEEL_INDEX names the {named}/ folder, the variant of {why}"
+        return Source(named, index, links, said)
     wanted = variant_url(index, variant)
     try:
-        return wanted, list_wheels(wanted, timeout=timeout)
+        links = list_wheels(wanted, timeout=timeout)
+        said = f"the index's {variant}/ folder, the variant of {why}"
+        return Source(variant, wanted, links, said)
     except WheelIndexError as exc:
-        if exc.status not in (403, 404) or _VARIANT.match(named):
+        if exc.status not in (403, 404):
             raise
     existing = list_variants(index, timeout)  # the root's own error: a 404 is no such commit
     listed = ", ".join(f"{name}/" for name in existing) or "no variant folder at all"
-    raise VariantError(
-        f"{urls.redact(index)}: no {variant}/ folder, which {why} needs; the index has {listed} "
-        "(its root holds vLLM's default CUDA variant, which j0 does not take: the wheel's CUDA "
-        "must be the image's torch's)",
-        exit_code=69,
+    try:
+        links = list_wheels(index, timeout=timeout)
+    except WheelIndexError as exc:
+        if exc.status not in (403, 404):
+            raise
+        links = []
+    if not any(link.name.lower().startswith(f"{PROJECT}-") for link in links):
+        raise VariantError(
+            f"{urls.redact(index)}: no {variant}/ folder, which {why} needs, and no vllm wheel "
+            f"at its root (vLLM's default CUDA variant); the index has {listed}",
+            exit_code=69,
+        )
+    return Source(
+        ROOT,
+        index,
+        links,
+        f"the index has no {variant}/ folder ({listed}), so its root, vLLM's default CUDA "
+        "variant, taken for its wheel's own CUDA",
     )
 
 
@@ -286,8 +324,9 @@ def choices(pins: Pins, index: str, reason: str) -> str:
         f"  1. another index that holds it: WHEEL_INDEX=<url> (compose), `j0 image build "
         f"--wheel-index URL`, `--build-arg WHEEL_INDEX=URL`; the page is "
         f"<url>/<variant>/{PROJECT}/, the variant folder of the base's torch CUDA (cu130/ for "
-        f"13.0) (vLLM keeps a wheel of every main-branch commit since v0.5.3 under "
-        f"https://wheels.vllm.ai/<commit>/, in one folder per CUDA variant).\n"
+        f"13.0), or <url>/{PROJECT}/ where the root's wheel is of that CUDA (vLLM keeps a wheel "
+        "of every main-branch commit since v0.5.3 under https://wheels.vllm.ai/<commit>/: its "
+        "default CUDA variant at the root, other variants in folders).\n"
         f"  2. VLLM_ENGINE=image: vLLM's nightly image {pins.vllm_image}, the article's engine "
         "as a whole, while Docker Hub still keeps the tag (vLLM keeps the 14 newest nightly "
         "tags; a digest you pulled works as VLLM_IMAGE=<tag>@sha256:<digest>).\n"

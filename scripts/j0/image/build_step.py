@@ -263,10 +263,13 @@ def install(
             else {"route": "image", "note": "no engine step record"}
         ),
         # The base's torch.version.cuda (the engine step read its torch/version.py), and on the
-        # wheel route the index's variant folder taken for it (cu130 for 13.0): `j0 doctor`
-        # judges the host's driver by this CUDA.
+        # wheel route its CUDA variant (cu130 for 13.0): `j0 doctor` judges the host's driver by
+        # this CUDA. The index's folder the wheel came from (cu130, or "root" where the index
+        # has no cu130/ folder and the root's wheel is CUDA 13) and why: the engine's record.
         "torch_cuda": engine_record.torch_cuda if engine_record else None,
         "wheel_variant": engine_record.wheel_variant if engine_record else "",
+        "wheel_folder": engine_record.wheel_folder if engine_record else "",
+        "wheel_folder_why": engine_record.wheel_folder_why if engine_record else "",
         "python": sys.executable,
         "python_version": platform.python_version(),
         "vllm_dir": str(vllm_dir),

@@ -7,13 +7,15 @@ it never imports vLLM or torch. On the wheel route it refuses, with a message na
 
 1. a base without a readable torch (`torch/version.py`): the wheel goes in beside the base's
    torch, so its CUDA must be known;
-2. an index without the variant folder of the base's torch (`torch.version.cuda` 13.0: `cu130/`;
-   vLLM's index root holds its default CUDA variant, which is never taken), naming what was found
-   and the folders the index has; an index that cannot give the wheel (unreachable, no page, no
-   wheel for this platform): one message with the three routes (another index, the nightly
-   image, the release);
-3. a wheel whose sha256 is not VLLM_WHEEL_SHA256 (when pinned), or not the index's own #sha256,
-   or whose file name carries another CUDA variant;
+2. an index with neither the variant folder of the base's torch (`torch.version.cuda` 13.0:
+   `cu130/`) nor a vllm wheel at its root (vLLM's default variant), naming the folders the index
+   has; an index that cannot give the wheel (unreachable, no page, no wheel for this platform):
+   one message with the three routes (another index, the nightly image, the release);
+3. a wheel whose sha256 is not VLLM_WHEEL_SHA256 (when pinned), or not the index's own #sha256;
+   a wheel whose own CUDA (its local version label, its METADATA's Requires-Dist: torch pin,
+   `[cu13]` extras, nvidia-*-cu13 / -cu12 requirements; j0.engine.wheel_cuda) is not the base's
+   torch's, naming both; a wheel from the root that names no CUDA (the root is taken only for a
+   wheel whose own CUDA is the torch's: vLLM's index aliases it as `cu129/` whatever it is);
 4. a wheel whose vllm/_version.py is not VLLM_COMMIT (the release's wheel, 4ba787ec9, for one);
 5. after `pip install --no-deps`, an installed vllm/_version.py that is not VLLM_COMMIT, or
    requirements of the wheel that the image does not meet: `pip check` (pip's own reading of
@@ -21,8 +23,9 @@ it never imports vLLM or torch. On the wheel route it refuses, with a message na
    its lines about the wheel's project listed each; its lines about the base's other packages
    are the base's own affair and are recorded, not refused.
 
-It writes what it did (route, index, CUDA variant, wheel name and sha256, engine commit, the base's
-torch) as JSON to --record, which the build step copies into /opt/j0/manifest.json.
+It writes what it did (route, index, CUDA variant, the folder taken and why, the wheel's CUDA and
+what said it, wheel name and sha256, engine commit, the base's torch) as JSON to --record, which
+the build step copies into /opt/j0/manifest.json.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from typing import Any
 
 from j0.edge import urls
 from j0.edge.fields import FieldTable, checked_object, shown, write_document
-from j0.engine import wheel_index
+from j0.engine import wheel_cuda, wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
@@ -70,9 +73,18 @@ class EngineRecord:
 
     route: str
     wheel_index: str = ""
-    # The index's variant folder taken (cu130 for a base whose torch.version.cuda is 13.0).
+    # The CUDA variant of the base's torch (cu130 for torch.version.cuda 13.0), and the index of
+    # the folder the wheel came from: that variant's folder, or the root (vLLM's default variant)
+    # where the index has no such folder and the root's wheel is of that CUDA.
     wheel_variant: str = ""
     wheel_variant_index: str = ""
+    # Which folder: the variant's name (cu130), or "root"; and why, in words.
+    wheel_folder: str = ""
+    wheel_folder_why: str = ""
+    # The wheel's own CUDA ("13.0", "13": the major alone) and what said it (its local version
+    # label, its Requires-Dist), read from the wheel (j0.engine.wheel_cuda).
+    wheel_cuda: str = ""
+    wheel_cuda_from: list[str] = field(default_factory=list)
     wheel_name: str = ""
     wheel_url: str = ""
     wheel_sha256: str = ""
@@ -110,7 +122,10 @@ class EngineRecord:
 # tests/image/test_wheel_route.py holds it to EngineRecord's fields.
 ENGINE_FIELDS: FieldTable = {
     **{key: ((str,), True) for key in ("route", "wheel_index", "wheel_variant")},
-    **{key: ((str,), True) for key in ("wheel_variant_index", "wheel_name", "wheel_url")},
+    **{key: ((str,), True) for key in ("wheel_variant_index", "wheel_folder")},
+    **{key: ((str,), True) for key in ("wheel_folder_why", "wheel_cuda")},
+    "wheel_cuda_from": ((list,), True),
+    **{key: ((str,), True) for key in ("wheel_name", "wheel_url")},
     **{key: ((str,), True) for key in ("wheel_sha256", "wheel_sha256_pinned", "engine_version")},
     **{key: ((str,), True) for key in ("engine_commit", "installer")},
     "requires_dist": ((int,), True),
@@ -205,31 +220,66 @@ def base_torch() -> TorchVersion:
     return found
 
 
-def check_variant(path: Path, variant: str) -> None:
-    """Refuse a wheel whose file name says another CUDA variant than the folder it came from."""
-    named = wheel_index.wheel_variant(path.name)
-    if named and named != variant:
-        raise J0Error(
-            f"{path.name}: its version names the {named} variant, but it came from the {variant}/ "
-            "folder, the base's torch's: the index is not vLLM's layout, or is damaged",
-            exit_code=1,
-        )
+@dataclass(frozen=True)
+class Fetched:
+    """The wheel downloaded: the index's link, the file, its sha256, the variant of the base's
+    torch (cu130 for 13.0) and the folder of the index it came from (wheel_index.Source)."""
+
+    link: wheel_index.WheelLink
+    path: Path
+    sha256: str
+    variant: str
+    source: wheel_index.Source
 
 
-def fetch(
-    pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion
-) -> tuple[wheel_index.WheelLink, Path, str, str, str]:
-    """The chosen wheel of the variant folder of the base's torch, downloaded: (link, path,
-    sha256, variant, that folder's index); an index that cannot give it ends in `choices`."""
+def fetch(pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion) -> Fetched:
+    """The chosen wheel of the folder wheel_index.wheel_source takes for the base's torch
+    (its variant folder, else the root), downloaded; an index that cannot give it ends in
+    `choices`."""
     try:
         variant = wheel_index.variant_of_cuda(torch.cuda)
         why = f"the base image's {torch.describe()}"
-        variant_index, links = wheel_index.variant_wheels(index, variant, why)
-        link = wheel_index.choose(links, name, wheel_index.project_url(variant_index))
+        source = wheel_index.wheel_source(index, variant, why)
+        link = wheel_index.choose(source.links, name, wheel_index.project_url(source.index))
         path, digest = wheel_index.download(link, folder)
     except wheel_index.WheelIndexError as exc:
         raise J0Error(wheel_index.choices(pins, index, str(exc)), exc.exit_code) from None
-    return link, path, digest, variant, variant_index
+    return Fetched(link, path, digest, variant, source)
+
+
+def check_cuda(
+    fetched: Fetched, facts: WheelFacts, torch: TorchVersion, pins: Pins, index: str
+) -> tuple[wheel_cuda.WheelCuda, str]:
+    """The wheel's own CUDA (its local version label, its METADATA's Requires-Dist) against the
+    base's torch: (that CUDA, why the folder was taken). A wheel of another CUDA is refused,
+    naming both: from the root (vLLM's default variant of the day) with the choices (exit 69);
+    from a variant folder as not vLLM's layout (exit 1). A root wheel that names no CUDA is
+    refused too: nothing says it goes with the torch."""
+    name = fetched.path.name
+    found = wheel_cuda.of_wheel(name, facts.requires_dist)
+    fits = found.fits(torch.cuda)
+    torch_is = f"the base image's {torch.describe()} is {wheel_cuda.describe_torch(torch.cuda)}"
+    said = f"{name} is {found.describe()} ({found.evidence()})"
+    folder = fetched.source.folder
+    if folder == wheel_index.ROOT and not fits:
+        fetched.path.unlink(missing_ok=True)
+        verdict = (
+            "a vllm wheel built for another CUDA than the torch beside it fails to load its kernels"
+            if fits is False
+            else "nothing says it goes with that torch"
+        )
+        reason = f"{fetched.source.why}; but {said}, and {torch_is}: {verdict}"
+        raise J0Error(wheel_index.choices(pins, index, reason), 69)
+    if fits is False:
+        fetched.path.unlink(missing_ok=True)
+        raise J0Error(
+            f"{said}, but it came from the {folder}/ folder, and {torch_is}: the index is not "
+            "vLLM's layout, or is damaged",
+            exit_code=1,
+        )
+    if fits:
+        return found, f"{fetched.source.why}; the wheel is {found.describe()} by {found.evidence()}"
+    return found, f"{fetched.source.why}; the wheel's own metadata names no CUDA"
 
 
 def pip_command() -> tuple[str, list[str]]:
@@ -337,10 +387,11 @@ def install_wheel(path: Path) -> str:
 
 def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) -> EngineRecord:
     torch = base_torch()
-    link, path, digest, variant, variant_index = fetch(pins, index, name, folder, torch)
+    fetched = fetch(pins, index, name, folder, torch)
+    path, digest, link = fetched.path, fetched.sha256, fetched.link
     facts = read_wheel(path, digest)
-    check_sha256(facts, sha256, link.sha256, urls.redact(variant_index))
-    check_variant(path, variant)
+    check_sha256(facts, sha256, link.sha256, urls.redact(fetched.source.index))
+    cuda, why = check_cuda(fetched, facts, torch, pins, index)
     check_commit(facts.engine, pins, f"the wheel {path.name}")
     installer = install_wheel(path)
     path.unlink(missing_ok=True)
@@ -350,8 +401,12 @@ def wheel_route(pins: Pins, index: str, name: str, sha256: str, folder: Path) ->
     return EngineRecord(
         route="wheel",
         wheel_index=urls.redact(index),
-        wheel_variant=variant,
-        wheel_variant_index=urls.redact(variant_index),
+        wheel_variant=fetched.variant,
+        wheel_variant_index=urls.redact(fetched.source.index),
+        wheel_folder=fetched.source.folder,
+        wheel_folder_why=urls.redact_text(why),
+        wheel_cuda=cuda.cuda,
+        wheel_cuda_from=list(cuda.found),
         wheel_name=path.name,
         wheel_url=urls.redact(link.url),
         wheel_sha256=digest,
@@ -441,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(torch.version.cuda {record.torch_cuda}); from {record.wheel_url} with "
             f"{record.installer} --no-deps"
         )
+        print(f"{PROG}: folder {record.wheel_folder}: {record.wheel_folder_why}")
         print(
             f"{PROG}: engine vLLM {record.engine_version} commit {record.engine_commit} "
             f"(VLLM_COMMIT); `{checker}`: the wheel's {record.requires_dist} Requires-Dist are "

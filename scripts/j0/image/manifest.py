@@ -35,6 +35,8 @@ FIELDS: FieldTable = {
     "engine": ((dict,), False),
     "torch_cuda": (_TEXT_OR_NULL, False),
     "wheel_variant": (_TEXT, False),
+    "wheel_folder": (_TEXT, False),
+    "wheel_folder_why": (_TEXT, False),
     "python": (_TEXT, False),
     "python_version": (_TEXT, False),
     "vllm_dir": (_TEXT, False),
@@ -94,6 +96,8 @@ class ImageManifest:
     engine: dict[str, Any] | None = None
     torch_cuda: str | None = None
     wheel_variant: str | None = None
+    wheel_folder: str | None = None
+    wheel_folder_why: str | None = None
     python: str | None = None
     python_version: str | None = None
     vllm_dir: str | None = None
