@@ -56,7 +56,8 @@ def route_check(route: str, settings: Settings, pins: Pins) -> Check:
         detail = (
             f"compose takes route wheel: FROM {base}, its vllm replaced by vLLM commit {commit}'s "
             f"wheel from {shown_index(settings, pins)} (the folder of the base's torch CUDA, "
-            f"{variant_of(pins)}/ for VLLM_CUDA={pins.cuda or '?'}): the article's engine (`pip "
+            f"{variant_of(pins)}/ for VLLM_CUDA={pins.cuda or '?'}), else its root's wheel "
+            "where that wheel is of the same CUDA: the article's engine (`pip "
             "check` in the image says at build time whether the wheel's requirements are met)"
         )
     else:

@@ -29,8 +29,9 @@ Build docker/Dockerfile (context: the repository root) with docker-py, printing 
 progress. Two routes to the article's engine (--engine; default VLLM_ENGINE in overlay/pins.env):
   wheel  FROM the v0.33.0 release image (VLLM_IMAGE_FALLBACK), its vllm replaced (--no-deps) by
          VLLM_COMMIT's wheel from vLLM's per-commit index (VLLM_WHEEL_INDEX, or --wheel-index),
-         from its folder of the base's torch CUDA (cu130/ for 13.0; none there is refused); the
-         build refuses a wheel of another commit, a sha256 other than VLLM_WHEEL_SHA256 when
+         from its folder of the base's torch CUDA (cu130/ for 13.0), else from its root where
+         the root's wheel is that CUDA by its own METADATA; the build refuses a wheel of
+         another CUDA (naming both), of another commit, a sha256 other than VLLM_WHEEL_SHA256 when
          pinned, and requirements of the wheel that `pip check` in the image finds unmet; it
          needs the network (Docker's default, or --network host for an index on 127.0.0.1)
   image  FROM VLLM_IMAGE (the nightly tag of VLLM_COMMIT, while Docker Hub keeps it), as it is;
