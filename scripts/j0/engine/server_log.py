@@ -24,6 +24,9 @@ that neither a value written into another line nor a line a request writes can f
   reaches the log (vLLM logs an unknown model's name from a request, with its line breaks;
   uvicorn's access log writes a request's raw query), so nothing after it is believed.
   `server_up` says whether the log shows that line: without it the position is not known.
+  A log of several start-ups (a restarted server, an appended log) is read at its last start-up
+  that came up (`startups_of`, docs/status.md): it begins at a line a start-up writes first, after
+  the earlier server is up, and ends at a line only a server coming up writes (CAME_UP).
 - writer: a line that starts (after `docker compose logs`' `server-1  | `) with `j0 serve: ` gives
   the speculative config and nothing else, one that starts with `j0-entrypoint: ` the identity
   and nothing else; the patch's lines count only as records of vLLM's logger from the patch's
@@ -60,6 +63,16 @@ SERVER_UP = re.compile(
     r"Starting vLLM (?:API )?server on "
     r"|(?:INFO|WARNING|ERROR): +(?:Started server process|Waiting for application startup"
     r"|Application startup complete|Uvicorn running on|\S+ - \")"
+    r")"
+)
+# The lines of a server coming up that only the server writes as such (vLLM's and uvicorn's
+# start-up lines, not an access-log line, whose request line a client writes): what ends a start-up
+# after the first.
+CAME_UP = re.compile(
+    r"(?:\([\w-]+ pid=\d+\) )?(?:"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.-]+:\d+\] "
+    r"Starting vLLM (?:API )?server on "
+    r"|INFO: +(?:Started server process|Application startup complete)"
     r")"
 )
 SERVE_PREFIX = "j0 serve: "
@@ -109,6 +122,10 @@ class LogFacts:
     max_num_seqs: int | None = None
     # the line that says the server is up (nothing after it is read), None: not in the log
     server_up: str | None = None
+    startups: int = 0  # the start-ups in the log that came up (the last one is read)
+    startup_line: int = 1  # where the start-up read begins (1-based line of the whole log)
+    # the first line of a start-up after the one read that never came up, None: there is none
+    not_up: str | None = None
     lines: dict[str, str] = field(default_factory=dict)  # kind -> the line it came from
     # kind -> a line that carries the kind's marker but not its grammar (the last such line)
     unreadable: dict[str, str] = field(default_factory=dict)
@@ -171,15 +188,53 @@ def _own_line(body: str, line: str, facts: LogFacts) -> bool:
     return True
 
 
+def begins_startup(body: str) -> bool:
+    """Whether a line (compose's prefix taken off) is one that a start-up writes first: `j0
+    serve`'s, our entrypoint's, or vLLM's record of its non-default args."""
+    if body.startswith((SERVE_PREFIX, ENTRYPOINT_PREFIX)):
+        return True
+    record = _VLLM_RECORD.fullmatch(body)
+    return record is not None and _NON_DEFAULT.match(record["message"]) is not None
+
+
+def startups_of(lines: list[str]) -> tuple[list[tuple[int, int]], int | None]:
+    """([(first line, the line of the server coming up)] of each start-up that came up, the
+    first line of a start-up after the last of them that did not come up, or None).
+
+    The first start-up begins with the log. Once the server is up, what follows is the server's
+    (and its clients') until a line that begins a start-up (`begins_startup`): the next process.
+    A client's text written before that process began lies before its first line, so it is
+    never read as part of it."""
+    found: list[tuple[int, int]] = []
+    start: int | None = 0
+    for index, raw in enumerate(lines):
+        body = _COMPOSE_PREFIX.sub("", raw.rstrip("\r"), count=1)
+        if start is not None:
+            if (SERVER_UP if not found else CAME_UP).match(body):
+                found.append((start, index))
+                start = None
+        elif begins_startup(body):
+            start = index
+    return found, start
+
+
 def parse(text: str, source: str) -> LogFacts:
-    """The facts of the start-up in `text`: its lines up to the server being up (see above)."""
+    """The facts of the last start-up in `text` that came up: its lines up to the server being
+    up (see above). A log of several start-ups (a restarted server, an appended log) is judged
+    by its last, the server that answers now; `startups` counts them."""
     facts = LogFacts(source)
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    found, pending = startups_of(lines)
+    facts.startups = len(found)
+    if pending is not None and found:
+        facts.not_up = lines[pending].strip()
+    first, up = found[-1] if found else (0, len(lines))
+    facts.startup_line = first + 1
+    if found:
+        facts.server_up = lines[up].rstrip("\r").strip()
+    for raw in lines[first:up]:
         line = raw.rstrip("\r")
         body = _COMPOSE_PREFIX.sub("", line, count=1)
-        if SERVER_UP.match(body):
-            facts.server_up = line.strip()
-            break
         if _own_line(body, line, facts):
             continue
         if (record := _VLLM_RECORD.fullmatch(body)) is not None:

@@ -65,6 +65,7 @@ def report_of(
         spec_decode_draft_tokens_delta=facts.delta("draft_tokens"),
         spec_decode_accepted_delta=facts.delta("accepted"),
         log_source=log.source if log else None,
+        log_startups=log.startups if log else None,
         article_setup=not reasons,
         reasons=reasons,
     )

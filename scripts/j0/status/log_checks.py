@@ -61,7 +61,16 @@ def started(log: LogFacts) -> Finding:
             "from lines a request wrote (the log is cut, or is not vLLM's)",
             "the log does not show the server's start-up",
         )
-    return Finding.of("log", OK, f"the start-up, read up to the server being up: {log.server_up}")
+    read = f"the start-up, read up to the server being up: {log.server_up}"
+    if log.startups > 1:
+        read = (
+            f"the log holds {log.startups} start-ups (a restarted server, an appended log): the "
+            f"last, from line {log.startup_line}, is judged, read up to the server being up: "
+            f"{log.server_up}"
+        )
+    if log.not_up is not None:
+        read += f"; a later start-up did not come up and is not judged: {log.not_up}"
+    return Finding.of("log", OK, read)
 
 
 def speculator(log: LogFacts, pins: Pins) -> Finding:

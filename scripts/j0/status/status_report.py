@@ -44,6 +44,7 @@ class StatusReport:
     spec_decode_draft_tokens_delta: float | None = None
     spec_decode_accepted_delta: float | None = None
     log_source: str | None = None
+    log_startups: int | None = None  # the start-ups the log holds (the last is judged)
     article_setup: bool = False
     reasons: list[str] = field(default_factory=list)
 
@@ -62,17 +63,26 @@ class StatusReport:
 
     def verdict(self) -> str:
         """The last line of `j0 status`: the article's setup or not, and why not."""
+        # A log of several start-ups is judged by its last: the verdict says so (lines after the
+        # first start-up are the server's and its clients', docs/status.md).
+        last = (
+            f" (the last of {self.log_startups} start-ups in the log)"
+            if self.log_startups is not None and self.log_startups > 1
+            else ""
+        )
         if self.article_setup and self.identity == PREFIX_SAFE:
             return (
                 "==> the article's setup with the prefix-safe speculator.py (identity=prefix-safe,"
-                f" not the article's file), {self.mode()}"
+                f" not the article's file), {self.mode()}{last}"
             )
         if self.article_setup:
-            return f"==> the article's setup, {self.mode()}"
+            return f"==> the article's setup, {self.mode()}{last}"
         from j0.terminal.escape import shown
 
         # A reason can hold the server's text (its model id): on this line, whatever it holds.
-        return f"==> NOT the article's setup ({self.mode()}): " + shown("; ".join(self.reasons))
+        return f"==> NOT the article's setup ({self.mode()}){last}: " + shown(
+            "; ".join(self.reasons)
+        )
 
 
 # Every key, with what its value may be; the report is checked against it where it is read.
@@ -99,6 +109,7 @@ FIELD_TABLE: FieldTable = {
     "spec_decode_draft_tokens_delta": ((*NUMBER, NULL), False),
     "spec_decode_accepted_delta": ((*NUMBER, NULL), False),
     "log_source": ((str, NULL), False),
+    "log_startups": ((int, NULL), False),
     "article_setup": ((bool,), False),
     "reasons": (list_of((str,)), False),
 }
