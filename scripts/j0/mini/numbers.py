@@ -224,14 +224,28 @@ def unpacked(path: Path, spec: str) -> Path:
     key = path.resolve()
     if key not in _UNPACKED:
         import atexit
+        import lzma
         import shutil
         import tarfile
         import tempfile
 
         target = Path(tempfile.mkdtemp(prefix="j0-numbers-"))
         atexit.register(shutil.rmtree, target, True)
-        with tarfile.open(path, "r:xz") as archive:
-            archive.extractall(target, filter="data")
+        try:
+            with tarfile.open(path, "r:xz") as archive:
+                archive.extractall(target, filter="data")
+        except tarfile.FilterError as exc:  # ../, absolute paths, links out: nothing written out
+            raise J0Error(
+                f"{path}: refused, a member would land outside the folder it unpacks into "
+                f"({exc}); expected a .tar.xz of one folder, its members inside it",
+                INPUT_LACKS,
+            ) from None
+        except (tarfile.TarError, lzma.LZMAError, EOFError) as exc:
+            raise J0Error(
+                f"{path}: not a readable .tar.xz ({type(exc).__name__}: {exc}); expected an xz "
+                f"archive of one folder (the numbers block {spec!r})",
+                INPUT_LACKS,
+            ) from None
         tops = [p for p in target.iterdir() if p.is_dir()]
         if len(tops) != 1:
             raise J0Error(
