@@ -65,7 +65,7 @@ from j0.drafter.hub import (
 )
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
-from j0.edge.atomic import check_output_folder
+from j0.edge.atomic import check_output_folder, claimed
 from j0.errors import INPUT_LACKS, J0Error, require
 from j0.pins import Pins, load_pins
 
@@ -252,8 +252,11 @@ def fetch(
         check_output_folder(directory, "--out")
         check_dir_name(directory)
     token = hub_token()
-    if offline_mode():
-        directory = _fetch_offline(repo_id, revision, directory, pins, token, log)
-    else:
-        directory = _fetch_online(repo_id, revision, directory, pins, token, log)
-    return drafter_config.patch_config(directory)
+    folder = directory if directory is not None else default_dir(revision)
+    # DIR is claimed until config.json is patched: a second fetch into it is refused (exit 64).
+    with claimed(folder, "--out"):
+        if offline_mode():
+            folder = _fetch_offline(repo_id, revision, folder, pins, token, log)
+        else:
+            folder = _fetch_online(repo_id, revision, folder, pins, token, log)
+        return drafter_config.patch_config(folder)

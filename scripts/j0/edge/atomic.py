@@ -93,16 +93,29 @@ def claim_name(path: Path) -> Path:
 
 
 @contextmanager
-def claimed_output(path: Path, what: str, replace: bool) -> Iterator[None]:
-    """Hold `path` as this process's output for as long as the block runs.
+def claimed(path: Path, what: str) -> Iterator[None]:
+    """Hold `path` (a file or a folder) as this process's output for as long as the block runs.
 
     The claim is an exclusive flock(2) on a lock file beside it (claim_name): a second writer
-    that finds it held is refused (exit 64), and whether `path` exists is judged under the
-    claim, so that of two commands started together only one can write `path`; with `replace`
-    false an existing `path` is refused too. The kernel drops a flock when its holder dies, so a
-    killed writer leaves no stale claim (a lock file left by kill -9 is taken over)."""
+    that finds it held is refused (exit 64), so that whatever the block judges of `path` (does
+    it exist, is the folder empty) no other j0 command can change until it ends. The kernel
+    drops a flock when its holder dies, so a killed writer leaves no stale claim (a lock file
+    left by kill -9 is taken over). Folders made for the lock file that the block left empty
+    are removed with it: a refused command leaves nothing behind."""
     lock = claim_name(path)
+    made = [p for p in (path.parent, *path.parent.parents) if not os.path.lexists(p)]
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield from _flocked(lock, path, what)
+    finally:
+        for folder in made:  # the deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty: the command wrote there
+
+
+def _flocked(lock: Path, path: Path, what: str) -> Iterator[None]:
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -122,6 +135,18 @@ def claimed_output(path: Path, what: str, replace: bool) -> Iterator[None]:
             break
         os.close(fd)
     try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+
+
+@contextmanager
+def claimed_output(path: Path, what: str, replace: bool) -> Iterator[None]:
+    """Hold the file `path` as this process's output (`claimed`) for as long as the block runs;
+    whether it exists is judged under the claim, so that of two commands started together only
+    one can write it; with `replace` false an existing `path` is refused (exit 64)."""
+    with claimed(path, what):
         if not replace and os.path.lexists(path):
             raise J0Error(
                 f"{what} {path}: exists; give --force to replace it (or another {what}): "
@@ -129,9 +154,6 @@ def claimed_output(path: Path, what: str, replace: bool) -> Iterator[None]:
                 USAGE,
             )
         yield
-    finally:
-        lock.unlink(missing_ok=True)
-        os.close(fd)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -37,7 +37,8 @@ from j0.bench.matrix.out_folder import claim_out_folder
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
-from j0.compose.server import ServerKnobs
+from j0.compose.server import ServerKnobs, Setting
+from j0.edge.atomic import claimed
 from j0.errors import CHECK_FAILED, USAGE, J0Error
 from j0.pins import Pins, load_pins
 
@@ -84,7 +85,6 @@ def run_matrix(options: MatrixOptions) -> MatrixOutcome:
         raise J0Error(f"--backend {backend}: expected compose or k8s", USAGE)
     baseline = options.baseline
     settings = matrix_settings(options.tokens, options.j0, options.prefix_caching, baseline)
-    repeats = options.repeats
     system_prompt, system_prompt_file = system_prompt_of(options.system_prompt)
     shards, gpus = options.shards, options.gpus
     if backend == "compose" and shards not in (None, 1):
@@ -94,8 +94,28 @@ def run_matrix(options: MatrixOptions) -> MatrixOutcome:
     for name, value in (("--shards", shards), ("--gpus", gpus)):
         if value is not None and value < 1:
             raise J0Error(f"{name} {value}: expected 1 or more", USAGE)
-    out = options.out
-    claim_out_folder(out)  # new, empty, or a dry run's: nothing of the user's is replaced
+    # --out is claimed until the last write: a second matrix into it is refused (exit 64), and
+    # what it holds is judged under the claim.
+    with claimed(options.out, "--out"):
+        claim_out_folder(options.out)  # new, empty, or a dry run's: nothing of the user's is lost
+        return _run_into(options, settings, system_prompt, system_prompt_file, shards, gpus)
+
+
+def _run_into(
+    options: MatrixOptions,
+    settings: list[Setting],
+    system_prompt: str | None,
+    system_prompt_file: str | None,
+    shards: int | None,
+    gpus: int | None,
+) -> MatrixOutcome:
+    """The matrix, into its claimed --out (run_matrix)."""
+    backend, baseline, repeats, out = (
+        options.backend,
+        options.baseline,
+        options.repeats,
+        options.out,
+    )
     pins = load_pins()
     knobs = ServerKnobs.from_env(pins)
     made = make_prompts(options.dataset, options.requests)

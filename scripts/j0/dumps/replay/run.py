@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.edge.atomic import write_bytes_atomic
+from j0.edge.atomic import claimed, write_bytes_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 if TYPE_CHECKING:
@@ -307,16 +307,26 @@ def default_out(dump_dir: Path) -> Path:
 
 
 def replay(dump_dir: Path, drafter: Path, target: Path, device: str, out_dir: Path) -> ReplayReport:
+    # --out is claimed until the last write: a second replay into it is refused (exit 64), and
+    # whether it is empty is judged under the claim.
+    with claimed(out_dir, "--out"):
+        if out_dir.exists() and any(out_dir.iterdir()):
+            raise J0Error(
+                f"{out_dir}: exists and is not empty; the reference dump set is never written "
+                "over other files (choose another --out or remove it)",
+                USAGE,
+            )
+        return replay_into(dump_dir, drafter, target, device, out_dir)
+
+
+def replay_into(
+    dump_dir: Path, drafter: Path, target: Path, device: str, out_dir: Path
+) -> ReplayReport:
+    """The replay, into `out_dir` (claimed and judged empty by `replay`)."""
     from importlib.metadata import version
 
     from j0.dumps.replay.model import load_reference
 
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise J0Error(
-            f"{out_dir}: exists and is not empty; the reference dump set is never written over "
-            "other files (choose another --out or remove it)",
-            USAGE,
-        )
     requests, steps = load_requests(dump_dir)
     reference = load_reference(drafter, target, device)
     results, disagreements, tokens = replay_steps(requests, reference)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from j0.edge.atomic import sha256_file, write_text_atomic
+from j0.edge.atomic import claimed, sha256_file, write_text_atomic
 from j0.edge.fields import write_document
 from j0.errors import USAGE, J0Error, require
 from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
@@ -67,13 +67,17 @@ def drafter_folders() -> list[str]:
     return [f"drafter-{init}" for init in DRAFTERS]
 
 
-def check(options: TrainOptions) -> Sizes:
-    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+def check_out(out: Path) -> None:
+    """OUT is new or an empty folder (judged under the claim on it: run_train)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise J0Error(
-            f"{options.out}: exists and is not an empty folder; expected a new folder "
+            f"{out}: exists and is not an empty folder; expected a new folder "
             "(nothing is overwritten)",
             USAGE,
         )
+
+
+def check(options: TrainOptions) -> Sizes:
     if options.budget is not None and options.budget <= 0:
         raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
     if options.labels not in LABELS:
@@ -120,6 +124,15 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     for module in ("torch", "transformers", "tokenizers", "dflash", "tqdm"):
         require(module, "j0 mini train", extra="mini")
     sizes = check(options)
+    # OUT is claimed until the last write: a second `j0 mini train` on it is refused (exit 64),
+    # and whether it is empty is judged under the claim.
+    with claimed(options.out, "OUT"):
+        check_out(options.out)
+        return train(options, sizes, say)
+
+
+def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
+    """The training itself, into OUT (claimed and judged empty by run_train)."""
     import torch
 
     from j0.mini import device as device_mod
