@@ -178,11 +178,28 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> No
         path = DEFAULT_API_KEY_FILE
     key = read_secret_file(path, "API key file") if path is not None else None
     if key is None:
-        plan.facts.append("API key: none (the port is published on 127.0.0.1 only)")
+        _no_api_key(plan, read, compose=path == DEFAULT_API_KEY_FILE)
         return
     # vLLM reads VLLM_API_KEY like --api-key; an environment variable stays out of `ps`.
     plan.env["VLLM_API_KEY"] = key
     plan.facts.append(f"API key: required on /v1 (read from {path})")
+
+
+def _no_api_key(plan: Plan, read: ServeArgs, compose: bool) -> None:
+    """No key: /v1 answers whoever reaches the server. In compose (its api_key secret mounted)
+    the port is published on the host's 127.0.0.1 only; elsewhere vLLM listens where --host says,
+    every interface without one."""
+    if compose:
+        plan.facts.append("API key: none (compose publishes the port on 127.0.0.1 only)")
+        return
+    host = read.values.get("host")
+    where = (
+        f"vLLM listens on {host} (--host)"
+        if host
+        else "vLLM listens on every interface (no --host: vLLM's default; --host 127.0.0.1 keeps "
+        "it to this machine)"
+    )
+    plan.facts.append(f"API key: none: /v1 answers whoever reaches the server; {where}")
 
 
 def _apply_hf_token(plan: Plan) -> None:
@@ -371,10 +388,24 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
             f"J0 was asked for (VLLM_DFLASH_CTX_NOISE=1), but {path} is vLLM's unpatched file: "
             "the baseline runs (build the image, or J0_OVERLAY= the article's file)"
         )
+        # No J0 runs, so prefix caching takes nothing from it.
+        if PREFIX_CACHING_WITH_J0 in plan.warnings:
+            plan.warnings.remove(PREFIX_CACHING_WITH_J0)
     else:
         plan.facts[at] = (
             f"VLLM_DFLASH_CTX_NOISE=1: J0 on only if {path} implements it (identity=other: "
             "not the article's file; `j0 overlay verify` and `j0 selfcheck` tell)"
+        )
+
+
+def unknown_j0(plan: Plan) -> None:
+    """VLLM_DFLASH_CTX_NOISE=1 where the speculator.py vLLM will import cannot be identified: J0
+    was asked for, whether it runs is not known here."""
+    noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
+    if noise_on in plan.facts:
+        plan.facts[plan.facts.index(noise_on)] = (
+            "VLLM_DFLASH_CTX_NOISE=1: J0 asked for; whether it runs is not known here (no "
+            "speculator.py to identify): the entrypoint's identity line says which file runs"
         )
 
 
@@ -391,6 +422,7 @@ def identify_running(plan: Plan) -> None:
         kind = identify(path.read_bytes(), pins).kind
     except (J0Error, OSError) as exc:
         plan.facts.append(f"speculator.py: cannot identify it here ({exc})")
+        unknown_j0(plan)
         return
     confirm_j0(plan, path, kind)
 

@@ -8,8 +8,12 @@ put after every other argument (`--speculative-config.num_speculative_tokens 3` 
 `--speculative-config {...}` given before it), `--model NAME` for the first argument, an empty
 `--api-key ""` read as no key; and the last value given wins.
 
-`read(args)` calls vLLM's own parser where vLLM is importable (in the image); elsewhere it reads
-ARGS with our table of vLLM 0.33.0's option strings (j0.serve.vllm_options), by the same rules.
+`read(args)` calls vLLM's own parser where vLLM is installed and a GPU is visible (in the image);
+elsewhere it reads ARGS with our table of vLLM 0.33.0's option strings (j0.serve.vllm_options),
+by the same rules, and says why. vLLM 0.33 infers its device while building the parser: where no
+GPU shows (no /dev/nvidia<N>: outside a GPU container, or a machine where scripts/selfcheck-setup
+installed vLLM's module alone) it fails there, after importing torch (seconds), so it is not
+tried; `VLLM_TARGET_DEVICE` set, or vLLM's CPU build, is tried all the same.
 Either way, what cannot be read is refused (exit 2), as vLLM would refuse it; a `--config FILE` is
 refused (its options would escape the checks). `J0_SERVE_ARGS_READER=table` reads with the table
 even where vLLM is importable (building vLLM's parser imports torch: seconds, which the test
@@ -20,6 +24,9 @@ only where it is installed).
 from __future__ import annotations
 
 import contextlib
+import glob
+import importlib.metadata
+import importlib.util
 import io
 import json
 import os
@@ -31,9 +38,10 @@ from typing import Any
 from j0.errors import USAGE, J0Error
 
 VLLM_PARSER = "vLLM's own parser"
-OUR_TABLE = "j0's table of vLLM 0.33.0's options (vLLM is not importable here)"
+OUR_TABLE = "j0's table of vLLM 0.33.0's options"
 # What `j0 serve` judges: the attributes it reads from the parsed arguments.
 JUDGED = (
+    "host",
     "speculative_config",
     "api_key",
     "max_num_seqs",
@@ -50,7 +58,7 @@ class ServeArgs:
 
     model: str | None
     values: dict[str, Any]  # JUDGED attribute -> its value as vLLM's parser leaves it (None: unset)
-    reader: str  # VLLM_PARSER or OUR_TABLE
+    reader: str  # VLLM_PARSER, or OUR_TABLE and why the table
     given: dict[str, int] = field(default_factory=dict)  # attribute -> times given (our table)
 
     @property
@@ -74,9 +82,9 @@ def read(args: Sequence[str]) -> ServeArgs:
             "(a config file's would escape the checks)",
             USAGE,
         )
-    parser = _vllm_parser()
+    parser, why = _vllm_parser()
     if parser is None:
-        return read_with_table(args)
+        return read_with_table(args, why)
     found = read_with_parser(parser, args)
     refuse_disagreement(found, args)
     return found
@@ -125,17 +133,36 @@ def model_first(args: list[str]) -> list[str]:
 # -- vLLM's own parser -------------------------------------------------------------------------
 
 
-def _vllm_parser() -> Any | None:
-    """vLLM's `vllm serve` parser, or None where vLLM (or what building it needs) is missing."""
+def _vllm_parser() -> tuple[Any | None, str]:
+    """vLLM's `vllm serve` parser; or None, and why not (said with the table's reading)."""
     if os.environ.get("J0_SERVE_ARGS_READER") == "table":  # tests: the table where vLLM is too
-        return None
+        return None, "J0_SERVE_ARGS_READER=table"
+    if importlib.util.find_spec("vllm") is None:
+        return None, "vLLM is not installed here"
+    if not _vllm_finds_a_device():
+        return None, (
+            "vLLM is installed, but no GPU is visible here (no /dev/nvidia<N>), and vLLM 0.33 "
+            "builds its parser only where it infers a device"
+        )
     try:
         from vllm.entrypoints.common.cli_args import make_arg_parser
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-        return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
-    except Exception:  # vLLM absent, or unusable here: our table reads ARGS
-        return None
+        return make_arg_parser(FlexibleArgumentParser(prog="vllm serve")), ""
+    except Exception as exc:  # unusable here (a dependency missing): our table reads ARGS
+        said = " ".join(str(exc).split())[:200]
+        return None, f"vLLM's parser cannot be built here: {type(exc).__name__}: {said}"
+
+
+def _vllm_finds_a_device() -> bool:
+    """Whether vLLM can infer a device here without importing it: an NVIDIA device node, a
+    VLLM_TARGET_DEVICE the user set, or vLLM's CPU build (its version says `cpu`)."""
+    if glob.glob("/dev/nvidia[0-9]*") or os.environ.get("VLLM_TARGET_DEVICE"):
+        return True
+    try:
+        return "cpu" in importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def read_with_parser(parser: Any, args: list[str]) -> ServeArgs:
@@ -253,8 +280,9 @@ def _looks_like_option(arg: str) -> bool:
     return arg.startswith("-") and arg != "-" and not _NEGATIVE_NUMBER.match(arg)
 
 
-def read_with_table(args: Sequence[str]) -> ServeArgs:
-    """ARGS read by our table, by vLLM 0.33's rules (see the module's docstring)."""
+def read_with_table(args: Sequence[str], why: str = "") -> ServeArgs:
+    """ARGS read by our table, by vLLM 0.33's rules (see the module's docstring); `why` the
+    table, not vLLM's parser (said in the reader's name)."""
     table = _table()
     tokens = _flexible(model_first(list(args)))
     model: str | None = None
@@ -286,7 +314,7 @@ def read_with_table(args: Sequence[str]) -> ServeArgs:
                 raise J0Error(f"{string} is given without a value", USAGE)
             raw[option.dest] = values if option.nargs == "+" else (values[0] if values else None)
         given[option.dest] = given.get(option.dest, 0) + 1
-    return ServeArgs(model, _typed(raw), OUR_TABLE, given)
+    return ServeArgs(model, _typed(raw), f"{OUR_TABLE} ({why})" if why else OUR_TABLE, given)
 
 
 def _typed(raw: dict[str, Any]) -> dict[str, Any]:
