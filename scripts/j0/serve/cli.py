@@ -11,9 +11,9 @@ from j0.serve import launch as serve_launch
 DESCRIPTION = """\
 The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments, read as vLLM 0.33
 reads them (vLLM's own parser where vLLM is installed and a GPU is visible, else j0's table of
-its options, by its rules: underscores, unambiguous prefixes, --name=value, dotted sub-keys of a JSON argument, the
-last value winning). Before anything starts it checks them against the article's setup and says
-what will run:
+its options, by its rules: underscores, unambiguous prefixes, --name=value, dotted sub-keys of
+a JSON argument, the last value winning). Before anything starts it checks them against the
+article's setup and says what will run:
 
   refuses  a --speculative-config that contradicts the article's
              {"method":"dflash","model":"DIR","num_speculative_tokens":N,"kv_cache_dtype":"auto"}
