@@ -115,7 +115,7 @@ def test_a_root_without_a_cu130_folder_is_the_builds_to_judge_unless_its_name_sa
     assert check["status"] == "ok", check
     name = index.files["root-only"][0].name
     assert f"{index.index_url('root-only')}vllm/ lists {name}" in check["detail"]
-    assert "the index has no cu130/ folder (cu129/), so its root" in check["detail"]
+    assert "the index has no cu130/ folder (it has cu129/), so the root's wheel" in check["detail"]
     assert "the build reads the wheel's CUDA from its METADATA" in check["detail"]
     host.monkeypatch.setenv("WHEEL_INDEX", index.index_url("root-cu129"))
     check = doctor(capsys)["wheel-index"]

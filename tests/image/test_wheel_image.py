@@ -225,7 +225,7 @@ def test_the_wheel_route_installs_the_commits_wheel_and_the_article_file(
         (
             "root-cu129",
             [
-                "the index has no cu130/ folder (cu129/), so its root",
+                "the index has no cu130/ folder (it has cu129/), so the root's wheel",
                 "-py3-none-any.whl is CUDA 12.9 (Requires-Dist nvidia-cutlass-dsl[cu12]",
                 ") is CUDA 13.0: a vllm wheel built for another CUDA than the torch beside it",
                 "The choices:",
@@ -279,8 +279,8 @@ def test_j0_image_build_takes_the_roots_cuda13_wheel_and_smoke_passes_its_checks
     root = f"{root_index.url}/{pins.vllm_commit}/"
     assert (manifest["wheel_folder"], manifest["wheel_variant"]) == ("root", "cu130")
     assert manifest["wheel_folder_why"].startswith(
-        "the index has no cu130/ folder (cu129/), so its root, vLLM's default CUDA variant, "
-        "taken for its wheel's own CUDA; the wheel is CUDA 13 by Requires-Dist "
+        "the index has no cu130/ folder (it has cu129/), so the root's wheel (vLLM's default "
+        "CUDA variant) is judged by its own CUDA; the wheel is CUDA 13 by Requires-Dist "
         "nvidia-cutlass-dsl[cu13]==4.8.0: CUDA 13"
     )
     engine = manifest["engine"]

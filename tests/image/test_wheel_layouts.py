@@ -116,7 +116,7 @@ def test_a_root_wheel_of_cuda_12_9_is_refused_naming_both_cudas(
     result = run_step(image, "--wheel-index", url)
     assert_refused(result, 69, image)
     err = result.stderr
-    assert "the index has no cu130/ folder (cu129/), so its root" in err
+    assert "the index has no cu130/ folder (it has cu129/), so the root's wheel" in err
     assert f"{ROOT_NAME} is CUDA 12.9 (" in err
     assert (
         "Requires-Dist nvidia-cuda-runtime-cu12==12.9.79; platform_system == 'Linux': CUDA 12.9"
@@ -182,52 +182,28 @@ def venv_image(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-@pytest.mark.parametrize(
-    ("layout", "folder", "name", "cuda", "why"),
-    [
-        (
-            "layout-a",
-            "cu130",
-            CU130_NAME,
-            "13.0",
-            "the index's cu130/ folder, the variant of the base image's torch 2.14.0+cu130 "
-            "(CUDA 13.0, ",
-        ),
-        (
-            "layout-b",
-            "root",
-            ROOT_NAME,
-            "13",
-            "the index has no cu130/ folder (cu129/), so its root, vLLM's default CUDA variant, "
-            "taken for its wheel's own CUDA; the wheel is CUDA 13 by ",
-        ),
-    ],
-)
-def test_the_record_says_which_folder_was_taken_and_why(
-    index: WheelIndexServer,
-    venv_image: dict[str, Path],
-    layout: str,
-    folder: str,
-    name: str,
-    cuda: str,
-    why: str,
+def test_the_record_says_the_root_was_taken_and_why(
+    index: WheelIndexServer, venv_image: dict[str, Path]
 ) -> None:
-    """The whole step, pip install and pip check included: the record names the folder, why,
-    and the wheel's CUDA with what said it."""
-    url = index.index_url(layout)
+    """Layout (b), the whole step, pip install and pip check included: the record names the
+    root, why, and the wheel's CUDA with what said it. (Layout (a)'s record: the whole-route test
+    of tests/image/test_wheel_route.py.)"""
+    url = index.index_url("layout-b")
+    why = (
+        "the index has no cu130/ folder (it has cu129/), so the root's wheel (vLLM's default "
+        "CUDA variant) is judged by its own CUDA; the wheel is CUDA 13 by Requires-Dist "
+        "nvidia-cutlass-dsl[cu13]==4.8.0: CUDA 13"
+    )
     result = run_whole(venv_image, "--wheel-index", url)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"j0 image engine step: installed {name} " in result.stdout
-    assert f"j0 image engine step: folder {folder}: {why}" in result.stdout
+    assert f"j0 image engine step: installed {ROOT_NAME} " in result.stdout
+    assert f"j0 image engine step: folder root: {why}\n" in result.stdout
     record = json.loads(venv_image["record"].read_text())
-    assert (record["wheel_folder"], record["wheel_cuda"], record["wheel_variant"]) == (
-        folder,
-        cuda,
-        "cu130",
-    )
-    assert record["wheel_folder_why"].startswith(why)
-    assert record["wheel_variant_index"] == (url if folder == "root" else f"{url}cu130/")
-    assert "Requires-Dist nvidia-cutlass-dsl[cu13]==4.8.0: CUDA 13" in record["wheel_cuda_from"]
+    assert (record["wheel_folder"], record["wheel_folder_why"]) == ("root", why)
+    assert (record["wheel_cuda"], record["wheel_variant"]) == ("13", "cu130")
+    assert record["wheel_cuda_from"] == ["Requires-Dist nvidia-cutlass-dsl[cu13]==4.8.0: CUDA 13"]
+    assert record["wheel_variant_index"] == url
+    assert record["wheel_url"] == url + ROOT_NAME.replace("+", "%2B")  # the root's own file
     assert record["pip_check"] == "ok" and record["engine_commit"] == "c50aca144"
 
 

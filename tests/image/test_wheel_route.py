@@ -439,6 +439,9 @@ def test_the_whole_route_installs_with_pip_and_records_the_variant(
     record = json.loads(venv_image["record"].read_text())
     assert record["route"] == "wheel" and record["installer"] == "pip"
     assert (record["wheel_variant"], record["wheel_variant_index"]) == ("cu130", f"{url}cu130/")
+    assert record["wheel_folder"] == "cu130" and record["wheel_cuda"] == ""  # the folder's word
+    assert record["wheel_folder_why"].startswith("the index's cu130/ folder, the variant of the ")
+    assert record["wheel_folder_why"].endswith("; the wheel's own metadata names no CUDA")
     assert (record["torch_version"], record["torch_cuda"]) == ("2.14.0+cu130", "13.0")
     assert record["pip_check"] == "ok" and record["pip_check_other"] == [OTHER]
     assert record["engine_commit"] == "c50aca144"

@@ -199,8 +199,8 @@ def wheel_source(index: str, variant: str, why: str, timeout: float = TIMEOUT_S)
         ROOT,
         index,
         links,
-        f"the index has no {variant}/ folder ({listed}), so its root, vLLM's default CUDA "
-        "variant, taken for its wheel's own CUDA",
+        f"the index has no {variant}/ folder (it has {listed}), so the root's wheel (vLLM's "
+        "default CUDA variant) is judged by its own CUDA",
     )
 
 

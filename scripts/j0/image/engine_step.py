@@ -267,6 +267,7 @@ def check_cuda(
             "a vllm wheel built for another CUDA than the torch beside it fails to load its kernels"
             if fits is False
             else "nothing says it goes with that torch"
+            + (" (what it says disagrees)" if found.found else "")
         )
         reason = f"{fetched.source.why}; but {said}, and {torch_is}: {verdict}"
         raise J0Error(wheel_index.choices(pins, index, reason), 69)
