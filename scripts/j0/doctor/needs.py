@@ -29,7 +29,8 @@ ASSUMED_SHAPE = {"layers": 64, "kv_heads": 8, "head_dim": 128, "max_len": 32768}
 ASSUMED_DRAFTER_LAYERS = 5  # the JetSpec++ drafter's (its config.json, once fetched)
 # The README's figures, in decimal GB as it states them: the drafter "about 3 GB" (5 layers of the
 # target's width, BF16), vLLM's CUDA image "tens of GB unpacked" (25 GB assumed: CUDA, torch,
-# FlashInfer and vLLM's kernels); with the target's 54 GB and 10 GiB of margin, "about 100 GB".
+# FlashInfer and vLLM's kernels); with the target's 54 GB, the README's "about 82 GB" (the disk
+# check warns where less than 10 GiB would be left after them).
 ASSUMED_DRAFTER_BYTES = 3 * 10**9
 ASSUMED_IMAGE_BYTES = 25 * 10**9
 
