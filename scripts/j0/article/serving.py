@@ -13,14 +13,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from j0.errors import JSON_ERRORS, USAGE, J0Error
 from j0.pins import Pins
+
+if TYPE_CHECKING:
+    from j0.plugin.options import J0Options
 
 # The article's speculative config, key for key and in this order (the seed's serving flags).
 # Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
 # not: another method, no drafter folder, a draft KV cache dtype other than "auto".
 SPEC_KEYS = ("method", "model", "num_speculative_tokens", "kv_cache_dtype")
+# The vLLM plugin's method (j0.plugin: J0 on vLLM 0.34.0, its switches in speculator_options).
+PLUGIN_METHOD = "dflash_j0"
 SPEC_METHOD = "dflash"
 SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
 TESTED_NUM_SPEC_TOKENS = (15, 7)
@@ -46,6 +52,9 @@ class SpecConfig:
     kv_cache_dtype: str
     # What differs from the article's form without contradicting it, said when the server starts.
     notes: tuple[str, ...] = ()
+    # The vLLM plugin's route (method dflash_j0): J0's switches, its speculator_options as the
+    # plugin reads them (j0.plugin.options); None on the image's route (method dflash).
+    plugin: J0Options | None = None
 
     def render(self) -> str:
         return render_speculative_config(self.model, self.num_speculative_tokens)
@@ -122,11 +131,16 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
     if not isinstance(value, dict):
         raise J0Error(f"{where}: expected a JSON object", USAGE)
     method = value.get("method")
-    if method != SPEC_METHOD:
+    if method not in (SPEC_METHOD, PLUGIN_METHOD):
         what = f"method is {method!r}"
         if method is None:
             what = "no method (vLLM would guess one from the drafter's path)"
-        raise J0Error(f"{where}: {what}, expected {SPEC_METHOD!r}", USAGE)
+        raise J0Error(
+            f"{where}: {what}, expected {SPEC_METHOD!r} (the image's J0 file) or "
+            f"{PLUGIN_METHOD!r} (the vLLM plugin, docs/plugin.md)",
+            USAGE,
+        )
+    plugin = _plugin_options(where, method, value.get("speculator_options"))
     model = value.get("model")
     if not isinstance(model, str) or not model:
         raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
@@ -159,18 +173,40 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
             "target)",
             USAGE,
         )
-    extra = {key: val for key, val in value.items() if key not in SPEC_KEYS}
+    extra = {
+        key: val for key, val in value.items() if key not in (*SPEC_KEYS, "speculator_options")
+    }
     for key, val in extra.items():
         notes.append(
             f"--speculative-config sets {key}={json.dumps(val)}, which the article's did not "
             "(passed to vLLM as given)"
         )
     article = render_speculative_config(model, n)
-    if not notes and raw != article:
+    if plugin is None and not notes and raw != article:
         notes.append(
             f"--speculative-config is the article's {article} in another key order or spacing"
         )
-    return SpecConfig(SPEC_METHOD, model, n, kv, tuple(notes))
+    return SpecConfig(str(method), model, n, kv, tuple(notes), plugin)
+
+
+def _plugin_options(where: str, method: str, raw: object) -> J0Options | None:
+    """The plugin's `speculator_options` read as the plugin reads them (the same parser), or
+    refused as vLLM would refuse them: DFlash itself takes none."""
+    if method == SPEC_METHOD:
+        if raw is not None:
+            raise J0Error(
+                f"{where}: speculator_options with method {SPEC_METHOD!r}: vLLM refuses them "
+                f"there (only a custom method such as {PLUGIN_METHOD!r} takes them)",
+                USAGE,
+            )
+        return None
+    from j0.pins import load_pins
+    from j0.plugin.options import OptionsError, parse_options
+
+    try:
+        return parse_options(raw, load_pins().j0_seed)  # type: ignore[arg-type]
+    except OptionsError as error:
+        raise J0Error(f"{where}: {error}", USAGE) from None
 
 
 def option_value(args: Sequence[str], name: str) -> str | None:

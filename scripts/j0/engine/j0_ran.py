@@ -1,6 +1,7 @@
 """J0 on or off as the file that ran shows it, never as it was asked: a setting is labelled "J0 on"
 only where the server's log names a J0 speculator.py (its identity line: the article's file or
-the prefix-safe variant, by sha256) and the patch logged `DFLASH_CTX_NOISE=1`. vLLM's unpatched
+the prefix-safe variant, by sha256, or either cut for a later release, as the vLLM plugin's
+identity line names it) and the patch logged `DFLASH_CTX_NOISE=1`. vLLM's unpatched
 file (identity=base) has no J0, whatever VLLM_DFLASH_CTX_NOISE says: J0 off. A log without an
 identity line, or naming another file, leaves J0 unknown. `j0 mini run`, `j0 bench matrix` and
 `j0 bench run --log` label their settings with this, and refuse or flag what differs from what
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from j0.article.identity import BASE, J0_KINDS
-from j0.engine.server_log import LogFacts
+from j0.engine.server_log import LogFacts, role_of
 
 ON, OFF, UNKNOWN = "on", "off", "unknown"
 # The value sets, declared here once: J0 as asked (on or off), and as a log shows it.
@@ -40,9 +41,10 @@ def j0_of(identity: str | None, logged: str | None, source: str) -> J0Ran:
     both as `identity` and `j0`), read from `source`."""
     if identity is None:
         return J0Ran(UNKNOWN, None, f"no identity line in {source}: which file ran is unknown")
-    if identity == BASE:
+    role = role_of(identity)  # a later release's files (article-0.34.0) run the same J0
+    if role == BASE:
         return J0Ran(OFF, identity, "identity=base: vLLM's unpatched speculator.py, with no J0")
-    if identity not in J0_KINDS:
+    if role not in J0_KINDS:
         return J0Ran(UNKNOWN, identity, f"identity={identity}: not a J0 file j0 knows")
     if logged not in (ON, OFF):
         why = f"identity={identity}, no DFLASH_CTX_NOISE line in {source}"

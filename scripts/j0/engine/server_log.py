@@ -8,6 +8,9 @@ Lines read (the last of each kind before the server is up wins):
     j0 serve: --speculative-config {...}           j0.serve.launch
     ... DFLASH_CTX_NOISE=1 pool=(4, 2048) dump=None/0                   the patch
     ... DFLASH_DRAFT_KV_DTYPES=['auto'] spec_kv_cache_dtype=auto        the patch
+    ... [dflash_j0.py:N] j0-plugin: vLLM 0.34.0 commit 62d4bc3c7 (method dflash_j0), PATH:
+        speculator.py sha256=... identity=article-0.34.0 variant=article j0=on seed=20261031
+        running=... patches=...                    the vLLM plugin (j0.plugin.log_line)
     ... non-default args: {... 'max_num_seqs': 4, 'speculative_config': {...}}
     ... Initializing a V1 LLM engine (v0.33.0) with config: model='...', speculative_config=
         SpeculativeConfig(method='dflash', model='...', num_spec_tokens=7), ...
@@ -31,7 +34,9 @@ that neither a value written into another line nor a line a request writes can f
   the speculative config and nothing else, one that starts with `j0-entrypoint: ` the identity
   and nothing else; the patch's lines count only as records of vLLM's logger from the patch's
   file (`(EngineCore pid=N) INFO MM-DD HH:MM:SS [speculator.py:N] DFLASH_CTX_NOISE=...`, the
-  message starting with the marker), vLLM's lines only as records of its logger.
+  message starting with the marker), vLLM's lines only as records of its logger; the plugin's
+  identity line only as a record of vLLM's logger from the plugin's file (`[dflash_j0.py:N]`),
+  the identity on the plugin route (no entrypoint line there: vLLM's own image).
 
 `j0 serve` writes every value through `log_safe` (one line, whatever the value holds) and
 refuses arguments and knobs that hold a line break or a marker of this grammar (`forged_marker`).
@@ -76,6 +81,10 @@ CAME_UP = re.compile(
     r")"
 )
 SERVE_PREFIX = "j0 serve: "
+# The plugin's identity line (j0.plugin.log_line, kept standard-library and import-light).
+PLUGIN_PREFIX = "j0-plugin: "
+PLUGIN_FILE = "dflash_j0.py"
+_RELEASE_SUFFIX = re.compile(r"-\d+(?:\.\d+)+$")
 ENTRYPOINT_PREFIX = "j0-entrypoint: "
 # The marker of each kind of line: a value holding one is refused by `j0 serve`.
 MARKERS = (
@@ -83,6 +92,7 @@ MARKERS = (
     ENTRYPOINT_PREFIX.strip(),
     "DFLASH_CTX_NOISE=",
     "DFLASH_DRAFT_KV_DTYPES=",
+    PLUGIN_PREFIX.strip(),
     "non-default args:",
     "Initializing a V1 LLM engine",
     "Starting vLLM",
@@ -109,7 +119,11 @@ _ENGINE = re.compile(
 @dataclass
 class LogFacts:
     source: str
-    identity: str | None = None  # article / prefix-safe / base / other
+    identity: str | None = None  # article / prefix-safe / base / other (-<release>: 0.34.0's)
+    route: str | None = None  # "plugin" where the identity came from the plugin's line
+    variant: str | None = None  # the plugin's variant (article / prefix-safe)
+    seed: int | None = None  # the plugin's J0 seed
+    running_sha256: str | None = None  # the plugin's kernel text (differs with another seed)
     speculator_sha256: str | None = None
     speculator_path: str | None = None
     vllm_version: str | None = None
@@ -129,6 +143,11 @@ class LogFacts:
     lines: dict[str, str] = field(default_factory=dict)  # kind -> the line it came from
     # kind -> a line that carries the kind's marker but not its grammar (the last such line)
     unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def role_of(identity: str | None) -> str | None:
+    """An identity without its release (`article-0.34.0` -> `article`); None stays None."""
+    return None if identity is None else _RELEASE_SUFFIX.sub("", identity)
 
 
 def _literal(text: str) -> Any:
@@ -246,7 +265,9 @@ def _vllm_record(record: re.Match[str], line: str, facts: LogFacts) -> None:
     """Read one record of vLLM's logger: the patch's lines from the patch's file only."""
     message = record["message"]
     patch = record["file"] == PATCH_FILE
-    if patch and (m := _CTX_NOISE.match(message)):
+    if record["file"] == PLUGIN_FILE and message.startswith(PLUGIN_PREFIX):
+        _plugin_line(message, line, facts)
+    elif patch and (m := _CTX_NOISE.match(message)):
         facts.j0 = "on" if m["on"] == "1" else "off"
         facts.pool_shape = [int(m["rows"]), int(m["cols"])]
         facts.lines["j0"] = line
@@ -276,3 +297,21 @@ def _vllm_record(record: re.Match[str], line: str, facts: LogFacts) -> None:
                 "num_speculative_tokens": int(m["n"]),
             }
             facts.lines["speculative_config"] = line[:300]
+
+
+def _plugin_line(message: str, line: str, facts: LogFacts) -> None:
+    """The plugin's identity line (j0.plugin.log_line's grammar)."""
+    from j0.plugin.log_line import LINE
+
+    if (m := LINE.match(message)) is None:
+        facts.unreadable["identity"] = line
+        return
+    facts.identity, facts.speculator_sha256 = m["kind"], m["sha"]
+    facts.speculator_path, facts.vllm_version, facts.vllm_commit = (
+        m["path"],
+        m["version"],
+        m["commit"],
+    )
+    facts.route, facts.variant, facts.seed = "plugin", m["variant"], int(m["seed"])
+    facts.running_sha256 = m["running"]
+    facts.lines["identity"] = line

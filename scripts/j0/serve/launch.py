@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from j0.article.serving import (
     ARTICLE_MAX_NUM_SEQS,
@@ -30,6 +31,9 @@ from j0.engine import server_log
 from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
 from j0.serve import vllm_args
 from j0.serve.vllm_args import ServeArgs
+
+if TYPE_CHECKING:
+    from j0.plugin.options import J0Options
 
 # Where compose.yaml puts things inside the server container.
 DEFAULT_THEN = "/usr/local/bin/j0-entrypoint"
@@ -46,6 +50,7 @@ class Plan:
     facts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     api_keys: list[str] = field(default_factory=list)  # given in args: masked where shown
+    plugin: J0Options | None = None  # the plugin route's switches (method dflash_j0)
 
 
 def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
@@ -123,7 +128,43 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
         plan.facts.append("dumps: off")
 
 
-def _apply_prefix_caching(plan: Plan, read: ServeArgs) -> None:
+# The image route's switches, which the plugin route does not read (its own are
+# speculator_options): set there, they would look like J0's state and are not.
+IMAGE_ROUTE_SWITCHES = ("VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS")
+
+
+def _plugin_switches(spec: SpecConfig, plan: Plan) -> None:
+    """The plugin route (method dflash_j0): J0's switches are its speculator_options."""
+    options = plan.plugin = spec.plugin
+    assert options is not None
+    state = "J0 on" if options.j0 else "J0 off (baseline)"
+    plan.facts.append(
+        f"plugin route: method dflash_j0, {state}, variant {options.variant}, seed "
+        f"{options.seed}" + (", the J0 audit (a test instrument)" if options.audit else "")
+    )
+    for name in IMAGE_ROUTE_SWITCHES:
+        if plan.env.get(name):
+            plan.warnings.append(
+                f"{name}={plan.env[name]} is not read on the plugin route (method dflash_j0): "
+                "J0's switches are its speculator_options"
+            )
+    if options.dump_dir is not None:
+        plan.facts.append(
+            f"dumps: the first {options.dump_steps} single-request draft steps to "
+            f"{options.dump_dir}/stepNNNN.pt (copies to the CPU and synchronises: not for timing)"
+        )
+    else:
+        plan.facts.append("dumps: off")
+
+
+def j0_asked(spec: SpecConfig | None, env: Mapping[str, str]) -> bool:
+    """J0 on as asked: the plugin's option on its route, else VLLM_DFLASH_CTX_NOISE=1."""
+    if spec is not None and spec.plugin is not None:
+        return spec.plugin.j0
+    return env.get("VLLM_DFLASH_CTX_NOISE") == "1"
+
+
+def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: SpecConfig | None = None) -> None:
     """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on.
     Whether ARGS set it is as vLLM reads them (any spelling vLLM takes)."""
     knob = plan.env.get("ENABLE_PREFIX_CACHING", "").strip()
@@ -147,8 +188,14 @@ def _apply_prefix_caching(plan: Plan, read: ServeArgs) -> None:
     on = given is None or bool(given)
     how = flag_of[bool(given)] if given is not None else "vLLM's default"
     plan.facts.append(f"prefix caching: {'on' if on else 'off'} ({how})")
-    if on and plan.env.get("VLLM_DFLASH_CTX_NOISE") == "1":
-        plan.warnings.append(PREFIX_CACHING_WITH_J0)
+    if on and j0_asked(spec, plan.env):
+        if spec is not None and spec.plugin is not None and spec.plugin.variant != "article":
+            plan.facts.append(
+                "prefix caching with J0 on: safe with the prefix-safe variant (it fills a "
+                "request's cached positions from its own tokens)"
+            )
+        else:
+            plan.warnings.append(PREFIX_CACHING_WITH_J0)
 
 
 def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> None:
@@ -342,8 +389,11 @@ def plan_serve(
     else:
         plan.facts.append(f"--max-num-seqs {seqs}")
     _check_drafter(spec, plan)
-    _check_switches(plan.env, plan)
-    _apply_prefix_caching(plan, read)
+    if spec.plugin is None:
+        _check_switches(plan.env, plan)
+    else:
+        _plugin_switches(spec, plan)
+    _apply_prefix_caching(plan, read, spec)
     _apply_api_key(api_key_file, plan, read)
     _apply_hf_token(plan)
     if plan.env.get("HF_ENDPOINT") == "":
@@ -409,9 +459,44 @@ def unknown_j0(plan: Plan) -> None:
         )
 
 
+def plugin_running(plan: Plan) -> None:
+    """The plugin route: this Python's vLLM one the plugin was proven on (else vLLM would refuse
+    method dflash_j0: refused here first, naming what is supported), the plugin installed for it
+    (its entry point), and the J0 file it will make said; no vLLM here: the plugin's line will."""
+    import importlib.metadata
+
+    from j0.errors import UNAVAILABLE
+    from j0.plugin.proven import check, installed, plugin_pins
+
+    pins = plugin_pins()
+    found = installed(pins.speculator_relpath)
+    if found.speculator is None:
+        plan.facts.append("vLLM: not importable here; the plugin's `j0-plugin:` line will say")
+        return
+    verdict = check(pins, found)
+    if verdict.release is None:
+        raise J0Error(f"method dflash_j0: {verdict.reason}", INPUT_LACKS)
+    plugins = importlib.metadata.entry_points(group="vllm.general_plugins")
+    if not any(e.value == "j0.plugin.register:register" for e in plugins):
+        raise J0Error(
+            "method dflash_j0: j0's vLLM plugin is not installed for this Python (no entry point "
+            "j0.plugin.register:register in vllm.general_plugins): pip install --no-deps "
+            "'j0[plugin]' into vLLM's environment (docs/plugin.md)",
+            UNAVAILABLE,
+        )
+    plan.facts.append(
+        f"plugin route: vLLM {found.version} at {found.speculator} is proven "
+        f"(sha256 {found.sha256}); the plugin runs its {plan.plugin.variant if plan.plugin else ''}"
+        " J0 file, made in memory from it (no file of vLLM's changed)"
+    )
+
+
 def identify_running(plan: Plan) -> None:
     """Identify the speculator.py that vLLM will import (after any overlay swap) and adjust the
     J0 fact to it; where no vLLM is found, say that the entrypoint's identity line will tell."""
+    if plan.plugin is not None:
+        plugin_running(plan)
+        return
     from j0.article.identity import identify
     from j0.engine.base_sources import installed_speculator
     from j0.pins import load_pins
@@ -445,6 +530,10 @@ def claim_dumps(plan: Plan, force: bool, dry_run: bool) -> None:
     """The dump folder new or empty (j0.serve.dump_folder), where steps are dumped."""
     from j0.serve.dump_folder import claim_dump_folder
 
+    if plan.plugin is not None:
+        if plan.plugin.dump_dir is not None:
+            plan.facts.extend(claim_dump_folder(Path(plan.plugin.dump_dir), force, dry_run))
+        return
     folder = plan.env.get("VLLM_DFLASH_DUMP", "")
     if folder and plan.env.get("VLLM_DFLASH_DUMP_STEPS", "0") != "0":
         plan.facts.extend(claim_dump_folder(Path(folder), force, dry_run))

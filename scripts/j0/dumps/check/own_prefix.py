@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 def variant_from_log(path: Path) -> str:
     """The speculator.py a server ran, from its log's identity line (`j0-entrypoint: ...
-    identity=KIND`): article or prefix-safe; anything else is refused (exit 2)."""
-    from j0.engine.server_log import parse
+    identity=KIND`, or the vLLM plugin's `j0-plugin: ... identity=KIND`, KIND then carrying its
+    release: article-0.34.0): article or prefix-safe; anything else is refused (exit 2)."""
+    from j0.engine.server_log import parse, role_of
 
     text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
     facts = parse(text, str(path))
@@ -37,13 +38,23 @@ def variant_from_log(path: Path) -> str:
             "server started by the image's entrypoint or `j0 engine-check --here`",
             INPUT_LACKS,
         )
-    if facts.identity not in VARIANTS:
+    role = role_of(facts.identity)
+    if role not in VARIANTS:
         raise J0Error(
             f"--log {path}: identity={facts.identity}; expected article or prefix-safe (a "
             "speculator.py with J0)",
             INPUT_LACKS,
         )
-    return facts.identity
+    return str(role)
+
+
+def seed_from_log(path: Path) -> int | None:
+    """The J0 seed the vLLM plugin's identity line names (`seed=N`); None in a log without it
+    (the image's file: its seed is the pinned one)."""
+    from j0.engine.server_log import parse
+
+    text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
+    return parse(text, str(path)).seed
 
 
 def settle_variant(given: str | None, log: Path | None) -> str | None:

@@ -155,11 +155,13 @@ def _checked(options: CheckOptions) -> CheckReport:
         raise J0Error(
             f"--mask-token {options.mask_token}: expected a token id, 0 to 2^31 - 1", USAGE
         )
-    from j0.dumps.check.own_prefix import read_prompts, settle_variant
+    from j0.dumps.check.own_prefix import read_prompts, seed_from_log, settle_variant
 
     variant = settle_variant(options.variant, options.log)
     prompts = read_prompts(options.prompts) if options.prompts is not None else None
     seed = options.seed
+    if seed is None and options.log is not None:
+        seed = seed_from_log(options.log)  # the plugin's seed= (None: the image's file)
     if seed is None:
         from j0.pins import load_pins
 
