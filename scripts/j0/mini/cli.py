@@ -33,15 +33,17 @@ if TYPE_CHECKING:
 
 TRAIN_HELP = """\
 Train the miniature into OUT (a new folder): a byte-level BPE tokenizer (vocab 4096) and a Qwen3
-target (6 layers, hidden 512) on this machine's Python source (the standard library and
+target (6 layers, hidden 512, windows of 4608 tokens: every context `j0 mini run` asks about by
+default, with its output) on this machine's Python source (the standard library and
 site-packages, listed with sha256 in OUT/corpus.json; one file in 50 held out by a hash of its
-path), then two DFlash drafters of the `dflash` package on the target's taps (layers 1 and 4;
+path; its held-out loss by position in the window and its throughput, tokens/s and MFU, go to
+mini.json), then two DFlash drafters of the `dflash` package on the target's taps (layers 1 and 4;
 2 layers, block 16, causal, sequences of 512): `drafter-mask` with vLLM's mask initialisation of
 the query slots, `drafter-j0` with J0's (slot k > 0 a committed token drawn from 0..anchor).
 Each model is a folder vLLM serves (the drafters pass `j0 drafter check`); OUT/logs/ has the
 training logs and the drafters' per-slot accuracy on held-out text; OUT/mini.json what was made.
 The drafters learn as DFlash trains them: on the target's own continuations of its training text
-(--rows, default 12288 rows of 512 tokens, held-out rows' loss logged as a curve), labels the
+(--rows, default 49152 rows of 512 tokens, held-out rows' loss logged as a curve), labels the
 target's greedy prediction, slot losses weighted exp(-(k-1)/7). The target samples at the lowest
 temperature at which its continuations are not loops (--temperature auto: a small target loops
 greedily); `j0 mini run` then samples at it, each request with its own seed.
@@ -77,6 +79,17 @@ missing, or the speculator.py not the one asked (one line; nothing was made or s
 """
 
 
+SPEED_HELP = """\
+Measure the speed of a `j0 mini run` folder's settings cleanly: the baseline, the n-gram
+speculator and the run's best DFlash setting (highest pooled acceptance length at --tokens), each
+with CUDA graphs (--eager: without), started together and then sent requests ONE server at a
+time (--slots in flight, 1 by default), the settings interleaved over --repeats rounds, on the
+run's first --prompts prompts, sampled as the run samples. Speed: total output tokens over total
+request time, and ms per engine step; the speedup: the ratio of those totals (each round's beside
+it). The GPU is named. Writes RUN/speed/ (each round's result), RUN/speed.json and RUN/speed.md.
+Exit 0: measured; 1: requests failed; 64: no run there, or RUN/speed/ exists; 69: no GPU or vLLM.
+"""
+
 NUMBERS_HELP = """\
 The tables of a results README written from the data stored beside it: each block
 `<!-- numbers: KIND PATH... -->` ... `<!-- /numbers -->` (KIND: training, engine, comparisons,
@@ -99,6 +112,37 @@ def _curves(args: argparse.Namespace) -> int:
     return 0
 
 
+def _speed(args: argparse.Namespace) -> int:
+    import shlex
+
+    from j0.mini.run.speed import SpeedOptions, run_speed
+
+    check_json_output(args.json)
+    with text_unless_json_on_stdout(args.json):
+        result = run_speed(
+            SpeedOptions(
+                out=args.out,
+                run_dir=args.run_dir,
+                tokens=args.tokens,
+                prompts=args.prompts,
+                repeats=args.repeats,
+                slots=args.slots,
+                max_tokens=args.max_tokens,
+                graphs=args.graphs,
+                port=args.port,
+                startup_timeout=args.startup_timeout,
+                settings=tuple(x.strip() for x in args.settings.split(",") if x.strip())
+                if args.settings
+                else None,
+                server_command=shlex.split(args.server_command) if args.server_command else None,
+            )
+        )
+    from j0.mini.run.speed import markdown
+
+    emit_result(markdown(result.doc), json.dumps(result.doc, indent=2), args.json)
+    return result.exit_code
+
+
 def _numbers(args: argparse.Namespace) -> int:
     from j0.mini.numbers import check_numbers
 
@@ -117,7 +161,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--budget",
         type=finite_number(0, above=True),
-        help="seconds per model (default 150; smoke 4)",
+        help="seconds per drafter (default 110; smoke 4); alone, also the target's and the "
+        "generated rows' (as before)",
+    )
+    train.add_argument(
+        "--target-budget",
+        type=finite_number(0, above=True),
+        help="seconds of the target's training (default 200; smoke 4)",
+    )
+    train.add_argument(
+        "--gen-budget",
+        type=finite_number(0, above=True),
+        help="at most this many seconds for the generated rows (default 90; smoke 4)",
+    )
+    train.add_argument(
+        "--corpus-mb",
+        type=finite_number(0, above=True),
+        help="MB of training text (default 100; smoke 0.12)",
+    )
+    train.add_argument(
+        "--no-compile",
+        dest="compile",
+        action="store_false",
+        help="train the target uncompiled (default: torch.compile on CUDA, eager where the "
+        "first compiled step fails)",
     )
     train.add_argument("--smoke", action="store_true", help="tiny sizes, for CI on a CPU")
     train.add_argument(
@@ -151,10 +218,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--rows",
         type=whole_number(1),
-        help="--draft-data generated: rows of the target's own text (default 12288; smoke 16)",
+        help="--draft-data generated: rows of the target's own text (default 49152; smoke 16)",
     )
     train.add_argument(
-        "--anchors", type=whole_number(1), help="anchors per drafter sequence (default 24)"
+        "--anchors", type=whole_number(1), help="anchors per drafter sequence (default 48)"
     )
     train.add_argument("--draft-layers", type=whole_number(1), help="drafter layers (default 2)")
     train.add_argument(
@@ -199,6 +266,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         type=whole_number(1),
         default=defaults.requests,
         help=f"prompts per context (default {defaults.requests})",
+    )
+    run.add_argument(
+        "--long-requests",
+        type=whole_number(1),
+        help="prompts at the longest context (default: --requests); the statistics cluster "
+        "prompts that share a file",
+    )
+    run.add_argument(
+        "--beyond-training",
+        action="store_true",
+        help="serve contexts whose prompt + output pass the target's training window "
+        "(mini.json's sizes.target_seq), labelled as such (default: refused, exit 64)",
     )
     run.add_argument(
         "--slots",
@@ -286,6 +365,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_json_option(run, "the verdict, its reasons and mini-run.json's summary")
     run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
+    speed = add_command(sub, "speed", "clean speeds of the run's best settings", SPEED_HELP)
+    speed.add_argument("out", type=Path, metavar="OUT")
+    speed.add_argument("--run-dir", type=Path, metavar="DIR", help="the run (default OUT/run)")
+    speed.add_argument("--tokens", type=whole_number(1), default=7, help="draft tokens (7)")
+    speed.add_argument(
+        "--prompts", type=whole_number(1), default=24, help="the run's first N prompts (24)"
+    )
+    speed.add_argument("--repeats", type=whole_number(1), default=3, help="rounds (3)")
+    speed.add_argument(
+        "--slots", type=whole_number(1), default=1, help="requests in flight (1: one by one)"
+    )
+    speed.add_argument(
+        "--max-tokens", type=whole_number(1), default=256, help="tokens per request (256)"
+    )
+    speed.add_argument("--eager", dest="graphs", action="store_false", help="no CUDA graphs")
+    speed.add_argument(
+        "--settings",
+        help="settings by the run's names, comma-separated (default: baseline, ngram/kK and "
+        "the run's DFlash setting with the highest pooled acceptance length at K)",
+    )
+    speed.add_argument(
+        "--port", type=whole_number(1, MAX_PORT - 64), default=8865, help="first port (8865)"
+    )
+    speed.add_argument(
+        "--startup-timeout", type=finite_number(0, above=True), default=600.0, metavar="S"
+    )
+    speed.add_argument("--server-command", help=argparse.SUPPRESS)
+    add_json_option(speed, "speed.json's document")
+    speed.set_defaults(func=owning(_speed))
+
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
     numbers.add_argument("readme", type=Path, metavar="README")
     numbers.add_argument(
@@ -328,6 +437,10 @@ def _train(args: argparse.Namespace) -> int:
                 draft_data=args.draft_data,
                 temperature=args.temperature,
                 rows=args.rows,
+                target_budget=args.target_budget,
+                gen_budget=args.gen_budget,
+                compile=args.compile,
+                corpus_mb=args.corpus_mb,
             )
         )
     emit_json(result.to_json(), args.json)
@@ -382,5 +495,7 @@ def _run_mini_run(args: argparse.Namespace) -> MiniRunResult:
             variant=args.variant,
             servers=args.servers,
             sample_seed=args.sample_seed,
+            beyond_training=args.beyond_training,
+            long_requests=args.long_requests,
         )
     )

@@ -31,6 +31,7 @@ FIELDS: FieldTable = {
     "python": ((str,), False),
     "seed": ((int,), False),
     "budget_s_per_model": (NUMBER, False),
+    "budgets": ((dict,), False),
     "sizes": ((dict,), True),
     "labels": ((str,), False),
     "gamma": (NUMBER, False),
@@ -42,12 +43,21 @@ FIELDS: FieldTable = {
     "times": ((dict,), False),
     "files": ((dict,), False),
 }
+SINCE_ISSUE_54 = ("budgets",)  # keys an older mini.json lacks (not written as null)
 TARGET_FIELDS: FieldTable = {
     "steps": ((int,), True),
     "seconds": (NUMBER, True),
     "last_loss": (NUMBER, True),
     "heldout_loss": (NUMBER, True),
     "seed": ((int,), True),
+}
+# Written since issue 54 (older folders lack them): the held-out loss by position in the window,
+# the training's throughput (j0.mini.train.flops), whether it ran compiled, the first step's time.
+TARGET_EXTRA: FieldTable = {
+    "heldout_by_position": ((list,), False),
+    "throughput": ((dict,), False),
+    "compiled": ((str,), False),
+    "warm_s": (NUMBER, False),
 }
 DRAFTER_FIELDS: FieldTable = {
     "recipe": ((dict,), True),
@@ -56,6 +66,13 @@ DRAFTER_FIELDS: FieldTable = {
     "seconds": (NUMBER, True),
     "last_loss": (NUMBER, True),
     "heldout_slots": ((dict,), True),
+}
+# Written since issue 54: rows drawn, passes over the generated rows, rates after the first step.
+DRAFTER_EXTRA: FieldTable = {
+    "rows_seen": ((int,), False),
+    "passes": (NUMBER, False),
+    "rows_per_s": (NUMBER, False),
+    "tokens_per_s": (NUMBER, False),
 }
 SLOTS_FIELDS: FieldTable = {
     "accuracy_vs_data": ((list,), True),
@@ -74,9 +91,22 @@ class TargetRecord:
     last_loss: float
     heldout_loss: float
     seed: int
+    heldout_by_position: list[dict[str, Any]] | None = None  # [{from, to, tokens, loss}]
+    throughput: dict[str, Any] | None = None
+    compiled: str | None = None
+    warm_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+        return _present(self)
+
+
+def _present(record: Any) -> dict[str, Any]:
+    """A record's fields as JSON, those an older folder lacks (None) left out."""
+    return {
+        field.name: getattr(record, field.name)
+        for field in fields(record)
+        if getattr(record, field.name) is not None
+    }
 
 
 @dataclass(frozen=True)
@@ -90,9 +120,13 @@ class DrafterRecord:
     seconds: float
     last_loss: float
     heldout_slots: dict[str, Any]
+    rows_seen: int | None = None
+    passes: float | None = None
+    rows_per_s: float | None = None
+    tokens_per_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+        return _present(self)
 
     @property
     def slot1_accuracy_vs_data(self) -> float:
@@ -128,6 +162,7 @@ class MiniManifest:
     python: str | None = None
     seed: int | None = None
     budget_s_per_model: float | None = None
+    budgets: dict[str, Any] | None = None  # seconds: target, generate, drafter
     labels: str | None = None
     gamma: float | None = None
     draft_data: str | None = None
@@ -144,6 +179,8 @@ class MiniManifest:
         value: dict[str, Any] = {}
         for key in FIELDS:
             item = getattr(self, key)
+            if key in SINCE_ISSUE_54 and item is None:
+                continue  # a folder trained before it reads back as it was written
             if key == "target" and item is not None:
                 item = item.to_json()
             elif key == "drafters" and item is not None:
@@ -167,8 +204,14 @@ class MiniManifest:
             )
         kept = {key: value[key] for key in FIELDS if key in value}
         if "target" in kept:
-            _refuse(where, "target.", kept["target"], TARGET_FIELDS)
-            kept["target"] = TargetRecord(**{k: kept["target"][k] for k in TARGET_FIELDS})
+            _refuse(where, "target.", kept["target"], {**TARGET_FIELDS, **TARGET_EXTRA})
+            kept["target"] = TargetRecord(
+                **{
+                    k: kept["target"][k]
+                    for k in (*TARGET_FIELDS, *TARGET_EXTRA)
+                    if k in kept["target"]
+                }
+            )
         if "drafters" in kept:
             kept["drafters"] = {
                 name: _drafter(where, name, record) for name, record in kept["drafters"].items()
@@ -225,7 +268,7 @@ def _refuse(where: str, prefix: str, value: Any, table: FieldTable) -> None:
 
 def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
     prefix = f"drafters.{name}."
-    _refuse(where, prefix, record, DRAFTER_FIELDS)
+    _refuse(where, prefix, record, {**DRAFTER_FIELDS, **DRAFTER_EXTRA})
     _refuse(where, f"{prefix}heldout_slots.", record["heldout_slots"], SLOTS_FIELDS)
     _refuse(
         where,
@@ -240,7 +283,8 @@ def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
                 f"{where}: {prefix}heldout_slots.{key} is {first!r}..., expected a list of numbers",
                 INPUT_LACKS,
             )
-    return DrafterRecord(**{k: record[k] for k in DRAFTER_FIELDS})
+    keys = (*DRAFTER_FIELDS, *DRAFTER_EXTRA)
+    return DrafterRecord(**{k: record[k] for k in keys if k in record})
 
 
 def read_manifest_file(folder: Path) -> MiniManifest:

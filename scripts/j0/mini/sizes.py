@@ -1,5 +1,11 @@
 """What `j0 mini train` makes: the sizes of the tokenizer, the target and the drafters, full (the
-H200 recipe) and smoke (tiny, for CI on a CPU). Standard library only."""
+recipe for one lent H100 or H200: one model set in about 10 minutes) and smoke (tiny, for CI on a
+CPU). Standard library only.
+
+The target trains on windows of `target_seq` tokens, at least the longest context `j0 mini run`
+asks about by default (8 x `draft_seq`) plus the tokens it generates (`check_tokens`), so that no
+token the run measures lies past the target's own training length (issue 54: 4096 + 256 <= 4608).
+"""
 
 from __future__ import annotations
 
@@ -33,10 +39,14 @@ class Sizes:
     draft_batch: int
     draft_lr: float
     eval_batches: int
-    budget_s: float  # default seconds per model
+    budget_s: float  # default seconds per drafter (and per model where no other is given)
+    target_budget_s: float  # default seconds of the target's training
+    gen_budget_s: float  # default seconds at most for the drafters' generated rows
+    position_bucket: int  # the target's held-out loss by position: buckets of this many tokens
+    tokenizer_bytes: int  # the tokenizer learns from the first this many bytes of training text
     gen_prompt: int = 64  # --draft-data generated: prompt tokens cut from the training stream
-    gen_batch: int = 1024  # rows continued at once
-    gen_rows: int = 12288  # --draft-data generated: rows of the target's own text (--rows)
+    gen_batch: int = 4096  # rows continued at once
+    gen_rows: int = 49152  # --draft-data generated: rows of the target's own text (--rows)
     held_rows: int = 256  # the target's continuations of held-out text: curves and estimates
     check_prompts: int = 128  # the temperature's choice (j0.mini.train.temperature): prompts
     check_tokens: int = 256  # and tokens continued, as many as `j0 mini run` generates
@@ -47,7 +57,7 @@ class Sizes:
 
 FULL = Sizes(
     vocab=4096,
-    corpus_bytes=40_000_000,
+    corpus_bytes=100_000_000,
     min_heldout_files=8,
     layers=6,
     hidden=512,
@@ -55,18 +65,22 @@ FULL = Sizes(
     head_dim=128,
     kv_heads=2,
     mlp=1536,
-    target_seq=2048,
-    target_batch=16,
+    target_seq=4608,  # 4096 + 256 (the longest default context and its output) + room
+    target_batch=16,  # 73,728 tokens a step
     target_lr=1e-3,
     draft_layers=2,
     taps=(1, 4),
     block=16,
     draft_seq=512,
-    anchors=24,
+    anchors=48,
     draft_batch=32,
     draft_lr=1e-3,
     eval_batches=8,
-    budget_s=150.0,
+    budget_s=110.0,
+    target_budget_s=200.0,
+    gen_budget_s=90.0,
+    position_bucket=512,
+    tokenizer_bytes=30_000_000,
 )
 
 SMOKE = Sizes(
@@ -79,8 +93,8 @@ SMOKE = Sizes(
     head_dim=32,
     kv_heads=1,
     mlp=128,
-    target_seq=128,
-    target_batch=4,
+    target_seq=576,  # 8 x 64 + 64: the smoke run's longest context and its output fit
+    target_batch=2,
     target_lr=1e-3,
     draft_layers=1,
     taps=(0, 1),
@@ -91,6 +105,10 @@ SMOKE = Sizes(
     draft_lr=1e-3,
     eval_batches=2,
     budget_s=4.0,
+    target_budget_s=4.0,
+    gen_budget_s=4.0,
+    position_bucket=64,
+    tokenizer_bytes=120_000,
     gen_prompt=16,
     gen_batch=8,
     gen_rows=16,

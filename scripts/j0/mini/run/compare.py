@@ -332,6 +332,27 @@ def servers_words(summary: RunSummary) -> str:
     return f"; up to {servers} servers at once on the GPU (speedups measured side by side)"
 
 
+def window_words(summary: RunSummary) -> list[str]:
+    """The target's training window against the run's contexts (issue 54): the prompts per
+    context where they differ, and the contexts served past the window, labelled."""
+    lines = []
+    counts = summary.requests_by_context or {}
+    if counts and len(set(counts.values())) > 1:
+        lines.append(
+            "Prompts per context: " + ", ".join(f"{n} at {c}" for c, n in counts.items()) + "."
+        )
+    if summary.target_seq is not None:
+        lines.append(f"The target was trained on windows of {summary.target_seq} tokens.")
+    if summary.beyond_training:
+        lines.append(
+            "**Beyond the target's training window** (prompt + output longer than it; served "
+            "with --beyond-training): contexts "
+            + ", ".join(map(str, summary.beyond_training))
+            + ". Acceptance there mixes the drafters' decay with the target's own."
+        )
+    return lines
+
+
 def markdown(summary: RunSummary) -> str:
     from j0.measure.stats_table import STATS_TEXT, comparison_header, comparison_row
 
@@ -345,6 +366,7 @@ def markdown(summary: RunSummary) -> str:
         f"{', '.join(map(str, summary.j0_seeds or []))}"
         f"{servers_words(summary)}.",
         "Trained: " + ", ".join(f"{key} {value}" for key, value in (summary.trained or {}).items()),
+        *window_words(summary),
         "",
         "## Settings",
         "",

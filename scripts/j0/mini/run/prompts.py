@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,15 +110,18 @@ def _prefix_of_any(ids: list[int], chosen: Sequence[MiniPrompt]) -> bool:
 
 
 def select(
-    pool: Pool, contexts: Sequence[int], per_bin: int, reuse: bool = False
+    pool: Pool, contexts: Sequence[int], per_bin: int | Mapping[int, int], reuse: bool = False
 ) -> list[MiniPrompt]:
-    """per_bin prompts of each context (longest first), each from a file of its own."""
+    """per_bin prompts of each context (a number, or one per context), longest first, each from
+    a file of its own."""
     chosen: list[MiniPrompt] = []
     used: dict[str, int] = {}  # file -> tokens used from its start
+    counts = per_bin if isinstance(per_bin, Mapping) else dict.fromkeys(contexts, per_bin)
     for context in sorted(set(contexts), reverse=True):
+        want = counts[context]
         mine: list[MiniPrompt] = []
         for root, relative, group, ids, digest in pool.each():
-            if len(mine) == per_bin:
+            if len(mine) == want:
                 break
             if f"{root}/{relative}" in used or len(ids) < context:
                 continue
@@ -127,11 +130,11 @@ def select(
                 continue
             mine.append(prompt)
             used[f"{root}/{relative}"] = context
-        if len(mine) < per_bin and reuse:
+        if len(mine) < want and reuse:
             for root, relative, group, ids, digest in pool.each():
                 key = f"{root}/{relative}"
                 start = used.get(key)
-                if len(mine) == per_bin:
+                if len(mine) == want:
                     break
                 if start is None or len(ids) - start < context:
                     continue
@@ -140,11 +143,11 @@ def select(
                     continue
                 mine.append(prompt)
                 used[key] = start + context
-        if len(mine) < per_bin:
+        if len(mine) < want:
             raise J0Error(
                 f"{len(mine)} files of at least {context} tokens that no model was trained on "
                 f"(held out or past the training cap, each content once, none a prefix of "
-                f"another); {per_bin} prompts of {context} tokens were asked for: ask fewer "
+                f"another); {want} prompts of {context} tokens were asked for: ask fewer "
                 "(--requests), shorter contexts (--contexts), or allow prompts from files "
                 "already used (--reuse-files)",
                 INPUT_LACKS,
@@ -190,7 +193,7 @@ def make_prompts(
     corpus: Corpus,
     tokenizer: Any,
     contexts: Sequence[int],
-    requests: int,
+    requests: int | Mapping[int, int],
     *,
     reuse: bool = False,
     roots: Sequence[Path] | None = None,

@@ -79,6 +79,8 @@ class MiniRunOptions:
     variant: str = "article"  # the speculator.py J0 must run from: article or prefix-safe
     servers: int = 1  # settings served at once on the GPU, on ports port, port + 1, ...
     sample_seed: int = 0  # under sampling: each request's seed from it and its prompt's id
+    beyond_training: bool = False  # serve contexts past the target's training window, labelled
+    long_requests: int | None = None  # prompts at the longest context (None: --requests)
 
 
 @dataclass
@@ -115,6 +117,58 @@ def contexts_of(manifest: MiniManifest, options: MiniRunOptions) -> tuple[int, .
         return tuple(options.contexts)
     draft_seq = manifest.draft_seq
     return tuple(max(1, int(m * draft_seq)) for m in CONTEXT_MULTIPLES)
+
+
+def requests_by_context(contexts: tuple[int, ...], options: MiniRunOptions) -> dict[int, int]:
+    """Prompts per context: --requests, and --long-requests at the longest (item 5 of issue 54:
+    power where the drafters' context is longest)."""
+    counts = dict.fromkeys(contexts, options.requests)
+    if options.long_requests is not None:
+        counts[max(contexts)] = options.long_requests
+    return counts
+
+
+def beyond_training(
+    manifest: MiniManifest, contexts: tuple[int, ...], options: MiniRunOptions
+) -> list[int]:
+    """The contexts whose prompt plus output (--max-tokens) pass the target's training window
+    (mini.json's sizes.target_seq): there every token the run measures past the window is one
+    the target was never trained to write, so acceptance there mixes the drafter's decay with
+    the target's. Refused unless --beyond-training (then labelled in mini-run.json and .md);
+    a folder whose mini.json does not say its window counts as covering nothing."""
+    window = manifest.sizes.get("target_seq")
+    if not isinstance(window, int):
+        return sorted(contexts)
+    return sorted(c for c in contexts if c + options.max_tokens > window)
+
+
+def refuse_beyond_training(
+    manifest: MiniManifest, contexts: tuple[int, ...], options: MiniRunOptions, say: Any
+) -> list[int]:
+    """beyond_training's contexts; J0Error (exit 64) where there are any and the run was not
+    told to label them (--beyond-training)."""
+    beyond = beyond_training(manifest, contexts, options)
+    if not beyond:
+        return []
+    window = manifest.sizes.get("target_seq")
+    what = (
+        f"the target was trained on windows of {window} tokens"
+        if isinstance(window, int)
+        else "mini.json does not say how long the target's training windows were"
+    )
+    text = (
+        f"{manifest.where}: {what}; contexts {', '.join(map(str, beyond))} plus "
+        f"{options.max_tokens} output tokens pass it"
+    )
+    if not options.beyond_training:
+        raise J0Error(
+            f"{text}: acceptance there would mix the drafters' decay with the target's own. "
+            "Ask shorter --contexts or fewer --max-tokens, train a target on longer windows, "
+            "or pass --beyond-training to serve them labelled as such",
+            USAGE,
+        )
+    say(f"==> NOTE: {text}: served as asked (--beyond-training), labelled in mini-run.json")
+    return beyond
 
 
 def seeds_of(options: MiniRunOptions) -> tuple[int, ...]:
@@ -212,6 +266,7 @@ def check_options(options: MiniRunOptions) -> None:
         ("--ngram-max", options.ngram_max, 1),
         ("--crosscheck-requests", options.crosscheck_requests, 0),
         ("--servers", options.servers, 1),
+        ("--long-requests", options.long_requests or 1, 1),
     ):
         if value < least:
             raise J0Error(f"{flag} {value}: expected a whole number, {least} or more", USAGE)
@@ -230,6 +285,7 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     manifest = read_manifest(options.out)
     work = options.run_dir or options.out / "run"
     contexts = contexts_of(manifest, options)
+    beyond = refuse_beyond_training(manifest, contexts, options, say)
     # --resume adds to the run folder as it is; else an earlier unfinished or failed run's folder
     # is moved aside (after the checks below), one that passed or is not a run's refused (64)
     earlier = None if options.resume else check_run_dir(work)
@@ -242,7 +298,8 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     write_text_atomic(work / STARTED, json.dumps(begun, indent=1) + "\n")
     corpus = corpus_mod.read(options.out / "corpus.json")
     tokenizer = tok_mod.load(options.out / "target")
-    prompts = make_prompts(corpus, tokenizer, contexts, options.requests, reuse=options.reuse_files)
+    counts = requests_by_context(contexts, options)
+    prompts = make_prompts(corpus, tokenizer, contexts, counts, reuse=options.reuse_files)
     dataset = work / "prompts.jsonl"
     if work.exists() and dataset.is_file():
         previous = hashlib.sha256(dataset.read_bytes()).hexdigest()
@@ -264,8 +321,8 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     pins = load_pins()
     length = max_model_len(manifest, options, contexts)
     say(
-        f"==> {len(prompts)} prompts ({options.requests} per context: "
-        f"{', '.join(map(str, contexts))} tokens), {len({p.source for p in prompts})} files; "
+        f"==> {len(prompts)} prompts ({', '.join(f'{counts[c]} of {c}' for c in contexts)} "
+        f"tokens), {len({p.source for p in prompts})} files; "
         f"max-model-len {length}; {options.slots} request slots"
     )
     sampling = Sampling(manifest.temperature(), options.sample_seed)
@@ -304,7 +361,9 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
         SettingRecord.checked(record, f"{plan.name}/setting.json").write(plan.folder)
 
     at_once(todo, options.servers, options.port, serve)
-    summarize(options, manifest, work, contexts, length, tokenizer, result, started, speculator)
+    summarize(
+        options, manifest, work, contexts, length, tokenizer, result, started, speculator, beyond
+    )
     return result
 
 
@@ -344,6 +403,7 @@ def summarize(
     result: MiniRunResult,
     started: float,
     speculator: IdentityRecord,
+    beyond: list[int] | None = None,
 ) -> None:
     """The reports, the gate and the comparisons over every setting in WORK."""
     from j0.mini.run import compare
@@ -375,7 +435,12 @@ def summarize(
             "contexts": list(contexts),
             "tokens": list(options.tokens),
             "requests_per_context": options.requests,
+            "requests_by_context": {
+                str(c): n for c, n in requests_by_context(contexts, options).items()
+            },
             "max_tokens": options.max_tokens,
+            "target_seq": manifest.sizes.get("target_seq"),
+            "beyond_training": beyond or [],
             "slots": options.slots,
             "j0_seeds": list(seeds_of(options)),
             "seconds": round(time.monotonic() - started, 1),

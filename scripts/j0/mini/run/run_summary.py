@@ -41,7 +41,10 @@ SUMMARY_FIELDS: FieldTable = {
     "contexts": ((list,), True),
     "tokens": ((list,), False),
     "requests_per_context": ((int,), True),
+    "requests_by_context": ((dict,), False),
     "max_tokens": ((int,), True),
+    "target_seq": ((int, NULL), False),
+    "beyond_training": ((list,), False),
     "slots": ((int,), False),
     "j0_seeds": ((list,), False),
     "seconds": (NUMBER, False),
@@ -71,7 +74,10 @@ class RunSummary(KeptKeys):
     contexts: list[int] = field(default_factory=list)
     tokens: list[int] | None = None
     requests_per_context: int = 0
+    requests_by_context: dict[str, int] | None = None  # where the longest context has more
     max_tokens: int = 0
+    target_seq: int | None = None  # the target's training window (None: not recorded)
+    beyond_training: list[int] | None = None  # contexts whose prompt + output pass target_seq
     slots: int | None = None
     j0_seeds: list[int] | None = None
     seconds: float | None = None

@@ -1,7 +1,9 @@
 """The training curves of `j0 mini train`, plotted from its logs (OUT/logs/NAME.jsonl: a line
 every 10 steps with the training loss, and for the drafters the held-out rows' loss every 100):
 OUT/logs/curves.png, the target's loss and each drafter's training and held-out loss against the
-step. The logs are the data; the plot is made from them and again by `j0 mini curves OUT`."""
+step, and, where OUT/logs/target-positions.json is there, the target's held-out loss by position
+in its window (a loss that rises past some position says the target does not cover contexts that
+long). The logs are the data; the plot is made from them and again by `j0 mini curves OUT`."""
 
 from __future__ import annotations
 
@@ -31,6 +33,29 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+POSITIONS = "target-positions.json"
+
+
+def read_positions(path: Path) -> list[dict[str, Any]]:
+    """The target's held-out loss by position bucket ([{from, to, tokens, loss}]), [] where the
+    file is not there (folders trained before issue 54); a file that is not such a list is an
+    error naming it."""
+    if not path.is_file():
+        return []
+    try:
+        value = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise J0Error(f"{path}: not JSON ({exc.msg}); expected {{'buckets': [...]}}", 2) from None
+    buckets = value.get("buckets") if isinstance(value, dict) else None
+    keys = ("from", "to", "loss")
+    if not isinstance(buckets, list) or not all(
+        isinstance(b, dict) and all(isinstance(b.get(k), int | float) for k in keys)
+        for b in buckets
+    ):
+        raise J0Error(f"{path}: expected {{'buckets': [{{from, to, loss}}, ...]}}", 2)
+    return buckets
+
+
 def series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
     points = [(r["step"], float(r[key])) for r in rows if isinstance(r.get(key), int | float)]
     return [p[0] for p in points], [p[1] for p in points]
@@ -47,7 +72,9 @@ def plot_curves(logs: Path) -> Path:
     drafters = sorted(logs.glob("drafter-*.jsonl"))
     if not target.is_file() and not drafters:
         raise J0Error(f"{logs}: no target.jsonl or drafter-*.jsonl; expected OUT/logs", INPUT_LACKS)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    buckets = read_positions(logs / POSITIONS)
+    fig, axes = plt.subplots(1, 3 if buckets else 2, figsize=(16.5 if buckets else 11, 4))
+    left, right = axes[0], axes[1]
     if target.is_file():
         steps, loss = series(read_log(target), "loss")
         left.plot(steps, loss, label="training")
@@ -66,6 +93,19 @@ def plot_curves(logs: Path) -> Path:
             right.plot(steps, held, "o--", color=line.get_color(), label=f"{name}: held-out rows")
     right.set(title="drafters (weighted slot loss)", xlabel="step", ylabel="loss")
     right.legend()
+    if buckets:
+        middle = [(b["from"] + b["to"]) / 2 for b in buckets]
+        axes[2].step(
+            [b["from"] for b in buckets] + [buckets[-1]["to"]],
+            [b["loss"] for b in buckets] + [buckets[-1]["loss"]],
+            where="post",
+        )
+        axes[2].plot(middle, [b["loss"] for b in buckets], "o")
+        axes[2].set(
+            title="target: held-out loss by position",
+            xlabel="position in the window (tokens)",
+            ylabel="loss",
+        )
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -13,7 +13,7 @@ from typing import Any
 from j0.mini.device import autocast
 from j0.mini.sizes import MASK_ID, Sizes
 from j0.mini.train import batch as drafter_batch
-from j0.mini.train.schedule import Clock, lr_at
+from j0.mini.train.schedule import Clock
 from j0.mini.train.target import target_config
 
 HELD_EVERY = 100  # steps between two held-out losses
@@ -59,6 +59,19 @@ def make_drafter(sizes: Sizes, device: str, seed: int) -> Any:
     return DFlashDraftModel(drafter_config(sizes)).to(device)
 
 
+@dataclass(frozen=True)
+class DrafterRun:
+    """What one drafter's training did: steps, seconds, the last loss, the rows it drew (a row:
+    one window of draft_seq tokens) and their rate after the first step."""
+
+    steps: int
+    seconds: float
+    last_loss: float
+    rows_seen: int
+    rows_per_s: float
+    tokens_per_s: float
+
+
 def train_drafter(
     target: Any,
     train_tokens: Any,
@@ -71,15 +84,15 @@ def train_drafter(
     progress: bool,
     rows: Any | None = None,
     held_rows: Any | None = None,
-) -> tuple[Any, int, float, float]:
-    """(drafter, steps, seconds, last loss); rows: [N, draft_seq] windows to draw from (the
-    target's own text, `--draft-data generated`) instead of the training stream; held_rows: rows
-    of the same kind from held-out text, whose loss is logged every HELD_EVERY steps
-    (`heldout_loss` in the log: the curve that shows whether the rows are memorised)."""
+) -> tuple[Any, DrafterRun]:
+    """(drafter, what its training did); rows: [N, draft_seq] windows to draw from (the
+    target's own text, `--draft-data generated`; moved to the device once) instead of the
+    training stream; held_rows: rows of the same kind from held-out text, whose loss is logged
+    every HELD_EVERY steps (`heldout_loss` in the log: the curve that shows whether the rows are
+    memorised). The learning rate's cosine ends with the budget (j0.mini.train.schedule)."""
     import torch
 
     from j0.mini.train.data import windows
-    from j0.mini.train.generate import row_batch
 
     drafter = make_drafter(sizes, device, seed)
     drafter.train()
@@ -92,28 +105,40 @@ def train_drafter(
         weight_decay=0.01,
         fused=device == "cuda",
     )
+    pool = rows.to(device) if rows is not None else None
     clock = Clock(f"drafter {recipe.init}", budget, log, progress)
     while clock.running():
+        lr = clock.lr(sizes.draft_lr)
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(sizes.draft_lr, clock.elapsed, budget)
-        if rows is None:
-            ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator)
+            group["lr"] = lr
+        if pool is None:
+            ids = windows(train_tokens, sizes.draft_seq, sizes.draft_batch, generator).to(device)
         else:
-            ids = row_batch(rows, sizes.draft_batch, generator)
+            pick = torch.randint(0, pool.shape[0], (sizes.draft_batch,), generator=generator)
+            ids = pool[pick.to(device)]
         with autocast(device):
-            loss = batch_loss(drafter, target, ids.to(device), sizes, recipe, generator, weights)
+            loss = batch_loss(drafter, target, ids, sizes, recipe, generator, weights)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
         optimizer.step()
-        extra = {}
+        extra: dict[str, float] = {"lr": round(lr, 7)}
         if held_rows is not None and (clock.steps % HELD_EVERY == 0 or not clock.running()):
             extra["heldout_loss"] = heldout_loss(
                 drafter, target, held_rows, sizes, recipe, device, seed
             )
-        clock.record(float(loss.detach()), **extra)
+        clock.record(float(loss.detach()), tokens=int(ids.numel()), **extra)
     seconds = clock.close()
-    return drafter, clock.steps, seconds, clock.last_loss
+    tokens, timed = clock.timed()
+    per_s = tokens / timed if timed > 0 else 0.0
+    return drafter, DrafterRun(
+        steps=clock.steps,
+        seconds=seconds,
+        last_loss=clock.last_loss,
+        rows_seen=clock.steps * sizes.draft_batch,
+        rows_per_s=round(per_s / sizes.draft_seq, 1),
+        tokens_per_s=round(per_s, 1),
+    )
 
 
 def heldout_loss(

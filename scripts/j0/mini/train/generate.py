@@ -89,9 +89,3 @@ def generate_rows(
         )
         made += batch
     return torch.cat(rows)
-
-
-def row_batch(rows: Any, batch: int, generator: Any) -> Any:
-    import torch
-
-    return rows[torch.randint(0, rows.shape[0], (batch,), generator=generator)]

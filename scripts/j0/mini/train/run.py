@@ -21,9 +21,6 @@ from j0.mini.train.batch import DRAFT_DATA, INITS, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
 
 DRAFTERS = INITS  # one drafter per block initialisation
-# --draft-data generated: at most this share of the per-model budget, once. On the H200 half of
-# 90 s made 5,120 of the 12,288 rows asked (docs/results/mini-h200/): a whole budget now.
-GENERATE_SHARE = 1.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +40,10 @@ class TrainOptions:
     draft_data: str = "generated"  # text | generated (the target's own continuations)
     temperature: float | None = None  # the sampling temperature; None: chosen by the gate
     rows: int | None = None  # --draft-data generated: rows of the target's text (None: sizes')
+    target_budget: float | None = None  # the target's seconds (None: the sizes')
+    gen_budget: float | None = None  # at most this many seconds for the rows (None: the sizes')
+    compile: bool = True  # torch.compile the target's training on CUDA
+    corpus_mb: float | None = None  # training text in MB (None: the sizes')
 
 
 @dataclass
@@ -78,8 +79,14 @@ def check_out(out: Path) -> None:
 
 
 def check(options: TrainOptions) -> Sizes:
-    if options.budget is not None and options.budget <= 0:
-        raise J0Error(f"--budget {options.budget}: expected seconds > 0", USAGE)
+    for flag, value in (
+        ("--budget", options.budget),
+        ("--target-budget", options.target_budget),
+        ("--gen-budget", options.gen_budget),
+        ("--corpus-mb", options.corpus_mb),
+    ):
+        if value is not None and value <= 0:
+            raise J0Error(f"{flag} {value}: expected a number > 0", USAGE)
     if options.labels not in LABELS:
         raise J0Error(f"--labels {options.labels}: expected data or target", USAGE)
     if options.draft_data not in DRAFT_DATA:
@@ -91,6 +98,8 @@ def check(options: TrainOptions) -> Sizes:
     if options.rows is not None and options.rows < 1:
         raise J0Error(f"--rows {options.rows}: expected a whole number, 1 or more", USAGE)
     sizes = SMOKE if options.smoke else FULL
+    if options.corpus_mb is not None:
+        sizes = replace(sizes, corpus_bytes=round(options.corpus_mb * 1_000_000))
     changes = {
         name: value
         for name, value in (
@@ -120,6 +129,18 @@ def files_of(out: Path) -> dict[str, str]:
     }
 
 
+def budgets_of(options: TrainOptions, sizes: Sizes) -> dict[str, float]:
+    """Seconds for each stage: the target, the generated rows (at most), each drafter. --budget
+    alone sets them all (as before issue 54); --target-budget and --gen-budget set theirs."""
+    drafter = options.budget if options.budget is not None else sizes.budget_s
+    fallback = options.budget
+    return {
+        "target": options.target_budget or fallback or sizes.target_budget_s,
+        "generate": options.gen_budget or fallback or sizes.gen_budget_s,
+        "drafter": drafter,
+    }
+
+
 def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     for module in ("torch", "transformers", "tokenizers", "dflash", "tqdm"):
         require(module, "j0 mini train", extra="mini")
@@ -137,14 +158,10 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
 
     from j0.mini import device as device_mod
     from j0.mini.train import corpus as corpus_mod
-    from j0.mini.train import tokenizer as tok_mod
-    from j0.mini.train.data import stream, windows
-    from j0.mini.train.drafter import DraftRecipe, save_drafter, score_slots, train_drafter
-    from j0.mini.train.generate import continue_rows, device_generator
     from j0.mini.train.target import save_target, train_target
 
     device = device_mod.pick(options.device)
-    budget = options.budget if options.budget is not None else sizes.budget_s
+    budgets = budgets_of(options, sizes)
     out = options.out
     (out / "logs").mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
@@ -157,75 +174,203 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
         f"==> corpus: {len(corpus.train)} training files ({sum(f.size for f in corpus.train)} "
         f"bytes), {len(corpus.heldout)} held out; OUT/corpus.json"
     )
-    train_texts, held_texts = corpus.texts(False), corpus.texts(True)
-    mark = time.monotonic()
-    tokenizer = tok_mod.train_tokenizer(train_texts, sizes.vocab)
-    train_tokens, held_tokens = stream(tokenizer, train_texts), stream(tokenizer, held_texts)
-    times["tokenizer_s"] = round(time.monotonic() - mark, 1)
-    say(
-        f"==> tokenizer: vocab {tokenizer.get_vocab_size()}; {train_tokens.numel()} training "
-        f"tokens, {held_tokens.numel()} held out ({times['tokenizer_s']} s)"
-    )
+    tokenizer, train_tokens, held_tokens = tokenize(corpus, sizes, times, say)
 
-    say(f"==> target on {device}: {budget:.0f} s")
+    say(f"==> target on {device}: {budgets['target']:.0f} s")
     target, target_run = train_target(
         train_tokens,
         held_tokens,
         sizes,
-        budget,
+        budgets["target"],
         device,
         options.seed,
         out / "logs" / "target.jsonl",
         options.progress,
+        compile_model=options.compile,
     )
     save_target(target, out / "target")
+    from j0.mini.train import tokenizer as tok_mod
+
     tok_mod.save(tokenizer, out / "target")
+    write_text_atomic(
+        out / "logs" / "target-positions.json",
+        json.dumps({"buckets": target_run.by_position}, indent=1) + "\n",
+    )
     if device == "cpu":
         target.to(torch.float32)
     target.eval()
     target.requires_grad_(False)
     times["target_s"] = round(target_run.seconds, 1)
+    rate = target_run.throughput
+    mfu = f", MFU {rate['mfu']:.1%}" if rate.get("mfu") is not None else ""
     say(
-        f"    {target_run.steps} steps, loss {target_run.last_loss:.3f}, held-out loss "
-        f"{target_run.heldout_loss:.3f}"
+        f"    {target_run.steps} steps ({target_run.compiled}), loss "
+        f"{target_run.last_loss:.3f}, held-out loss {target_run.heldout_loss:.3f}; "
+        f"{rate.get('tokens_per_s', 0):,.0f} tokens/s, {rate.get('tflops', 0)} TFLOP/s{mfu}"
+    )
+    say(
+        "    held-out loss by position: "
+        + ", ".join(f"{b['from']}-{b['to']}: {b['loss']:.3f}" for b in target_run.by_position)
     )
 
     sampling = choose_temperature(options, target, train_tokens, sizes, device, say)
-    temperature = float(sampling["temperature"])
     times["temperature_s"] = sampling["seconds"]
-    rows = None
-    generated: dict[str, Any] | None = None
-    if options.draft_data == "generated":
-        from j0.mini.train.generate import generate_rows
-
-        seconds = GENERATE_SHARE * budget
-        count = options.rows or sizes.gen_rows
-        say(
-            f"==> the target's own text: {count} continuations at temperature {temperature} "
-            f"(at most {seconds:.0f} s)"
-        )
-        mark = time.monotonic()
-        rows = generate_rows(
-            target,
-            train_tokens,
-            sizes,
-            seconds,
-            device,
-            torch.Generator().manual_seed(options.seed + 50),
-            count=count,
-            temperature=temperature,
-            seed=options.seed + 51,
-        )
-        generated = {
-            "rows": int(rows.shape[0]),
-            "rows_asked": count,
-            "tokens": int(rows.numel()),
-            "seconds": round(time.monotonic() - mark, 1),
-            "prompt_tokens": sizes.gen_prompt,
-            "temperature": temperature,
-        }
+    rows, generated = make_rows(
+        options, target, train_tokens, sizes, budgets, device, sampling, say
+    )
+    if generated is not None:
         times["generate_s"] = generated["seconds"]
-        say(f"    {generated['rows']} rows of {sizes.draft_seq} tokens")
+        say(
+            f"    {generated['rows']} rows of {sizes.draft_seq} tokens in "
+            f"{generated['seconds']} s ({generated['rows_per_s']} rows/s)"
+        )
+    drafters = train_drafters(
+        options,
+        target,
+        tokenizer,
+        train_tokens,
+        held_tokens,
+        sizes,
+        budgets,
+        device,
+        rows,
+        float(sampling["temperature"]),
+        times,
+        say,
+    )
+    plot_training_curves(out / "logs", say)
+    times["total_s"] = round(time.monotonic() - started, 1)
+    manifest = MiniManifest(
+        made_by=MADE_BY,
+        smoke=options.smoke,
+        device=device,
+        torch=torch.__version__,
+        python=platform.python_version(),
+        seed=options.seed,
+        budget_s_per_model=budgets["drafter"],
+        budgets=budgets,
+        sizes=sizes.to_json(),
+        labels=options.labels,
+        gamma=options.gamma,
+        draft_data=options.draft_data,
+        sampling=sampling,
+        generated=generated,
+        target=TargetRecord(
+            steps=target_run.steps,
+            seconds=round(target_run.seconds, 1),
+            last_loss=round(target_run.last_loss, 4),
+            heldout_loss=round(target_run.heldout_loss, 4),
+            seed=options.seed,
+            heldout_by_position=target_run.by_position,
+            throughput=target_run.throughput,
+            compiled=target_run.compiled,
+            warm_s=target_run.warm_s,
+        ),
+        drafters=drafters,
+        times=times,
+        files=files_of(out),
+    ).to_json()
+    write_document(out / MINI_JSON, manifest)
+    say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
+    return TrainResult(out, manifest)
+
+
+def tokenize(corpus: Any, sizes: Sizes, times: dict[str, float], say: Any) -> tuple[Any, Any, Any]:
+    """The tokenizer (learnt from the first `tokenizer_bytes` of training text) and the training
+    and held-out token streams."""
+    from j0.mini.train import tokenizer as tok_mod
+    from j0.mini.train.data import stream
+
+    train_texts, held_texts = corpus.texts(False), corpus.texts(True)
+    mark = time.monotonic()
+    learn_from, size = [], 0
+    for text in train_texts:
+        learn_from.append(text)
+        size += len(text)
+        if size >= sizes.tokenizer_bytes:
+            break
+    tokenizer = tok_mod.train_tokenizer(learn_from, sizes.vocab)
+    train_tokens, held_tokens = stream(tokenizer, train_texts), stream(tokenizer, held_texts)
+    times["tokenizer_s"] = round(time.monotonic() - mark, 1)
+    say(
+        f"==> tokenizer: vocab {tokenizer.get_vocab_size()} (from {len(learn_from)} files); "
+        f"{train_tokens.numel()} training tokens, {held_tokens.numel()} held out "
+        f"({times['tokenizer_s']} s)"
+    )
+    return tokenizer, train_tokens, held_tokens
+
+
+def make_rows(
+    options: TrainOptions,
+    target: Any,
+    train_tokens: Any,
+    sizes: Sizes,
+    budgets: dict[str, float],
+    device: str,
+    sampling: dict[str, Any],
+    say: Any,
+) -> tuple[Any, dict[str, Any] | None]:
+    """--draft-data generated: the target's own continuations (rows) and their record; else
+    (None, None)."""
+    if options.draft_data != "generated":
+        return None, None
+    import torch
+
+    from j0.mini.train.generate import generate_rows
+
+    temperature = float(sampling["temperature"])
+    count = options.rows or sizes.gen_rows
+    say(
+        f"==> the target's own text: {count} continuations at temperature {temperature} "
+        f"(at most {budgets['generate']:.0f} s)"
+    )
+    mark = time.monotonic()
+    rows = generate_rows(
+        target,
+        train_tokens,
+        sizes,
+        budgets["generate"],
+        device,
+        torch.Generator().manual_seed(options.seed + 50),
+        count=count,
+        temperature=temperature,
+        seed=options.seed + 51,
+    )
+    seconds = time.monotonic() - mark
+    return rows, {
+        "rows": int(rows.shape[0]),
+        "rows_asked": count,
+        "tokens": int(rows.numel()),
+        "seconds": round(seconds, 1),
+        "rows_per_s": round(rows.shape[0] / seconds, 1) if seconds > 0 else None,
+        "prompt_tokens": sizes.gen_prompt,
+        "temperature": temperature,
+    }
+
+
+def train_drafters(
+    options: TrainOptions,
+    target: Any,
+    tokenizer: Any,
+    train_tokens: Any,
+    held_tokens: Any,
+    sizes: Sizes,
+    budgets: dict[str, float],
+    device: str,
+    rows: Any,
+    temperature: float,
+    times: dict[str, float],
+    say: Any,
+) -> dict[str, DrafterRecord]:
+    """Each drafter trained, scored on held-out rows and text, and saved."""
+    import torch
+
+    from j0.mini.train import tokenizer as tok_mod
+    from j0.mini.train.data import windows
+    from j0.mini.train.drafter import DraftRecipe, save_drafter, score_slots, train_drafter
+    from j0.mini.train.generate import continue_rows, device_generator
+
+    out = options.out
     held_prompts = torch.Generator().manual_seed(options.seed + 60)
     held_rows = continue_rows(
         target,
@@ -236,11 +381,12 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
         device_generator(device, options.seed + 61) if temperature > 0 else None,
     ).cpu()
     drafters: dict[str, DrafterRecord] = {}
+    budget = budgets["drafter"]
     for number, init in enumerate(DRAFTERS):
         recipe = DraftRecipe(init=init, labels=options.labels, gamma=options.gamma)
         say(f"==> drafter {init} on {device}: {budget:.0f} s, labels {options.labels}")
         seed = options.seed + 100 * (number + 1)
-        drafter, steps, seconds, loss = train_drafter(
+        drafter, run = train_drafter(
             target,
             train_tokens,
             sizes,
@@ -261,51 +407,29 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
             folder.parent / "logs" / f"slots-{init}.json",
             json.dumps(asdict(scores), indent=1) + "\n",
         )
+        passes = round(run.rows_seen / rows.shape[0], 2) if rows is not None else None
         drafters[init] = DrafterRecord(
             recipe=asdict(recipe),
             seed=seed,
-            steps=steps,
-            seconds=round(seconds, 1),
-            last_loss=round(loss, 4),
+            steps=run.steps,
+            seconds=round(run.seconds, 1),
+            last_loss=round(run.last_loss, 4),
             heldout_slots=asdict(scores),
+            rows_seen=run.rows_seen,
+            passes=passes,
+            rows_per_s=run.rows_per_s,
+            tokens_per_s=run.tokens_per_s,
         )
-        times[f"drafter_{init}_s"] = round(seconds, 1)
+        times[f"drafter_{init}_s"] = round(run.seconds, 1)
+        over = f", {passes} passes over the rows" if passes is not None else ""
         say(
-            f"    {steps} steps, loss {loss:.3f}; held-out slot 1: {scores.accuracy_vs_data[0]:.3f}"
-            f" vs the text, {scores.agreement_with_target[0]:.3f} with the target; chain "
-            f"estimate {scores.chain_estimate}"
+            f"    {run.steps} steps ({run.rows_per_s} rows/s{over}), loss {run.last_loss:.3f}; "
+            f"held-out slot 1: {scores.accuracy_vs_data[0]:.3f} vs the text, "
+            f"{scores.agreement_with_target[0]:.3f} with the target; chain estimate "
+            f"{scores.chain_estimate}"
         )
         del drafter
-    plot_training_curves(out / "logs", say)
-    times["total_s"] = round(time.monotonic() - started, 1)
-    manifest = MiniManifest(
-        made_by=MADE_BY,
-        smoke=options.smoke,
-        device=device,
-        torch=torch.__version__,
-        python=platform.python_version(),
-        seed=options.seed,
-        budget_s_per_model=budget,
-        sizes=sizes.to_json(),
-        labels=options.labels,
-        gamma=options.gamma,
-        draft_data=options.draft_data,
-        sampling=sampling,
-        generated=generated,
-        target=TargetRecord(
-            steps=target_run.steps,
-            seconds=round(target_run.seconds, 1),
-            last_loss=round(target_run.last_loss, 4),
-            heldout_loss=round(target_run.heldout_loss, 4),
-            seed=options.seed,
-        ),
-        drafters=drafters,
-        times=times,
-        files=files_of(out),
-    ).to_json()
-    write_document(out / MINI_JSON, manifest)
-    say(f"==> wrote {out} in {times['total_s']} s (OUT/mini.json lists every file's sha256)")
-    return TrainResult(out, manifest)
+    return drafters
 
 
 def choose_temperature(
