@@ -90,6 +90,18 @@ it). The GPU is named. Writes RUN/speed/ (each round's result), RUN/speed.json a
 Exit 0: measured; 1: requests failed; 64: no run there, or RUN/speed/ exists; 69: no GPU or vLLM.
 """
 
+SETS_HELP = """\
+Combine several trained model sets (each a folder with its `j0 mini train` mini.json and its `j0
+mini run` mini-run.json, e.g. a committed results folder): per comparison of the runs (article,
+systems, control, ngram), per draft-token count, overall and per context, each set's effect and
+interval, and the replications (the sets of --recipe-of's recipe: same sizes, budgets, rows,
+labels; any seed) combined by random effects (DerSimonian-Laird, Hartung-Knapp interval). A
+comparison is resolved only where at least 3 replications have it, the combined interval excludes
+0 and no replication resolves the opposite sign; otherwise "not resolved" and what would resolve
+it. Sets of other recipes are shown beside, labelled, never combined.
+Exit 0: reported; 2: a set's files are not what the commands write; 64: a folder is not a set.
+"""
+
 NUMBERS_HELP = """\
 The tables of a results README written from the data stored beside it: each block
 `<!-- numbers: KIND PATH... -->` ... `<!-- /numbers -->` (KIND: training, engine, comparisons,
@@ -109,6 +121,21 @@ def _curves(args: argparse.Namespace) -> int:
     require("matplotlib", "j0 mini curves", extra="mini")
     plot = plot_curves(args.out / "logs")
     emit_result(f"wrote {plot}", json.dumps({"plot": str(plot)}, indent=2), args.json)
+    return 0
+
+
+def _sets(args: argparse.Namespace) -> int:
+    from j0.edge.atomic import write_text_atomic
+    from j0.mini import sets as sets_mod
+
+    check_json_output(args.json)
+    doc = sets_mod.report([sets_mod.read_set(f) for f in args.folders], args.recipe_of)
+    text = sets_mod.markdown(doc)
+    if args.write is not None:
+        args.write.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.write / "sets.json", json.dumps(doc, indent=1) + "\n")
+        write_text_atomic(args.write / "sets.md", text)
+    emit_result(text, json.dumps(doc, indent=2), args.json)
     return 0
 
 
@@ -394,6 +421,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     speed.add_argument("--server-command", help=argparse.SUPPRESS)
     add_json_option(speed, "speed.json's document")
     speed.set_defaults(func=owning(_speed))
+
+    sets = add_command(sub, "sets", "verdicts across independently trained model sets", SETS_HELP)
+    sets.add_argument("folders", type=Path, nargs="+", metavar="SET")
+    sets.add_argument(
+        "--recipe-of",
+        metavar="LABEL",
+        help="the set (folder name) whose recipe the replications share (default: the first)",
+    )
+    sets.add_argument(
+        "--write", type=Path, metavar="DIR", help="write DIR/sets.json and DIR/sets.md too"
+    )
+    add_json_option(sets, "the report: every set, every comparison row, the verdicts")
+    sets.set_defaults(func=_sets)
 
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
     numbers.add_argument("readme", type=Path, metavar="README")
