@@ -27,7 +27,9 @@ def trained(tmp_path: Path) -> Path:
     for name in ("target", "drafter-mask", "drafter-j0"):
         (out / name).mkdir(parents=True)
         (out / name / "config.json").write_text("{}")
-    (out / "mini.json").write_text(json.dumps({"sizes": {"draft_seq": 64}}))
+    # a target window that covers the default contexts (8 x 64) and the output (256): the run's
+    # window check passes, the checks of what it needs come next
+    (out / "mini.json").write_text(json.dumps({"sizes": {"draft_seq": 64, "target_seq": 768}}))
     return out
 
 

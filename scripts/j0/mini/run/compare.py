@@ -332,6 +332,35 @@ def servers_words(summary: RunSummary) -> str:
     return f"; up to {servers} servers at once on the GPU (speedups measured side by side)"
 
 
+def ceiling_table(summary: RunSummary) -> list[str]:
+    """The ceiling beside the measurement (j0.mini.run.ceiling), per J0-off setting whose
+    cross-check ran, by context; nothing where none has one."""
+    rows = []
+    for name, record in summary.records().items():
+        table = (record.crosscheck or {}).get("ceiling_by_context") or {}
+        for context, row in table.items():
+            cells = [row.get(key) for key in ("oracle", "measured", "logp_argmax", "entropy")]
+            shown = ["n/a" if x is None else f"{x:.3f}" for x in cells]
+            rows.append(
+                f"| {name} | {context} | {row.get('requests')} | " + " | ".join(shown) + " |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "## The ceiling beside the measurement",
+        "",
+        "On the cross-checked requests: the acceptance length a perfect greedy drafter would "
+        "reach on the engine's own outputs at the run's temperature (each draft token kept with "
+        "the target's p_T(argmax); j0.mini.run.ceiling), beside the engine's (request means); "
+        "the mean log p_T(argmax) and entropy (nats) per output token.",
+        "",
+        "| setting | context | requests | ceiling | measured | log p(argmax) | entropy |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def window_words(summary: RunSummary) -> list[str]:
     """The target's training window against the run's contexts (issue 54): the prompts per
     context where they differ, and the contexts served past the window, labelled."""
@@ -387,6 +416,7 @@ def markdown(summary: RunSummary) -> str:
         lines.append(
             f"| {name} | {_j0_as_run(s)} | {pooled_text} | {_pooled_by_context(s)} | {checks} |"
         )
+    lines += ceiling_table(summary)
     gate, comps = summary.gate, summary.comparisons
     assert gate is not None and comps is not None  # summarize writes both (older runs lack them)
     word = {True: "pass", False: "**fail**", None: "not judged"}[gate["passed"]]
@@ -415,8 +445,12 @@ def markdown(summary: RunSummary) -> str:
         lines.append("")
     if comps["speedup"]:
         lines += [
-            "## Speedup over the baseline (no speculative decoding)",
+            "## Speedup over the baseline (no speculative decoding): history, not a speed "
+            "measurement",
             "",
+            "Kept as the runs before issue 54 reported it: the settings were served side by "
+            "side (servers sharing the GPU and the CPU, load changing as they start and end), so "
+            "these ratios are no clean speed; `j0 mini speed` measures that (speed.md). "
             "Per prompt the setting's tok/s / the baseline's (each request's output tokens over "
             "its whole latency, first token included), the mean of those ratios, its bootstrap "
             "interval and verdict against 1; outputs equal to the baseline's (token ids, else "

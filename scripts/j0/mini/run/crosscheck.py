@@ -32,6 +32,7 @@ class Response:
     prompt_ids: list[int]
     output_ids: list[int]
     per_step_accepted: list[int]
+    prompt_id: str | None = None  # the run's prompt id (its context bin), where known
 
 
 @dataclass
@@ -63,9 +64,16 @@ def _margin(logits: Any) -> float:
 
 
 def check_response(
-    models: Models, response: Response, k: int, threshold: float, agreement: Agreement
+    models: Models,
+    response: Response,
+    k: int,
+    threshold: float,
+    agreement: Agreement,
+    temperature: float = 0.0,
 ) -> None:
     import torch
+
+    from j0.mini.run import ceiling
 
     steps = engine_steps(
         len(response.prompt_ids), len(response.output_ids), response.per_step_accepted
@@ -76,6 +84,21 @@ def check_response(
         out = models.target(input_ids=sequence, output_hidden_states=True)
         taps = torch.cat([out.hidden_states[layer + 1] for layer in layers], dim=-1)
         target_logits = out.logits[0]
+        start = len(response.prompt_ids) - 1  # the logits that predict output token 0
+        logp, entropy = ceiling.token_stats(
+            target_logits[start : start + len(response.output_ids)], temperature
+        )
+        q = [2.718281828459045**x for x in logp]
+        agreement.ceiling.append(
+            {
+                "request": response.id,
+                "prompt_id": response.prompt_id,
+                "oracle": ceiling.oracle_acceptance(q, k),
+                "measured": ceiling.measured_acceptance(response.per_step_accepted),
+                "logp_argmax": logp,
+                "entropy": entropy,
+            }
+        )
         embed = models.target.model.embed_tokens
         for step in steps:
             anchor = response.output_ids[step.anchor_index]
@@ -110,11 +133,14 @@ def cross_check(
     k: int,
     device: str,
     threshold: float = DEFAULT_THRESHOLD,
+    temperature: float = 0.0,
 ) -> Agreement:
+    """Every response checked step by step; with the per-token log p_T(argmax), entropy and the
+    ceiling of each (j0.mini.run.ceiling) at the run's temperature."""
     models = load_models(target, drafter, device)
     agreement = Agreement()
     for response in responses:
-        check_response(models, response, k, threshold, agreement)
+        check_response(models, response, k, threshold, agreement, temperature)
     return agreement
 
 
@@ -139,5 +165,14 @@ def responses_from_answers(answers: Sequence[dict[str, Any]]) -> list[Response]:
                 "a server started with --per-request-spec-decode-metrics detailed",
                 INPUT_LACKS,
             )
-        found.append(Response(str(answer.get("id", number)), prompt_ids, output_ids, steps))
+        prompt_id = answer.get("j0_prompt_id")
+        found.append(
+            Response(
+                str(answer.get("id", number)),
+                prompt_ids,
+                output_ids,
+                steps,
+                str(prompt_id) if prompt_id is not None else None,
+            )
+        )
     return found

@@ -94,6 +94,9 @@ class Agreement:
     engine_accepted: int = 0
     reference_accepted: int = 0
     differing: list[dict[str, Any]] = field(default_factory=list)
+    # per request: the target's log p_T(argmax) and entropy per output token, and the ceiling
+    # (j0.mini.run.ceiling) beside the engine's acceptance length
+    ceiling: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, request: str, comparison: StepComparison) -> None:
         self.steps += 1

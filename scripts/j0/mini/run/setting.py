@@ -166,6 +166,9 @@ def run_setting(
             model = str(first_model(server.url)["id"])
             chosen = prompts[: options.crosscheck_requests]
             answers = ask_with_ids(server.url, model, chosen, options.max_tokens, sampling)
+            for prompt, answer in zip(chosen, answers, strict=True):
+                if isinstance(answer, dict):
+                    answer["j0_prompt_id"] = prompt.id  # its context bin, for the ceiling
             write_text_atomic(plan.folder / "crosscheck-answers.json", json.dumps(answers) + "\n")
     except (J0Error, OSError) as exc:  # OSError: the server stopped answering (urllib)
         outcome.problems.append(f"{plan.name}: {exc}")
@@ -198,7 +201,7 @@ def run_setting(
     if plan.kind == DFLASH and plan.j0:
         lines.append(dumps_line(plan, outcome))
     elif crosscheck and answers:
-        lines.append(crosscheck_line(options, plan, answers, outcome))
+        lines.append(crosscheck_line(options, plan, answers, outcome, sampling.temperature))
     outcome.summary["lines"] = lines
     for line in lines:
         say(f"    {line}")
@@ -368,9 +371,14 @@ def slots_of(report: Any) -> list[int]:
 
 
 def crosscheck_line(
-    options: Any, plan: SettingPlan, answers: list[dict[str, Any]], outcome: SettingOutcome
+    options: Any,
+    plan: SettingPlan,
+    answers: list[dict[str, Any]],
+    outcome: SettingOutcome,
+    temperature: float = 0.0,
 ) -> str:
     from j0.mini import device as device_mod
+    from j0.mini.run import ceiling
     from j0.mini.run.crosscheck import DEFAULT_THRESHOLD, cross_check, responses_from_answers
 
     try:
@@ -381,13 +389,19 @@ def crosscheck_line(
             responses,
             plan.k,
             device_mod.pick(options.device),
+            temperature=temperature,
         )
     except (J0Error, ValueError) as exc:
         outcome.missing.append(f"{plan.name}: cross-check not run: {exc}")
         return f"teacher-forced cross-check: not run ({exc})"
     doc = agreement.to_json(DEFAULT_THRESHOLD)
     write_text_atomic(plan.folder / "crosscheck.json", json.dumps(doc, indent=1) + "\n")
-    outcome.summary["crosscheck"] = {k: v for k, v in doc.items() if k != "differing"}
+    table = ceiling.by_context(agreement.ceiling)
+    outcome.summary["crosscheck"] = {
+        **{k: v for k, v in doc.items() if k not in ("differing", "ceiling")},
+        "ceiling_by_context": table,
+        "temperature": temperature,
+    }
     if not agreement.ok:
         outcome.problems.append(f"{plan.name}: {agreement.line(DEFAULT_THRESHOLD)}")
-    return agreement.line(DEFAULT_THRESHOLD)
+    return f"{agreement.line(DEFAULT_THRESHOLD)}; {ceiling.words(table)}"
