@@ -183,6 +183,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser = add_command(subparsers, "mini", "the miniature: trained models, real acceptance", "")
     sub = parser.add_subparsers(dest="mini_command", metavar="SUBCOMMAND")
     sub.required = True
+    _register_train(sub)
+    _register_run(sub)
+    _register_others(sub)
+
+
+def _register_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     train = add_command(sub, "train", "train the tokenizer, target and drafters", TRAIN_HELP)
     train.add_argument("out", type=Path, metavar="OUT")
     train.add_argument(
@@ -265,6 +271,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_json_option(train, "the folder, its models and mini.json's manifest")
     train.set_defaults(func=_train)
 
+
+def _register_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = add_command(sub, "run", "the 2 x 2 matrix in vLLM's real engine", RUN_HELP)
     run.add_argument("out", type=Path, metavar="OUT")
     run.add_argument("--here", action="store_true", help="serve with this Python's vLLM")
@@ -392,6 +400,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_json_option(run, "the verdict, its reasons and mini-run.json's summary")
     run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
+
+def _register_others(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     speed = add_command(sub, "speed", "clean speeds of the run's best settings", SPEED_HELP)
     speed.add_argument("out", type=Path, metavar="OUT")
     speed.add_argument("--run-dir", type=Path, metavar="DIR", help="the run (default OUT/run)")
