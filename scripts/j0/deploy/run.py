@@ -22,4 +22,5 @@ def run_render(options: RenderOptions) -> DeployRender:
     from j0.kube.serving import render_deploy
 
     require("yaml", "j0 deploy render", extra="deploy")  # before anything is written
+    require("huggingface_hub", "j0 deploy render", extra="deploy")  # its repo id validator
     return render_deploy(options.directory)

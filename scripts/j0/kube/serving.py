@@ -22,6 +22,7 @@ from j0.article.serving import default_image_tag
 from j0.compose.server import SERVER_PORT, ServerKnobs, Setting, server_args, server_env
 from j0.kube import hardening
 from j0.kube.hardening import HF_TOKEN_SECRET
+from j0.kube.literal import check_names, literal, literal_container, literal_containers
 from j0.kube.objects import (
     LIVENESS_PROBE,
     READINESS_PROBE,
@@ -53,7 +54,9 @@ def default_image(pins: Pins) -> str:
 def serving_manifests(
     pins: Pins, knobs: ServerKnobs, image: str, namespace: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """deploy/k8s/serving/: file name -> manifest."""
+    """deploy/k8s/serving/: file name -> manifest, every container's values literal (the
+    kubelet expands none of them: j0.kube.literal)."""
+    check_names(knobs.target_model, pins.drafter_repo, pins.drafter_revision)
     labels = object_labels(SERVING_NAME)
     setting = SERVING_SETTING
     server = {
@@ -105,7 +108,7 @@ def serving_manifests(
     }
     return {
         "pvc.yaml": pvc(SERVING_PVC, namespace, "200Gi", "ReadWriteOnce", labels),
-        "deployment.yaml": deployment,
+        "deployment.yaml": literal_containers(deployment),
         "service.yaml": service,
     }
 
@@ -129,6 +132,7 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
     PVC, and compose's server flags. The chart runs `vllm serve MODEL --host 0.0.0.0 --port 8000
     --(no-)enable-prefix-caching EXTRA_ARGS`, so `j0 serve`'s checks and the identity line do
     not run there; the image's speculator.py is still the patched one."""
+    check_names(knobs.target_model, pins.drafter_repo, pins.drafter_revision)
     repository, _, tag = image.rpartition(":")
     setting = SERVING_SETTING
     args = server_args(setting, knobs, drafter_dir=HELM_DRAFTER)
@@ -142,7 +146,8 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
                     "name": "j0-qwen",
                     "repository": repository,
                     "tag": tag,
-                    "modelURL": knobs.target_model,
+                    # The chart places the model and extraArgs in its container's args: literal.
+                    "modelURL": literal(knobs.target_model),
                     "replicaCount": 1,
                     "requestCPU": 8,
                     "requestMemory": "64Gi",
@@ -151,15 +156,17 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
                     "limitMemory": "160Gi",
                     "pvcStorage": "200Gi",
                     "pvcAccessMode": ["ReadWriteOnce"],
-                    "initContainer": {
-                        **drafter_fetch(pins, image, HELM_DRAFTER),
-                        "env": env_entries({"HF_HOME": HELM_DATA}),
-                        "resources": hardening.J0_RESOURCES,
-                        "mountPvcStorage": True,
-                    },
+                    "initContainer": literal_container(
+                        {
+                            **drafter_fetch(pins, image, HELM_DRAFTER),
+                            "env": env_entries({"HF_HOME": HELM_DATA}),
+                            "resources": hardening.J0_RESOURCES,
+                            "mountPvcStorage": True,
+                        }
+                    ),
                     "vllmConfig": {
                         "enablePrefixCaching": setting.prefix_caching,
-                        "extraArgs": extra,
+                        "extraArgs": [literal(word) for word in extra],
                     },
                     "env": env_entries({"VLLM_DFLASH_CTX_NOISE": env["VLLM_DFLASH_CTX_NOISE"]}),
                     "hf_token": {"secretName": HF_TOKEN_SECRET, "secretKey": "token"},

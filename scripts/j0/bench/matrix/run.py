@@ -39,7 +39,7 @@ from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
 from j0.compose.server import ServerKnobs, Setting
 from j0.edge.atomic import claimed
-from j0.errors import CHECK_FAILED, USAGE, J0Error
+from j0.errors import CHECK_FAILED, USAGE, J0Error, require
 from j0.pins import Pins, load_pins
 
 
@@ -224,6 +224,8 @@ def _k8s(
     from j0.bench.matrix.k8s.render import K8sOptions
     from j0.kube.serving import default_image
 
+    # huggingface_hub's repo id validator checks the names the pods run (j0.kube.literal)
+    require("huggingface_hub", "j0 bench matrix --backend k8s", extra="k8s")
     settings = [run.setting for run in record.runs]
     plan = build_plan(
         run_name(),

@@ -18,6 +18,7 @@ from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
 from j0.compose.server import HF_HOME, SERVER_PORT, ServerKnobs
 from j0.kube import hardening
 from j0.kube.hardening import J0_HF_HOME, J0_HOME
+from j0.kube.literal import check_names, literal_containers
 from j0.kube.objects import (
     J0_ENV,
     READINESS_PROBE,
@@ -58,7 +59,9 @@ def _pod_env(values: dict[str, str], token: bool = False) -> list[dict[str, Any]
 def matrix_manifests(
     pins: Pins, knobs: ServerKnobs, plan: Plan, options: K8sOptions, parallelism: int
 ) -> dict[str, dict[str, Any]]:
-    """The matrix's objects, in the order they are applied: name -> manifest."""
+    """The matrix's objects, in the order they are applied: name -> manifest; the names a pod
+    runs checked, every container's values literal (the kubelet expands none: j0.kube.literal)."""
+    check_names(knobs.target_model, pins.drafter_repo, pins.drafter_revision)
     run = plan.run
     labels = object_labels("j0-matrix", **{"j0/run": run})
     plan_map = {
@@ -181,6 +184,6 @@ def matrix_manifests(
             options.storage_class,
         ),
         "configmap": plan_map,
-        "prepare": prepare,
-        "job": job,
+        "prepare": literal_containers(prepare),
+        "job": literal_containers(job),
     }
