@@ -61,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command, its standard output and error escaped (j0.terminal.escape): no control
     character but the line break and the tab reaches the terminal, whoever prints."""
+    from j0.edge import redaction
     from j0.terminal.escape import EscapingStream
 
+    redaction.install()  # what the libraries log or warn passes through the redaction
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingStream(out), EscapingStream(err)  # type: ignore[assignment]
     try:

@@ -18,6 +18,7 @@ import os
 import stat
 from pathlib import Path
 
+from j0.edge.redaction import remember
 from j0.errors import INPUT_LACKS, J0Error
 
 MAX_SECRET_BYTES = 64 * 1024
@@ -83,6 +84,7 @@ def check_secret_text(text: str, where: str) -> str:
     if len(lines) > 1:
         raise J0Error(f"{where}: {len(lines)} lines; {EXPECTED}", INPUT_LACKS)
     value = body.strip()
+    remember(value)  # masked in whatever this process prints (j0.edge.redaction)
     if not value:
         raise J0Error(f"{where}: empty; {EXPECTED}", INPUT_LACKS)
     controls = sorted({f"{ord(c):#04x}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F})

@@ -8,9 +8,10 @@ any kind, bidirectional overrides): printed as they are, a crafted model id coul
 - `shown(text)`: one line, every character that is not printable (str.isprintable; the space
   is) written as its Python escape (`\\n`, `\\x1b`, `\\u202e`); printable text is unchanged;
 - `shown_lines(text)`: the same but line breaks and tabs kept (a message of several lines);
-- `EscapingStream`: a text stream that writes through `shown_lines`; `j0`'s entry point puts one
-  over standard output and standard error, so whoever prints, no control character but the line
-  break and the tab gets through. The per-field `shown` is what keeps a foreign value on its line.
+- `EscapingStream`: a text stream that writes through `shown_lines` (and j0.edge.redaction's
+  `scrub`: no URL's userinfo, no secret read); `j0`'s entry point puts one over standard output
+  and standard error, so whoever prints, no control character but the line break and the tab
+  gets through. The per-field `shown` is what keeps a foreign value on its line.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class EscapingStream:
         self.wrapped = stream
 
     def write(self, text: str) -> int:
-        self.wrapped.write(shown_lines(text))
+        from j0.edge.redaction import scrub  # no secret either (j0.edge.redaction)
+
+        self.wrapped.write(shown_lines(scrub(text)))
         return len(text)
 
     def writelines(self, lines: Any) -> None:

@@ -104,6 +104,10 @@ class HubHandler(StandInHandler):
 
     def _api(self, path: str, repo_id: str, kind: str, rev: str | None, sub: str | None) -> None:
         """/api/models/{repo}/{kind}[/{rev}[/{sub}]]."""
+        failures = self.server.fail_api.get(kind)
+        if failures:
+            self.send_error_json(failures.pop(0), None, f"the {kind} route is failing (a test)")
+            return
         repo = self.find_repo(unquote(repo_id))
         if repo is None:
             return

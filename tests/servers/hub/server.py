@@ -28,8 +28,10 @@ connection; `stall.add(path)` sends half of the file and waits until `release` i
 `corrupt[path] = data` serves `data` (HEAD and GET, with its own length and ETag) while the file
 list keeps the real file's size and hashes, as a broken CDN or disk would; `fail_next[path] =
 [503, ...]` answers that file's next GETs with those statuses (X-Error-Message set), one each;
-`substitute[rev] = sha` answers commit `sha` wherever `rev` is asked (model info, tree, files with
-their X-Repo-Commit): an endpoint that serves another commit than the one asked.
+`fail_api[kind] = [503, ...]` answers the next requests of an API route ("tree", "revision",
+"commits", "refs") with those statuses; `substitute[rev] = sha` answers commit `sha` wherever
+`rev` is asked (model info, tree, files with their X-Repo-Commit): an endpoint that serves
+another commit than the one asked.
 Every request is recorded in `log`.
 
 The built-in fake repo (`article_repo`, hub/article.py) holds the commits of a JetSpec++-like
@@ -102,6 +104,9 @@ class HubServer(StandInServer):
         self.stall: set[str] = set()
         self.corrupt: dict[str, bytes] = {}
         self.fail_next: dict[str, list[int]] = {}
+        # an API route's kind ("revision", "tree", "commits", "refs") -> the statuses its next
+        # requests get, one each (huggingface_hub retries a 5xx listing, warning each time)
+        self.fail_api: dict[str, list[int]] = {}
         # revision asked -> the commit answered instead, on every route (model info, tree,
         # commits, files): an endpoint that serves another commit than the one asked
         self.substitute: dict[str, str] = {}
