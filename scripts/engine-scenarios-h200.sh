@@ -20,6 +20,11 @@
 #   j0off-nocache     the article's file,     J0 off, caching off, eager (outputs to compare)
 #   j0off-cache       the article's file,     J0 off, caching on,  eager
 #   article-graphs    audited article's file, J0 on, caching off, CUDA graphs (torch.compile)
+#   article-roomy     (ROOMY=1 only) audited article's file, J0 on, caching off, eager, a KV cache
+#                     of $ROOMY_BLOCKS blocks (320: four requests of 500 + $ROOMY_TOKENS fit, no
+#                     preemption), the concurrency-4 scenario alone with $ROOMY_TOKENS (500) output
+#                     tokens a request: steps that hold four requests (issue 54, item 7; with
+#                     trained models, TARGET and DRAFT, the drafts are accepted)
 #
 # Every server: --max-num-seqs 4 (the article's), --max-model-len 1024, --max-num-batched-tokens
 # $BATCHED (256: the 500- to 700-token prompts are chunked), --num-gpu-blocks-override $BLOCKS (80
@@ -57,11 +62,15 @@ blocks=${BLOCKS:-80}
 batched=${BATCHED:-256}
 util=${UTIL:-0.1}
 tokens=${TOKENS:-7}
+roomy_blocks=${ROOMY_BLOCKS:-320}
+roomy_tokens=${ROOMY_TOKENS:-500}
 parallel=${PARALLEL:-6}
 relpath=vllm/v1/worker/gpu/spec_decode/dflash/speculator.py
-for value in "$port0" "$blocks" "$batched" "$tokens" "$parallel"; do
+for value in "$port0" "$blocks" "$batched" "$tokens" "$parallel" "$roomy_blocks" \
+  "$roomy_tokens"; do
   [[ "$value" =~ ^[1-9][0-9]*$ ]] || {
-    echo "engine-scenarios-h200.sh: '$value' (PORT, BLOCKS, BATCHED, TOKENS or PARALLEL):" \
+    echo "engine-scenarios-h200.sh: '$value' (PORT, BLOCKS, BATCHED, TOKENS, PARALLEL," \
+      "ROOMY_BLOCKS or ROOMY_TOKENS):" \
       "expected a positive integer" >&2
     exit 64
   }
@@ -81,16 +90,25 @@ runs=(
   "j0off-cache article no on off eager"
   "article-graphs article yes off on graphs"
 )
+if [[ "${ROOMY:-0}" == 1 ]]; then runs+=("article-roomy article yes off on eager"); fi
+[[ -n "${PARALLEL:-}" ]] || parallel=${#runs[@]}  # all at once unless PARALLEL says otherwise
 
-flags_of() {  # flags_of CACHING MODE PORT: the server's flags (the model comes first)
-  local caching=$1 mode=$2 port=$3 spec
+flags_of() {  # flags_of CACHING MODE PORT [BLOCKS]: the server's flags (the model comes first)
+  local caching=$1 mode=$2 port=$3 cache_blocks=${4:-$blocks} spec
   spec=$(PYTHONPATH="$PWD/scripts" python3 -m j0.article.serving "${draft:-DRAFT}" "$tokens")
   echo --served-model-name target --speculative-config "$spec" --max-num-seqs 4 \
-    --max-model-len 1024 --max-num-batched-tokens "$batched" --num-gpu-blocks-override "$blocks" \
+    --max-model-len 1024 --max-num-batched-tokens "$batched" \
+    --num-gpu-blocks-override "$cache_blocks" \
     --kv-cache-memory-bytes 2147483648 --gpu-memory-utilization "$util" --host 127.0.0.1 \
     --port "$port" --enable-prompt-tokens-details \
     "$([[ $caching == on ]] && echo --enable-prefix-caching || echo --no-enable-prefix-caching)" \
     "$([[ $mode == eager ]] && echo --enforce-eager)"
+}
+
+blocks_of() { [[ $1 == article-roomy ]] && echo "$roomy_blocks" || echo "$blocks"; }
+only_of() {  # the sender's extra flags for a run (the roomy one: concurrency-4, longer outputs)
+  [[ $1 == article-roomy ]] && echo " scenarios: --only concurrency-4 --max-tokens $roomy_tokens"
+  return 0
 }
 
 if [[ "$dry" == --dry-run ]]; then
@@ -98,7 +116,8 @@ if [[ "$dry" == --dry-run ]]; then
   for run in "${runs[@]}"; do
     read -r name file audited caching j0 mode <<< "$run"
     echo "$name: file=$file audited=$audited J0=$j0 caching=$caching mode=$mode" \
-      "port=$((port0 + n)): vllm serve TARGET $(flags_of "$caching" "$mode" $((port0 + n)))"
+      "port=$((port0 + n)): vllm serve TARGET" \
+      "$(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")$(only_of "$name")"
     n=$((n + 1))
   done
   echo "dry run: ${#runs[@]} servers, $parallel at once, then the scenarios, then" \
@@ -200,7 +219,7 @@ start_server() {  # start_server N NAME FILE AUDITED CACHING J0 MODE: its proces
     VLLM_DFLASH_CTX_NOISE=$([[ $j0 == on ]] && echo 1 || echo 0) \
       VLLM_DFLASH_AUDIT=$([[ $audited == yes ]] && echo "$out/audit") \
       exec setsid python3 -m vllm.entrypoints.cli.main serve "$target" \
-      $(flags_of "$caching" "$mode" $((port0 + n)))
+      $(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")
   ) > "$out/server.log" 2>&1 &
   server_pid=$!
 }
@@ -209,6 +228,8 @@ start_server() {  # start_server N NAME FILE AUDITED CACHING J0 MODE: its proces
 # longer than the eager ones start).
 send() {  # send N PID NAME FILE AUDITED CACHING J0 MODE
   local n=$1 pid=$2 name=$3 file=$4 audited=$5 caching=$6 j0=$7 mode=$8 url audit=() rc=0
+  local only=()
+  [[ $name == article-roomy ]] && only=(--only concurrency-4 --max-tokens "$roomy_tokens")
   url="http://127.0.0.1:$((port0 + n))"
   for _ in $(seq "${START_WAIT:-300}"); do
     curl -fsS -o /dev/null "$url/health" && break
@@ -224,7 +245,7 @@ send() {  # send N PID NAME FILE AUDITED CACHING J0 MODE
   [[ $j0 == off ]] && file=any
   PYTHONPATH="$site:$scripts_dir" timeout "${SEND_WAIT:-240}" python3 -m j0.engine_check.scenarios \
     --url "$url" --model target --out "$results/$name" --label "$name" --file "$file" \
-    --caching "$caching" --j0 "$j0" --mode "$mode" "${audit[@]}" \
+    --caching "$caching" --j0 "$j0" --mode "$mode" "${audit[@]}" "${only[@]}" \
     > "$results/$name/scenarios.txt" 2>&1 || rc=$?
   elapsed "$name: scenarios sent (exit $rc)"
   return "$rc"

@@ -219,6 +219,30 @@ def test_the_script_plans_six_servers_and_starts_none(tmp_path: Path, fake_site:
     assert not (tmp_path / "r").exists()
 
 
+def test_the_roomy_variant_holds_four_requests(tmp_path: Path, fake_site: Path) -> None:
+    """ROOMY=1 (issue 54, item 7): a seventh server whose KV cache holds four requests of 500
+    prompt and 500 output tokens (4 x 1008 tokens <= 320 blocks of 16), sent the concurrency-4
+    scenario alone; all seven start at once; the six others as before."""
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(tmp_path / "r"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SITE": str(fake_site), "ROOMY": "1"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 8 and lines[-1].startswith("dry run: 7 servers, 7 at once")
+    plan = {line.split(":")[0]: line for line in lines[:-1]}
+    roomy = plan["article-roomy"]
+    assert "--num-gpu-blocks-override 320" in roomy and 4 * (500 + 500 + 8) <= 320 * 16
+    assert roomy.endswith("scenarios: --only concurrency-4 --max-tokens 500")
+    assert "J0=on" in roomy and "audited=yes" in roomy and "--no-enable-prefix-caching" in roomy
+    others = [line for name, line in plan.items() if name != "article-roomy"]
+    assert all("--num-gpu-blocks-override 80" in line for line in others)
+    assert not any("scenarios:" in line for line in others)
+
+
 @pytest.mark.parametrize(
     ("args", "code", "why"),
     [
