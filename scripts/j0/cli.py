@@ -60,16 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command, its standard output and error escaped (j0.terminal.escape): no control
-    character but the line break and the tab reaches the terminal, whoever prints."""
+    character but the line break and the tab reaches the terminal, whoever prints; and a stream
+    whose reader has gone (`| head`) dropped quietly, never a change of the exit code
+    (j0.terminal.closed_pipe)."""
     from j0.edge import redaction
+    from j0.terminal.closed_pipe import ClosedPipeGuard
     from j0.terminal.escape import EscapingStream
 
     redaction.install()  # what the libraries log or warn passes through the redaction
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = EscapingStream(out), EscapingStream(err)  # type: ignore[assignment]
+    guarded = ClosedPipeGuard(out), ClosedPipeGuard(err)
+    sys.stdout, sys.stderr = EscapingStream(guarded[0]), EscapingStream(guarded[1])  # type: ignore[assignment]
     try:
         return _run(argv)
     finally:
+        for stream in guarded:  # what is still buffered, while a closed pipe is still caught
+            stream.flush()
         sys.stdout, sys.stderr = out, err
 
 
