@@ -25,7 +25,7 @@ EXPECTED = "the setting.json of `j0 mini run`"
         (b"{", "not JSON (Expecting property name enclosed in double quotes: line 1 column 2"),
         (b'{"a": 1} x', "not JSON (Extra data: line 1 column 10"),
         (b"\xff{}", "not UTF-8 text (byte 0 is 0xff)"),
-        (b"[" * 100_000, "not JSON (nested too deeply)"),
+        (b"[" * 100_000, "not JSON (nested more than 100 levels deep, the limit)"),
         (b"1" * 5000, "not JSON (an integer of more than 4,300 digits)"),
     ],
 )
@@ -43,8 +43,8 @@ def test_a_file_that_is_not_json_is_named_with_why_and_what_was_expected(
 
 def test_no_file_and_a_folder_are_named(tmp_path: Path) -> None:
     for path, why in [
-        (tmp_path / "none.json", "cannot read (No such file or directory)"),
-        (tmp_path, "cannot read (Is a directory)"),
+        (tmp_path / "none.json", "no such file"),
+        (tmp_path, "a folder, expected a file"),
     ]:
         with pytest.raises(J0Error) as caught:
             read_document(path, EXPECTED)

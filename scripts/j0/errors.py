@@ -107,8 +107,9 @@ def read_input_bytes(
     judged by fstat(2) on the opened file before a byte is read (O_NONBLOCK, so that a FIFO
     cannot hold the open), and read with that bound (a file that grows meanwhile is refused
     too); see read_input_text."""
-    # "--system-prompt @" names a file as the user wrote it: "@FILE", without a space.
-    where = f"{what}{path}" if what.endswith("@") else f"{what} {path}"
+    # "--system-prompt @" names a file as the user wrote it: "@FILE", without a space; no `what`:
+    # the file alone.
+    where = f"{what}{path}" if what.endswith("@") else f"{what} {path}" if what else str(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -129,8 +130,8 @@ def read_input_bytes(
         )
     with os.fdopen(fd, "rb") as handle:
         too_big = J0Error(
-            f"{where}: {size:,} bytes, over the limit of {limit:,} bytes for {what} "
-            "(nothing was read)",
+            f"{where}: {size:,} bytes, over the limit of {limit:,} bytes"
+            f"{f' for {what}' if what else ''} (nothing was read)",
             exit_code,
         )
         if size > limit:
@@ -165,24 +166,89 @@ def read_input_bytes(
 JSON_ERRORS: tuple[type[Exception], ...] = (ValueError, RecursionError)
 
 
+class JsonLimit:
+    """The bounds of every JSON j0 reads (parse_json): containers nested at most DEPTH deep (a
+    config, a result, a server's answer nest a handful; j0's own walks of a document recurse, and
+    the stack must never be what refuses one), and a text of at most InputLimit.ANY bytes unless
+    the reader says less."""
+
+    DEPTH = 100
+
+
+class JsonNestedTooDeep(J0Error):
+    """parse_json's refusal of a text nested past JsonLimit.DEPTH (or the stack): a reader that
+    takes text that is not JSON as plain text (serve's dotted options) still refuses this one."""
+
+
 def json_problem(exc: BaseException) -> str:
     """What was wrong with a JSON text, in one line."""
     if isinstance(exc, json.JSONDecodeError):
         return str(exc)
     if isinstance(exc, RecursionError):
-        return "nested too deeply"
+        return f"nested more than {JsonLimit.DEPTH} levels deep, the limit"
     if "digits" in str(exc):
         return "an integer of more than 4,300 digits"
     return str(exc)[:200]
 
 
-def parse_json(text: str | bytes, what: str, exit_code: int = INPUT_LACKS) -> Any:
-    """json.loads(text), or the J0Error "WHAT: not JSON (why)" (exit 2 by default) for every way
-    json.loads refuses a text (JSON_ERRORS): the one JSON loader of user and server input."""
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` deep in `value` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        inner = item.values() if isinstance(item, dict) else item
+        stack.extend((x, depth + 1) for x in inner if isinstance(x, dict | list))
+    return False
+
+
+def parse_json(
+    text: str | bytes,
+    what: str,
+    exit_code: int = INPUT_LACKS,
+    *,
+    max_bytes: int = InputLimit.ANY,
+    object_pairs_hook: Any = None,
+) -> Any:
+    """json.loads(text), bounded: the one JSON loader of j0 (tests/test_json_bounds.py fails on a
+    json.loads anywhere else). A text over `max_bytes` (judged before it is parsed), one that
+    json.loads refuses in any way (JSON_ERRORS; `object_pairs_hook`'s ValueError too), or one
+    nested more than JsonLimit.DEPTH deep is the J0Error "WHAT: not JSON (why)" (exit 2 by
+    default), never a RecursionError."""
+    size = len(text)  # a character is at least a byte
+    if size > max_bytes:
+        unit = "bytes" if isinstance(text, bytes) else "characters"
+        raise J0Error(
+            f"{what}: {size:,} {unit}, over the limit of {max_bytes:,} bytes (not read)",
+            exit_code,
+        )
+    too_deep = JsonNestedTooDeep(f"{what}: not JSON ({json_problem(RecursionError())})", exit_code)
     try:
-        return json.loads(text)
+        value = json.loads(text, object_pairs_hook=object_pairs_hook)
+    except RecursionError:
+        raise too_deep from None
     except JSON_ERRORS as exc:
         raise J0Error(f"{what}: not JSON ({json_problem(exc)})", exit_code) from None
+    if isinstance(value, dict | list) and _nested_deeper_than(value, JsonLimit.DEPTH):
+        raise too_deep
+    return value
+
+
+def read_json_file(
+    path: Path,
+    what: str = "",
+    limit: int = InputLimit.SMALL,
+    exit_code: int = INPUT_LACKS,
+    *,
+    object_pairs_hook: Any = None,
+) -> Any:
+    """The JSON of a file a user or a server gave: read_input_text's bounds (a regular file of at
+    most `limit` bytes, UTF-8; a FIFO refused unread), then parse_json's. Errors name `what` and
+    the file (the file alone where `what` is empty)."""
+    text = read_input_text(path, what, limit=limit, exit_code=exit_code)
+    where = f"{what} {path}" if what else str(path)
+    return parse_json(text, where, exit_code, object_pairs_hook=object_pairs_hook)
 
 
 def require_input_file(path: Path, what: str) -> Path:

@@ -51,7 +51,7 @@ def test_render_is_the_seeds_form() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ("{", "not valid JSON"),
+        ("{", "not JSON"),
         (
             '{"method":"dflash","model":"/d","num_speculative_tokens":,"kv_cache_dtype":"auto"}',
             "NUM_SPEC_TOKENS empty",

@@ -16,12 +16,11 @@ file and line.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, parse_json, read_input_text
 
 RECORD_GLOB = "audit-*.jsonl"
 STEP_COUNTS = (
@@ -107,7 +106,7 @@ def line_counts(folder: Path) -> dict[str, int]:
     """How many lines each record file under `folder` holds now (a scenario's records are the
     lines written between two counts: the audit writes a step's line before propose returns)."""
     return {
-        path.name: len(path.read_text(encoding="utf-8").splitlines())
+        path.name: len(read_input_text(path, "").splitlines())
         for path in sorted(folder.glob(RECORD_GLOB))
     }
 
@@ -125,13 +124,13 @@ def read_folder(folder: Path, ranges: dict[str, tuple[int, int]] | None = None) 
             continue
         first, last = ranges[path.name] if ranges is not None else (0, 1 << 62)
         summary.files += 1
-        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for line_no, line in enumerate(read_input_text(path, "").splitlines(), 1):
             if not line.strip() or not first < line_no <= last:
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _bad(path, line_no, f"not JSON ({exc.msg})") from None
+                record = parse_json(line, f"{path}:{line_no}")
+            except J0Error as exc:
+                raise J0Error(f"{exc}; expected a J0 audit record", INPUT_LACKS) from None
             if not isinstance(record, dict):
                 raise _bad(path, line_no, "not a JSON object")
             kind = record.get("record")

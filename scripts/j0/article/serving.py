@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from j0.errors import JSON_ERRORS, USAGE, J0Error
+from j0.errors import USAGE, J0Error, parse_json
 from j0.pins import Pins
 
 if TYPE_CHECKING:
@@ -122,12 +122,12 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
     """
     where = f"--speculative-config {raw!r}"
     try:
-        value = json.loads(raw)
-    except JSON_ERRORS as exc:  # also an integer of more than 4,300 digits
+        value = parse_json(raw, where, USAGE)  # bounded; every way json.loads refuses a text
+    except J0Error as exc:
         hint = ""
         if '"num_speculative_tokens":,' in raw or '"num_speculative_tokens":}' in raw:
             hint = " (is NUM_SPEC_TOKENS empty?)"
-        raise J0Error(f"{where}: not valid JSON: {exc}{hint}", USAGE) from exc
+        raise J0Error(f"{exc}{hint}", USAGE) from None
     if not isinstance(value, dict):
         raise J0Error(f"{where}: expected a JSON object", USAGE)
     method = value.get("method")

@@ -23,14 +23,13 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from j0.checks import FAIL, OK, WARN, Check
 from j0.doctor import gpu
 from j0.edge import host_tools as host
-from j0.errors import J0Error
+from j0.errors import J0Error, parse_json
 
 # CUDA release -> the Linux x86_64 driver it shipped with (CUDA Toolkit Release Notes' table).
 TOOLKIT_DRIVER = {
@@ -78,7 +77,8 @@ def manifest_cuda(image: str) -> ImageCuda | None:
     from j0.image import torch_cuda_of
 
     try:
-        found = torch_cuda_of(json.loads(ran.stdout), f"{image}'s /opt/j0/manifest.json")
+        where = f"{image}'s /opt/j0/manifest.json"
+        found = torch_cuda_of(parse_json(ran.stdout, where), where)
     except (ValueError, J0Error):
         return None
     if found is None:

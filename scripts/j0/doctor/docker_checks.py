@@ -6,7 +6,6 @@ Standard library only (`docker ...` in a subprocess): what `docker compose up` w
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.getting import COMPOSE_V2_AND_BUILDX
 from j0.edge import host_tools as host
+from j0.errors import J0Error, parse_json
 from j0.pins import Pins
 
 COMPOSE_MIN = (2, 20)
@@ -37,8 +37,9 @@ class DockerState:
 
 def _json(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
-    except ValueError:
+        last = text.strip().splitlines()[-1] if text.strip() else None
+        value = parse_json(last, "docker's answer") if last else None
+    except J0Error:
         return None
     return value if isinstance(value, dict) else None
 
@@ -211,8 +212,8 @@ def _local_digest(image: str) -> tuple[bool, str]:
     if not ran.ok:
         return False, ""
     try:
-        digests = json.loads(ran.stdout.strip() or "[]")
-    except ValueError:
+        digests = parse_json(ran.stdout.strip() or "[]", "docker image inspect's answer")
+    except J0Error:
         digests = []
     return True, str(digests[0]) if digests else ""
 

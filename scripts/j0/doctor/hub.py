@@ -10,7 +10,6 @@ The token is passed to huggingface_hub and never printed.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 
 from j0.edge import urls
 from j0.edge.secret_file import read_secret_file
-from j0.errors import J0Error, available
+from j0.errors import J0Error, available, read_json_file
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 HUB_TIMEOUT_S = 10.0
@@ -43,8 +42,8 @@ class RepoFacts:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        value = read_json_file(path)
+    except J0Error:
         return None
     return value if isinstance(value, dict) else None
 

@@ -32,7 +32,16 @@ from typing import Any
 
 from j0.edge.atomic import sha256_bytes, write_bytes_atomic
 from j0.engine import causality as drafter_causality
-from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error, require_input_folder
+from j0.errors import (
+    CHECK_FAILED,
+    INPUT_LACKS,
+    InputLimit,
+    J0Error,
+    parse_json,
+    read_input_bytes,
+    read_json_file,
+    require_input_folder,
+)
 
 CONFIG_NAME = "config.json"
 ORIG_SUFFIX = ".orig"
@@ -82,9 +91,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def parse_json_text(text: str) -> Any:
-    """json.loads that also refuses duplicate keys (which readers resolve differently)."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+def parse_json_text(text: str, what: str) -> Any:
+    """parse_json (bounded: size, depth) that also refuses duplicate keys (which readers resolve
+    differently): a J0Error (exit 2) naming `what`."""
+    return parse_json(text, what, object_pairs_hook=_no_duplicate_keys)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +224,7 @@ def _object_edits(
             edits.extend(_object_edits(text, member.value, value, style))
         else:
             new_value = merge_patch(None, value)
-            old_value = parse_json_text(text[member.value.start : member.value.end])
+            old_value = parse_json_text(text[member.value.start : member.value.end], "a value")
             if ordered(old_value) != ordered(new_value):
                 edits.append((member.value.start, member.value.end, _render(new_value)))
     if new_members:
@@ -280,8 +290,8 @@ def apply_merge_patch_text(text: str, patch: dict[str, Any]) -> str:
             raise ValueError("the merge patch's edits overlap")
         result = result[:start] + replacement + result[end:]
         previous_start = start
-    expected = merge_patch(parse_json_text(text), patch)
-    if ordered(parse_json_text(result)) != ordered(expected):
+    expected = merge_patch(parse_json_text(text, "the config"), patch)
+    if ordered(parse_json_text(result, "the edited config")) != ordered(expected):
         raise ValueError("the edited text does not parse to the merge patch's result")
     return result
 
@@ -320,14 +330,7 @@ def _warn(message: str) -> None:
 
 
 def load_patch(path: Path) -> dict[str, Any]:
-    try:
-        patch = parse_json_text(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise J0Error(f"{path}: no such file (the merge patch to apply)", INPUT_LACKS) from None
-    except OSError as exc:
-        raise J0Error(f"{path}: cannot read the merge patch: {exc}", INPUT_LACKS) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise J0Error(f"{path}: not valid JSON: {exc}", INPUT_LACKS) from None
+    patch = read_json_file(path, "the merge patch", object_pairs_hook=_no_duplicate_keys)
     if not isinstance(patch, dict):
         raise J0Error(f"{path}: a merge patch here must be a JSON object", INPUT_LACKS)
     return patch
@@ -339,21 +342,10 @@ def read_config(config: Path) -> tuple[bytes, dict[str, Any]]:
         raise J0Error(
             f"{config}: a link to {os.readlink(config)}, which does not exist", INPUT_LACKS
         )
-    try:
-        data = config.read_bytes()
-    except FileNotFoundError:
-        raise J0Error(f"{config}: no such file", INPUT_LACKS) from None
-    except IsADirectoryError:
-        raise J0Error(f"{config}: a directory, expected a JSON file", INPUT_LACKS) from None
-    except OSError as exc:  # e.g. its folder is a file
-        what = exc.strerror or type(exc).__name__
-        raise J0Error(f"{config}: cannot be read ({what})", INPUT_LACKS) from None
-    try:
-        parsed = parse_json_text(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise J0Error(f"{config}: not UTF-8 text: {exc}", INPUT_LACKS) from None
-    except ValueError as exc:
-        raise J0Error(f"{config}: not valid JSON: {exc}", INPUT_LACKS) from None
+    # A regular file of at most InputLimit.SMALL bytes (a FIFO, /dev/zero, a 3 GB file: refused
+    # unread), UTF-8, JSON nested at most JsonLimit.DEPTH deep, no key twice.
+    data = read_input_bytes(config, "", text=True, limit=InputLimit.SMALL)
+    parsed = parse_json_text(data.decode("utf-8"), str(config))
     if not isinstance(parsed, dict):
         raise J0Error(
             f"{config}: the top level is a {type(parsed).__name__}, expected a JSON object",
@@ -442,7 +434,7 @@ def patch_config(
         new_text = apply_merge_patch_text(text, patch)
     except ValueError as exc:
         raise J0Error(f"{config}: cannot apply the merge patch as a minimal edit: {exc}") from None
-    result = parse_json_text(new_text)
+    result = parse_json_text(new_text, str(config))
     try:
         causality = drafter_causality.resolve(result)
     except ValueError as exc:  # num_hidden_layers -1, layer_types not a list: bad input, not a bug
@@ -458,7 +450,7 @@ def patch_config(
     mode = config.stat().st_mode & 0o777
     try:
         if orig.exists():
-            kept = orig.read_bytes()
+            kept = read_input_bytes(orig, "", limit=InputLimit.SMALL)
             if kept != data:
                 raise J0Error(
                     f"{orig} holds other bytes (sha256 {sha256_bytes(kept)[:12]}…) than the "
@@ -482,13 +474,10 @@ def _refuse_hand_edit(config: Path, data: bytes, orig: Path, patch: dict[str, An
     (exit 2), so that vLLM never serves an edit as the drafter's config."""
     if not orig.exists():
         return
-    try:
-        kept = orig.read_bytes()
-    except OSError as exc:
-        raise J0Error(f"{orig}: cannot be read: {exc.strerror or exc}", INPUT_LACKS) from None
+    kept = read_input_bytes(orig, "", limit=InputLimit.SMALL)
     try:
         expected = apply_merge_patch_text(kept.decode("utf-8"), patch).encode("utf-8")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, J0Error):
         expected = None
     if data in (kept, expected):
         return

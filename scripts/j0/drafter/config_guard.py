@@ -23,7 +23,7 @@ from pathlib import Path
 from j0.drafter import config as drafter_config
 from j0.drafter.files import RepoEntry, verify_file
 from j0.edge.atomic import write_bytes_atomic
-from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, InputLimit, J0Error, read_input_bytes
 
 
 def _sha(data: bytes) -> str:
@@ -41,14 +41,9 @@ def patched_bytes(original: bytes) -> bytes | None:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise J0Error(
-            f"{path}: a directory, expected the drafter's JSON file", INPUT_LACKS
-        ) from None
-    except OSError as exc:
-        raise J0Error(f"{path}: cannot be read: {exc.strerror or exc}", INPUT_LACKS) from None
+    """A JSON file of the drafter's folder: a regular file of at most InputLimit.SMALL bytes (a
+    FIFO or a huge file refused unread)."""
+    return read_input_bytes(path, "", limit=InputLimit.SMALL)
 
 
 def _hub_original(directory: Path, entry: RepoEntry, sha: str) -> bytes | None:

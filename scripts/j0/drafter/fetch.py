@@ -66,7 +66,7 @@ from j0.drafter.hub import (
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
 from j0.edge.atomic import check_output_folder, claimed
-from j0.errors import INPUT_LACKS, J0Error, require
+from j0.errors import INPUT_LACKS, InputLimit, J0Error, read_input_bytes, require
 from j0.pins import Pins, load_pins
 
 # Kept here for callers of fetch.default_dir and fetch.check_dir_name (the compose tests).
@@ -233,7 +233,7 @@ def _hub_config_bytes(
         problem = verify_file(path, entry)
         if problem is not None:
             raise J0Error(f"the Hub's config.json differs from its listing: {problem}")
-        return path.read_bytes()
+        return read_input_bytes(path, "the Hub's config.json", limit=InputLimit.SMALL)
 
 
 def fetch(

@@ -8,14 +8,13 @@ huggingface_hub is imported inside the functions: this module's import costs not
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from j0.drafter.hub import Token, hub_error, transport_errors
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_json_file
 
 # What vLLM 0.33.0 reads from a DFlash draft's folder (method "dflash"), and why. Top level only:
 # vLLM does not look into sub-folders of a model folder for these.
@@ -88,12 +87,13 @@ def verify_file(path: Path, entry: RepoEntry) -> str | None:
 
 def check_index(directory: Path, names: set[str]) -> None:
     for index in sorted(n for n in names if n.endswith(".safetensors.index.json")):
-        try:
-            weight_map = json.loads((directory / index).read_text(encoding="utf-8"))["weight_map"]
-        except (ValueError, KeyError, TypeError) as exc:
+        value = read_json_file(directory / index)  # bounded; a J0Error (exit 2) naming it
+        weight_map = value.get("weight_map") if isinstance(value, dict) else None
+        if not isinstance(weight_map, dict):
             raise J0Error(
-                f"{directory / index}: no readable weight_map ({exc})", INPUT_LACKS
-            ) from None
+                f"{directory / index}: no weight_map object (expected a safetensors index)",
+                INPUT_LACKS,
+            )
         missing = sorted(set(weight_map.values()) - names)
         if missing:
             raise J0Error(

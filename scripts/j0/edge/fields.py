@@ -163,18 +163,12 @@ def read_document(path: Path, expected: str) -> Any:
     J0Error (exit 2) naming the file, why it cannot be read or is not JSON, and `expected` (what
     the file should have been, e.g. "the setting.json of `j0 mini run`"). The one reader of
     every typed document's file."""
-    from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error, json_problem
+    from j0.errors import INPUT_LACKS, InputLimit, J0Error, read_json_file
 
-    try:
-        data = path.read_bytes()
-        return json.loads(data.decode("utf-8"))
-    except OSError as exc:
-        why = f"cannot read ({exc.strerror or exc})"
-    except UnicodeDecodeError as exc:
-        why = f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
-    except JSON_ERRORS as exc:
-        why = f"not JSON ({json_problem(exc)})"
-    raise J0Error(f"{path}: {why}; expected {expected}", INPUT_LACKS)
+    try:  # bounded: a regular file under its limit, JSON nested at most JsonLimit.DEPTH deep
+        return read_json_file(path, limit=InputLimit.ANY)
+    except J0Error as exc:
+        raise J0Error(f"{exc}; expected {expected}", INPUT_LACKS) from None
 
 
 def write_document(path: Path, value: Mapping[str, Any], indent: int = 1) -> Path:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from j0.edge import http_deadline, urls
-from j0.errors import CHECK_FAILED, USAGE, J0Error
+from j0.errors import CHECK_FAILED, USAGE, J0Error, parse_json
 
 TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 5.0
@@ -180,7 +180,10 @@ def post(url: str, body: dict[str, Any], timeout: float = TIMEOUT_S) -> bytes:
 
 def post_json(url: str, body: dict[str, Any], timeout: float = TIMEOUT_S) -> dict[str, Any]:
     """`post`'s answer as a JSON object (ValueError where it is not one)."""
-    value = json.loads(post(url, body, timeout))
+    try:
+        value = parse_json(post(url, body, timeout), urls.redact(url))
+    except J0Error as exc:
+        raise ValueError(str(exc)) from None
     if not isinstance(value, dict):
         raise ValueError(f"{urls.redact(url)}: the answer is not a JSON object")
     return value
@@ -199,7 +202,7 @@ def first_model(url: str, timeout: float = 30.0) -> dict[str, Any]:
     deadline = time.monotonic() + 2 * timeout
     with _open(f"{url}/v1/models", timeout) as response:
         body = read_bounded(response, MAX_JSON_BYTES, deadline, f"{urls.redact(url)}/v1/models")
-    return dict(json.loads(body)["data"][0])
+    return dict(parse_json(body, f"{urls.redact(url)}/v1/models", CHECK_FAILED)["data"][0])
 
 
 def health(url: str, timeout: float = HEALTH_TIMEOUT_S) -> tuple[bool, str]:

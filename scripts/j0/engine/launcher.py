@@ -19,7 +19,7 @@ from typing import Protocol
 from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config, serve_args
 from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
-from j0.errors import CHECK_FAILED
+from j0.errors import CHECK_FAILED, parse_json
 
 MAX_MODEL_LEN = 2048
 CONTAINER_WORK = "/j0-engine-check"
@@ -62,7 +62,8 @@ class ServeSetting:
         if self.method == "ngram":
             spec = {"method": "ngram", "num_speculative_tokens": self.tokens}
         else:  # the article's config, key for key (j0.article.serving), then what a test adds
-            spec = json.loads(render_speculative_config(draft, self.tokens))
+            rendered = render_speculative_config(draft, self.tokens)
+            spec = parse_json(rendered, "the speculative config")
         spec.update(self.speculative_extra)
         return json.dumps(spec, separators=(",", ":"))
 

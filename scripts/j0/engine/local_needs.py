@@ -7,7 +7,6 @@ Python's vLLM would import (here_identity).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.engine.identity_record import IdentityRecord
-from j0.errors import JSON_ERRORS, UNAVAILABLE, J0Error
+from j0.errors import UNAVAILABLE, J0Error, parse_json
 
 
 def gpu_present() -> bool:
@@ -91,8 +90,9 @@ def here_identity(purpose: str, env: dict[str, str] | None = None) -> IdentityRe
         command, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     try:
-        found: dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {}
-    except JSON_ERRORS:
+        said = parse_json(done.stdout, "j0 image identity") if done.returncode == 0 else {}
+        found: dict[str, Any] = said if isinstance(said, dict) else {}
+    except J0Error:
         found = {}
     if "identity" not in found:
         why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

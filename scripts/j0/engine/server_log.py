@@ -45,10 +45,11 @@ refuses arguments and knobs that hold a line break or a marker of this grammar (
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from j0.errors import J0Error, parse_json
 
 # What `docker compose logs --no-color` puts before each line of a service ("server-1  | ").
 _COMPOSE_PREFIX = re.compile(r"^[\w.-]+ +\| ?")
@@ -198,8 +199,8 @@ def _own_line(body: str, line: str, facts: LogFacts) -> bool:
         return False
     if (m := _SERVE_SPEC.match(body)) is not None:
         try:
-            value = json.loads(m["json"])
-        except ValueError:
+            value = parse_json(m["json"], "the log's speculative config")
+        except J0Error:
             value = None
         if isinstance(value, dict):
             facts.speculative_config = value

@@ -6,13 +6,13 @@ Standard library only (urllib): the check must run inside the image, whose Pytho
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from j0.engine import endpoints
 from j0.engine_check.tiny_models import MASK_TOKEN, word
+from j0.errors import CHECK_FAILED, parse_json
 
 PROMPT_WORDS = (40, 200, 700)  # short, medium, long (a 700-word prompt is one prefill chunk here)
 FIRST_WORD, LAST_WORD = 4, MASK_TOKEN - 96  # never the special ids 0-3 nor the mask token
@@ -60,7 +60,7 @@ def parse_sse(raw: str) -> list[dict[str, Any]]:
     for block in raw.split("\n\n"):
         for line in block.splitlines():
             if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-                events.append(json.loads(line[6:]))
+                events.append(parse_json(line[6:], "an event of the streamed answer", CHECK_FAILED))
     return events
 
 
@@ -77,7 +77,7 @@ def exchange(base_url: str, model: str, max_tokens: int, timeout: float = 300.0)
             "return_token_ids": True,
         }
         url = f"{base_url}/v1/completions"
-        plain = json.loads(endpoints.post(url, body, timeout))
+        plain = parse_json(endpoints.post(url, body, timeout), url, CHECK_FAILED)
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
         chunks = parse_sse(endpoints.post(url, streamed, timeout).decode())
         out.append(Exchange(words=words, plain=plain, stream_chunks=chunks))

@@ -7,7 +7,6 @@ The build uses Docker's legacy builder through docker-py, which docker/Dockerfil
 from __future__ import annotations
 
 import datetime
-import json
 import re
 import sys
 import time
@@ -20,7 +19,7 @@ from j0.article.variants import check_variant_name
 from j0.engine import vllm_version
 from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
 from j0.engine.vllm_version import VllmVersion
-from j0.errors import J0Error, require
+from j0.errors import J0Error, parse_json, require
 from j0.image.build_step import PIN_LABELS, engine_warning
 from j0.pins import ENGINES, Pins, checkout_origin, checkout_revision, load_pins
 
@@ -111,8 +110,9 @@ def base_engine(client: Any, base: str) -> VllmVersion | None:
         output = client.containers.run(
             base, ["-c", source], entrypoint="python3", network_mode="none", remove=True
         )
-        info = json.loads(output.decode("utf-8", "replace").strip().splitlines()[-1])
-    except (DockerException, ValueError, IndexError):
+        last = output.decode("utf-8", "replace").strip().splitlines()[-1]
+        info = parse_json(last, "the base image's vllm/_version.py")
+    except (DockerException, J0Error, IndexError):
         return None
     if not isinstance(info, dict) or "error" in info:
         return None

@@ -5,7 +5,6 @@ docker-py is imported inside the functions (it is optional, and absent inside th
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
 from j0.engine.vllm_version import VllmVersion
-from j0.errors import JSON_ERRORS, J0Error, require
+from j0.errors import J0Error, parse_json, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
@@ -100,7 +99,7 @@ def _tail(text: str, lines: int = 25) -> str:
 def _json_line(output: str) -> dict[str, Any]:
     for line in reversed(output.strip().splitlines()):
         if line.startswith("{"):
-            value: dict[str, Any] = json.loads(line)
+            value: dict[str, Any] = parse_json(line, "the image's answer")
             return value
     raise ValueError("no JSON line in the output")
 
@@ -157,9 +156,7 @@ def check_manifest(
     if result.exit_code != 0:
         return Check("manifest", FAILED, f"cannot read {MANIFEST}:\n{_tail(result.output)}")
     try:
-        manifest = ImageManifest.from_json(json.loads(result.output), MANIFEST)
-    except JSON_ERRORS as exc:
-        return Check("manifest", FAILED, f"{MANIFEST} is not JSON: {exc}")
+        manifest = ImageManifest.from_json(parse_json(result.output, MANIFEST), MANIFEST)
     except J0Error as exc:
         return Check("manifest", FAILED, str(exc))
     expected: dict[str, object] = {
@@ -207,7 +204,7 @@ def check_engine(run: Runner, pins: Pins, labels: dict[str, str]) -> Check:
     try:
         info = _json_line(result.output)
         engine = VllmVersion(str(info["path"]), str(info["version"]), str(info["commit"]))
-        manifest = ImageManifest.from_json(json.loads(manifest_run.output), MANIFEST)
+        manifest = ImageManifest.from_json(parse_json(manifest_run.output, MANIFEST), MANIFEST)
     except (ValueError, KeyError, J0Error) as exc:
         return Check(
             "engine",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.errors import UNAVAILABLE, J0Error
+from j0.errors import UNAVAILABLE, InputLimit, J0Error, read_json_file
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
 
@@ -200,13 +200,12 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
     if options.audit:
         what += ", the J0 audit"
     say(options, f"j0 selfcheck: {path} on {device}, seed {options.seed}, {what}")
-    import json
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="j0-selfcheck-") as folder:
         json_out = Path(folder) / "result.json"
         rc = _checked(options, path, device, json_out)
-        document = json.loads(json_out.read_text()) if json_out.is_file() else None
+        document = read_json_file(json_out, limit=InputLimit.ANY) if json_out.is_file() else None
         return Selfchecked(rc, document)
 
 

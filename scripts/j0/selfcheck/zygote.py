@@ -35,6 +35,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from j0.errors import J0Error, parse_json
+
 ZYGOTES_ENV = "J0_SELFCHECK_ZYGOTES"
 # Set per test and per pytest-xdist worker, and by the shell per command (`_`); nothing reads
 # them while importing vLLM. The fork gets the caller's values all the same.
@@ -145,14 +147,16 @@ def run_forked(args: list[str], env: Mapping[str, str]) -> int | None:
             with socket_name(sock) as name:
                 conn.connect(name)
             socket.send_fds(conn, [json.dumps(request).encode()], fds)
-            started = json.loads(conn.recv(MESSAGE_BYTES) or b"{}")
-        except (OSError, ValueError):
+            started = parse_json(conn.recv(MESSAGE_BYTES) or b"{}", "the zygote's answer")
+        except (OSError, J0Error):
             return None
         pid = started.get("pid")
         if not isinstance(pid, int):
             return None  # declined (another environment) or gone
         try:
-            status = json.loads(conn.recv(MESSAGE_BYTES) or b"{}").get("status")
+            status = parse_json(conn.recv(MESSAGE_BYTES) or b"{}", "the zygote's answer").get(
+                "status"
+            )
         except BaseException:  # Ctrl-C, SIGTERM (owning_children): stop the worker first
             _stop(conn, pid)
             raise
@@ -291,7 +295,7 @@ def _serve_one(conn: socket.socket, key: str) -> None:
     pid, wait for it, send its wait status. Never returns."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, MESSAGE_BYTES, 3)
-        request = json.loads(data or b"{}")
+        request = parse_json(data or b"{}", "the zygote's request")
         if len(fds) != 3 or env_key(request.get("env", {})) != key:
             conn.send(json.dumps({"declined": "another environment"}).encode())
             os._exit(0)

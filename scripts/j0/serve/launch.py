@@ -28,7 +28,7 @@ from j0.article.serving import (
 )
 from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.engine import server_log
-from j0.errors import CHECK_FAILED, INPUT_LACKS, JSON_ERRORS, USAGE, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error, read_json_file
 from j0.serve import vllm_args
 from j0.serve.vllm_args import ServeArgs
 
@@ -63,10 +63,7 @@ def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
             "(`j0 drafter fetch --out DIR`)",
             INPUT_LACKS,
         )
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, *JSON_ERRORS) as exc:  # UnicodeDecodeError is a ValueError
-        raise J0Error(f"{config_path}: cannot read it as JSON: {exc}", INPUT_LACKS) from exc
+    config = read_json_file(config_path)  # a regular file under its limit, JSON, bounded
     if not isinstance(config, dict) or not isinstance(config.get("dflash_config"), dict):
         raise J0Error(f"{config_path}: no dflash_config object", INPUT_LACKS)
     try:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.errors import USAGE, J0Error
+from j0.errors import USAGE, J0Error, JsonNestedTooDeep, parse_json
 
 VLLM_PARSER = "vLLM's own parser"
 OUR_TABLE = "j0's table of vLLM 0.33.0's options"
@@ -240,8 +240,10 @@ def _merge_dotted(args: list[str]) -> list[str]:
             name, value = name[:-1], json.dumps(value.split(","))
         key, *keys = name.split(".")
         try:
-            parsed: Any = json.loads(value)
-        except ValueError:
+            parsed: Any = parse_json(value, arg, USAGE)
+        except JsonNestedTooDeep:
+            raise
+        except J0Error:  # not JSON: the text as it is (vLLM's rule for a dotted option)
             parsed = value
         for sub in reversed(keys):
             parsed = {sub: parsed}
@@ -325,10 +327,8 @@ def _typed(raw: dict[str, Any]) -> dict[str, Any]:
         values["kv_cache_dtype"] = "auto"  # vLLM 0.33's default for --kv-cache-dtype
     spec = values["speculative_config"]
     if isinstance(spec, str):
-        try:
-            values["speculative_config"] = json.loads(spec) if spec else None
-        except ValueError as exc:
-            raise J0Error(f"--speculative-config {spec}: not JSON ({exc})", USAGE) from None
+        where = f"--speculative-config {spec}"
+        values["speculative_config"] = parse_json(spec, where, USAGE) if spec else None
     if values["api_key"] is not None:
         values["api_key"] = [key if key else None for key in values["api_key"]]
     seqs = values["max_num_seqs"]

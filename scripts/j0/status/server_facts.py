@@ -19,7 +19,7 @@ from typing import Any
 
 from j0.edge import urls
 from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
-from j0.errors import require
+from j0.errors import J0Error, parse_json, require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
 PROBE_MAX_TOKENS = 32
@@ -162,8 +162,8 @@ def json_object(body: bytes) -> dict[str, Any]:
     """A JSON object answered by the server, or {} where the body is none (not JSON, not UTF-8,
     nested too deep, another type): the callers then say what is missing."""
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
+        value = parse_json(body, "the server's answer")
+    except J0Error:
         return {}
     return value if isinstance(value, dict) else {}
 

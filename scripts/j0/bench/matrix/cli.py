@@ -63,10 +63,9 @@ def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    import json
-
     from j0.bench.matrix import run as matrix_run
     from j0.bench.matrix.layout import MATRIX_JSON
+    from j0.errors import InputLimit, read_json_file
 
     check_json_output(args.json)
     options = matrix_run.MatrixOptions(
@@ -90,5 +89,5 @@ def _matrix(args: argparse.Namespace) -> int:
         code = matrix_run.run_matrix(options).exit_code
     record = Path(args.out) / MATRIX_JSON
     if record.is_file():
-        emit_json(json.loads(record.read_text()), args.json)
+        emit_json(read_json_file(record, limit=InputLimit.ANY), args.json)
     return code

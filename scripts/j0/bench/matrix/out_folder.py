@@ -9,13 +9,12 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from j0.bench.matrix.layout import MATRIX_JSON, PROMPTS
-from j0.errors import USAGE, J0Error
+from j0.errors import USAGE, InputLimit, J0Error, read_json_file
 
 K8S_DIR = "k8s"  # j0.bench.matrix.k8s.backend.MANIFEST_DIR
 SHOWN = 3
@@ -23,10 +22,12 @@ SHOWN = 3
 
 def dry_run_record(out: Path) -> dict[str, Any] | None:
     """OUT/matrix.json where it is the record of a dry run, else None."""
-    try:
-        value = json.loads((out / MATRIX_JSON).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    path = out / MATRIX_JSON
+    if not os.path.lexists(path):
         return None
+    # Bounded (a regular file under its limit, JSON nested at most JsonLimit.DEPTH deep): what
+    # it cannot read is refused naming the file (exit 2), never taken for a dry run's record.
+    value = read_json_file(path, limit=InputLimit.ANY)
     if isinstance(value, dict) and value.get("dry_run") is True:
         return value
     return None

@@ -17,7 +17,6 @@ reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
 from j0.compose.server import ServerKnobs, Setting
 from j0.edge.atomic import claimed
-from j0.errors import CHECK_FAILED, USAGE, J0Error, require
+from j0.errors import CHECK_FAILED, USAGE, J0Error, parse_json, require
 from j0.pins import Pins, load_pins
 
 
@@ -189,7 +188,9 @@ def _compose(options: MatrixOptions, record: MatrixRecord, prompts_file: Path, c
             config = compose(["config", "--format", "json"], timeout=120)
             if config.returncode != 0:
                 raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
-            seen, run.server_args, run.server_env = rendered_setting(json.loads(config.stdout))
+            seen, run.server_args, run.server_env = rendered_setting(
+                parse_json(config.stdout, "`docker compose config`'s output")
+            )
             run.status = "rendered" if seen == run.setting else "failed"
             if seen != run.setting:
                 run.error = f"the compose project renders {seen}"

@@ -6,7 +6,6 @@ model's max_model_len) and the manifest of the setup (j0.bench.manifest).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
 from j0.engine.endpoints import BodyTooLarge
-from j0.errors import CHECK_FAILED, JSON_ERRORS, J0Error
+from j0.errors import CHECK_FAILED, J0Error, parse_json
 
 
 @dataclass
@@ -42,8 +41,9 @@ async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[s
     if status != 200:
         raise J0Error(f"{server.base}/v1/models: HTTP {status}: {text[:300]}", CHECK_FAILED)
     try:
-        models = [m for m in json.loads(text).get("data", []) if isinstance(m, dict)]
-    except (*JSON_ERRORS, AttributeError):
+        data = parse_json(text, f"{server.base}/v1/models", CHECK_FAILED).get("data", [])
+        models = [m for m in data if isinstance(m, dict)]
+    except (J0Error, AttributeError, TypeError):
         models = []
     if not models:
         raise J0Error(f"{server.base}/v1/models lists no model: {text[:300]}", CHECK_FAILED)
@@ -57,7 +57,7 @@ async def server_version(server: Server) -> str | None:
     try:
         status, text = await server.get("/version")
         if status == 200:
-            version = json.loads(text).get("version")
+            version = parse_json(text, f"{server.base}/version").get("version")
             return version if isinstance(version, str) else None
     except Exception:
         return None

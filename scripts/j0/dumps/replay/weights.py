@@ -6,12 +6,12 @@ torch and safetensors are imported inside the functions (keeps `j0 --help` fast)
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_json_file
 
 if TYPE_CHECKING:
     import torch
@@ -73,12 +73,12 @@ def tensor_index(folder: Path) -> TensorIndex:
         raise J0Error(f"{folder}: not a folder (expected a model folder with safetensors)", 2)
     index_path = folder / INDEX_NAME
     if index_path.is_file():
-        try:
-            weight_map = json.loads(index_path.read_text())["weight_map"]
-        except (ValueError, KeyError, TypeError) as exc:
+        index = read_json_file(index_path)  # bounded; a J0Error (exit 2) naming it
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict):
             raise J0Error(
-                f"{index_path}: not a safetensors index with a weight_map ({exc})", INPUT_LACKS
-            ) from None
+                f"{index_path}: not a safetensors index with a weight_map object", INPUT_LACKS
+            )
         files = {name: folder / file for name, file in weight_map.items()}
         for path in sorted(set(files.values())):
             if not path.is_file():
@@ -102,12 +102,9 @@ def tensor_index(folder: Path) -> TensorIndex:
 
 def read_config(folder: Path) -> dict[str, object]:
     path = folder / "config.json"
-    try:
-        config = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise J0Error(f"{path}: missing (expected the model's config.json)", INPUT_LACKS) from None
-    except ValueError as exc:
-        raise J0Error(f"{path}: not JSON ({exc})", INPUT_LACKS) from None
+    if not os.path.lexists(path):
+        raise J0Error(f"{path}: missing (expected the model's config.json)", INPUT_LACKS)
+    config = read_json_file(path)  # a regular file under its limit, JSON, bounded
     if not isinstance(config, dict):
         raise J0Error(f"{path}: expected a JSON object, found {type(config).__name__}", 2)
     return config

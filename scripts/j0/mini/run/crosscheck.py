@@ -11,13 +11,12 @@ recorded; below the threshold it is a near-tie (bf16 rounding can flip it), else
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, read_json_file
 from j0.mini.device import autocast
 from j0.mini.run.crosscheck_steps import Agreement, compare, engine_steps
 
@@ -51,7 +50,7 @@ def load_models(target: Path, drafter: Path, device: str) -> Models:
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     tgt = Qwen3ForCausalLM.from_pretrained(str(target), dtype=dtype).to(device).eval()
     dft = DFlashDraftModel.from_pretrained(str(drafter), dtype=dtype).to(device).eval()
-    config = json.loads((drafter / "config.json").read_text())
+    config = read_json_file(drafter / "config.json")  # bounded; a J0Error (exit 2) naming it
     mask = (config.get("dflash_config") or {}).get("mask_token_id", config.get("mask_token_id"))
     if mask is None:
         raise J0Error(f"{drafter}/config.json: no dflash_config.mask_token_id", INPUT_LACKS)

@@ -15,7 +15,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.edge.fields import write_document
 from j0.engine import endpoints
-from j0.errors import J0Error
+from j0.errors import J0Error, parse_json
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 
@@ -187,7 +187,9 @@ def run_setting(
             "port": plan.port,
             "servers_at_once": plan.servers,
             "speculative_config": (
-                json.loads(setting.speculative_config(str(setting.draft))) if speculative else None
+                parse_json(setting.speculative_config(str(setting.draft)), "the speculative config")
+                if speculative
+                else None
             ),
         }
     )

@@ -8,25 +8,22 @@ long). The logs are the data; the plot is made from them and again by `j0 mini c
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_bytes_atomic
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(read_input_text(path, "").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise J0Error(
-                f"{path}:{number}: not JSON ({exc.msg}); expected a log line", 2
-            ) from None
+            row = parse_json(line, f"{path}:{number}")
+        except J0Error as exc:
+            raise J0Error(f"{exc}; expected a log line", 2) from None
         if not isinstance(row, dict) or not isinstance(row.get("step"), int):
             raise J0Error(f"{path}:{number}: no whole-number 'step'; expected a log line", 2)
         rows.append(row)

@@ -13,7 +13,6 @@ serve` without --speculative-config.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -37,7 +36,9 @@ from j0.bench.run import bench_exit_code
 from j0.compose.server import compose_switches
 from j0.edge.atomic import write_text_atomic
 from j0.engine.endpoints import healthy, wait_for_health
-from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
+from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error, parse_json
+
+COMPOSE_CONFIG = "`docker compose config --format json`'s output"
 
 UP_TIMEOUT_S = 7200.0  # image build and the first drafter download
 HEALTH_TIMEOUT_S = 3600.0  # a 27B target: download (the first time) and load
@@ -96,7 +97,8 @@ class ComposeBackend:
         caching = environ.get("ENABLE_PREFIX_CACHING") == "1"
         folder.mkdir(parents=True, exist_ok=True)
         override = folder / BASELINE_FILE
-        write_text_atomic(override, baseline_override(json.loads(config.stdout), caching))
+        rendered = parse_json(config.stdout, COMPOSE_CONFIG)
+        write_text_atomic(override, baseline_override(rendered, caching))
         files = compose_files(self.root, environ) + os.pathsep + str(override.resolve())
         return Compose(self.root, {**environ, "COMPOSE_FILE": files})
 
@@ -114,7 +116,7 @@ class ComposeBackend:
         config = compose(["config", "--format", "json"], timeout=120)
         if config.returncode != 0:
             raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}", INPUT_LACKS)
-        seen, command, env = rendered_setting(json.loads(config.stdout))
+        seen, command, env = rendered_setting(parse_json(config.stdout, COMPOSE_CONFIG))
         run.server_args, run.server_env = command, env
         if seen != setting:
             raise J0Error(

@@ -19,7 +19,7 @@ from typing import Any
 
 from j0.article.serving import option_value, parse_speculative_config
 from j0.compose.server import BASELINE_DROPS, Setting
-from j0.errors import INPUT_LACKS, JSON_ERRORS, J0Error
+from j0.errors import INPUT_LACKS, J0Error, parse_json
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
 
@@ -144,8 +144,8 @@ def server_state(compose: Compose) -> tuple[str, int | None]:
         if not line:
             continue
         try:
-            rows = json.loads(line)
-        except JSON_ERRORS:
+            rows = parse_json(line, "`docker compose ps`'s line")
+        except J0Error:
             continue
         for row in rows if isinstance(rows, list) else [rows]:
             if row.get("Service") == "server":
