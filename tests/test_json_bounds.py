@@ -1,8 +1,8 @@
 """Every JSON from outside is read by one bounded reader (issue 53, items 5 and 6): nesting past
 j0.errors.JsonLimit.DEPTH levels, or deeper than the interpreter's stack, is "not JSON (nested
-more than 100 levels deep...)", exit 2, naming the input, never RecursionError's exit 70; and the drafter's config.json, a file
-a user or the Hub gives, is read only where it is a regular file under its limit (a FIFO is
-refused at once, not waited on; a 3 GB file is refused unread).
+more than 100 levels deep...)", exit 2, naming the input, never RecursionError's exit 70; and
+the drafter's config.json, a file a user or the Hub gives, is read only where it is a regular
+file under its limit (a FIFO is refused at once, not waited on; a 3 GB file is refused unread).
 
 Before the fix each command line below ended in exit 70 ("internal error: RecursionError") or,
 for the FIFO, never ended. No network is reached (the Hub offline, a closed port), no GPU.
