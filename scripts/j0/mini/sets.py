@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, InputLimit, J0Error, read_json_file
 from j0.measure.pairing import t975
 
 MIN_SETS = 3
@@ -80,11 +80,9 @@ def _first(folder: Path, places: tuple[str, ...], what: str) -> dict[str, Any]:
         path = folder / place
         if path.is_file():
             try:
-                value = json.loads(path.read_text())
-            except json.JSONDecodeError as exc:
-                raise J0Error(
-                    f"{path}: not JSON ({exc.msg}); expected {what}", INPUT_LACKS
-                ) from None
+                value = read_json_file(path, limit=InputLimit.ANY)  # bounded
+            except J0Error as exc:
+                raise J0Error(f"{exc}; expected {what}", INPUT_LACKS) from None
             if not isinstance(value, dict):
                 raise J0Error(f"{path}: expected {what} (an object)", INPUT_LACKS)
             return value

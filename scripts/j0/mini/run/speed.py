@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
-from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, InputLimit, J0Error, read_json_file
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 SPEED = "speed"
@@ -199,7 +199,7 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
     folder = work / SPEED
     if folder.exists():
         raise J0Error(f"{folder}: exists; the speed part is never written twice", USAGE)
-    summary = json.loads(summary_path.read_text())
+    summary = read_json_file(summary_path, limit=InputLimit.ANY)  # bounded
     names = list(options.settings or (BASELINE, f"{NGRAM}/k{options.tokens}"))
     if options.settings is None:
         names.append(best_dflash(summary, options.tokens))

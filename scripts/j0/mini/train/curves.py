@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_bytes_atomic
-from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
+from j0.errors import INPUT_LACKS, InputLimit, J0Error, parse_json, read_input_text, read_json_file
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -40,9 +40,9 @@ def read_positions(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        value = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise J0Error(f"{path}: not JSON ({exc.msg}); expected {{'buckets': [...]}}", 2) from None
+        value = read_json_file(path, limit=InputLimit.ANY)  # bounded
+    except J0Error as exc:
+        raise J0Error(f"{exc}; expected {{'buckets': [...]}}", 2) from None
     buckets = value.get("buckets") if isinstance(value, dict) else None
     keys = ("from", "to", "loss")
     if not isinstance(buckets, list) or not all(
