@@ -9,12 +9,13 @@ import json
 from j0.article.identity import PREFIX_SAFE
 from j0.article.serving import (
     ARTICLE_MAX_NUM_SEQS,
+    PLUGIN_METHOD,
     SPEC_DRAFT_KV_CACHE_DTYPE,
     SPEC_METHOD,
     TESTED_NUM_SPEC_TOKENS,
 )
 from j0.checks import FAIL, OK
-from j0.engine.server_log import LogFacts
+from j0.engine.server_log import LogFacts, role_of
 from j0.engine.vllm_version import VllmVersion
 from j0.pins import Pins
 from j0.status.finding import Finding
@@ -73,14 +74,53 @@ def started(log: LogFacts) -> Finding:
     return Finding.of("log", OK, read)
 
 
+def plugin_speculator(log: LogFacts, pins: Pins) -> Finding:
+    """The vLLM plugin's identity line: a J0 file pinned for the release it ran on (the article's
+    patch, or the variant, cut for that release), at the article's seed. The engine is another
+    vLLM than the article's: `engine` says so."""
+    from j0.article.releases import releases
+
+    role = role_of(log.identity)
+    pinned = {
+        f"{r.kind(role)}": r.value("PATCHED_SHA256" if role == "article" else "PREFIX_SAFE_SHA256")
+        for r in releases(pins)
+        if not r.is_default and role in ("article", PREFIX_SAFE)
+    }
+    where = f"{log.speculator_path} + the plugin (method dflash_j0)"
+    if log.identity not in pinned or pinned[log.identity] != log.speculator_sha256:
+        return Finding.of(
+            "speculator",
+            FAIL,
+            f"{where}: sha256 {log.speculator_sha256} identity={log.identity}",
+            f"the plugin ran identity={log.identity}, not a pinned J0 file",
+        )
+    if log.seed != pins.j0_seed:
+        return Finding.of(
+            "speculator",
+            FAIL,
+            f"{where}: identity={log.identity} with seed {log.seed}",
+            f"J0's seed is {log.seed}, not the article's {pins.j0_seed}",
+        )
+    return Finding.of(
+        "speculator",
+        OK,
+        f"{where}: identity={log.identity} (the {role} J0 file cut for vLLM "
+        f"{log.vllm_version}), seed {log.seed}, made in memory; no file of vLLM's changed",
+    )
+
+
 def speculator(log: LogFacts, pins: Pins) -> Finding:
     """The entrypoint's identity line names the article's speculator.py (identity and sha256), or
-    its prefix-safe variant (said as such: identity=prefix-safe, never "the article's file")."""
+    its prefix-safe variant (said as such: identity=prefix-safe, never "the article's file"); on
+    the plugin route, the plugin's line (plugin_speculator)."""
+    if log.route == "plugin":
+        return plugin_speculator(log, pins)
     if log.identity is None:
         return Finding.of(
             "speculator",
             FAIL,
-            f"no `j0-entrypoint: ... identity=...` line in {log.source}: not started by the "
+            f"no `j0-entrypoint: ... identity=...` line (nor the plugin's `j0-plugin: ...`) in "
+            f"{log.source}: not started by the "
             "image's entrypoint, or the log is cut",
             "which speculator.py runs is not known",
         )
@@ -188,7 +228,7 @@ def spec_config(log: LogFacts) -> Finding:
         )
     n = spec.get("num_speculative_tokens")
     words = json.dumps(spec, separators=(",", ":"))
-    if spec.get("method") != SPEC_METHOD:
+    if spec.get("method") not in (SPEC_METHOD, PLUGIN_METHOD):
         return Finding.of("spec-config", FAIL, words, f"speculative method {spec.get('method')!r}")
     if n not in TESTED_NUM_SPEC_TOKENS:
         tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
