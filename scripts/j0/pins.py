@@ -20,7 +20,8 @@ _LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S*)$")
 
 
 def project_root() -> Path:
-    """The directory holding overlay/pins.env: $J0_HOME, else the nearest parent of this package."""
+    """The directory holding overlay/pins.env: $J0_HOME, else the nearest parent of this package,
+    else (an installed wheel) the package's own copy, j0/plugin/data."""
     env = os.environ.get("J0_HOME")
     if env:
         root = Path(env)
@@ -31,6 +32,10 @@ def project_root() -> Path:
     for candidate in (here, *here.parents):
         if (candidate / PINS_RELPATH).is_file():
             return candidate
+    # An installed wheel (no checkout above it): the copy setup.py put inside the package.
+    packaged = here / "plugin" / "data"
+    if (packaged / PINS_RELPATH).is_file():
+        return packaged
     raise J0Error(
         f"cannot find {PINS_RELPATH} above {here}; set J0_HOME to the j0 checkout", exit_code=2
     )

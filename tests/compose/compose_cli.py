@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_FILES = ("compose.yaml", "compose.serve.yaml", "compose.ci.yaml")
+COMPOSE_FILES = (
+    "compose.yaml",
+    "compose.serve.yaml",
+    "compose.ci.yaml",
+    "compose.plugin.yaml",
+    "compose.plugin.serve.yaml",
+)
 # The env files compose.yaml includes after the pins, one per engine route (VLLM_ENGINE).
 ROUTE_FILES = ("overlay/route-wheel.env", "overlay/route-image.env")
 # Every variable the compose files read; the shell's values must not leak into the tests.
@@ -34,6 +40,10 @@ KNOBS = (
     "DRAFTER_REPO",
     "DRAFTER_REVISION",
     "J0_IMAGE",
+    "J0_ON",
+    "J0_PLUGIN_IMAGE",
+    "J0_VARIANT",
+    "V0340_IMAGE",
     "NUM_SPEC_TOKENS",
     "MAX_MODEL_LEN",
     "KV_CACHE_DTYPE",

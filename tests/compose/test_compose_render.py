@@ -25,6 +25,7 @@ from compose_cli import (
 )
 
 from j0.article import serving
+from j0.errors import J0Error
 from j0.pins import Pins
 from j0.serve import launch as serve_launch
 
@@ -431,3 +432,47 @@ def test_compose_yaml_includes_the_services_with_the_pins() -> None:
         text,
         re.MULTILINE,
     )
+
+
+# --- compose.plugin.yaml: the plugin route ----------------------------------------------------
+
+
+def test_the_plugin_route_serves_vllms_release_with_the_switches(
+    render: Renderer, pins: Pins
+) -> None:
+    """vLLM's own release image (V0340_IMAGE) with j0 installed, method dflash_j0, J0 on and the
+    article's variant by default; J0_ON and J0_VARIANT land in speculator_options."""
+    server = render(files=("compose.plugin.yaml",))["services"]["server"]
+    assert server["build"]["dockerfile"] == "docker/plugin.Dockerfile"
+    assert server["build"]["args"] == {"VLLM_IMAGE": pins.values["V0340_IMAGE"]}
+    assert server["entrypoint"] == [
+        "j0",
+        "serve",
+        "--then",
+        "/usr/local/bin/j0-plugin-entrypoint",
+        "--",
+    ]
+    spec = json.loads(after(server["command"], "--speculative-config"))
+    assert spec == {
+        "method": "dflash_j0",
+        "model": "/drafter",
+        "num_speculative_tokens": 15,
+        "kv_cache_dtype": "auto",
+        "speculator_options": {"j0": True, "variant": "article"},
+    }
+    assert not any(k.startswith("VLLM_DFLASH") for k in server["environment"])
+    off = render(files=("compose.plugin.yaml",), J0_ON="false", J0_VARIANT="prefix-safe")
+    spec = json.loads(after(off["services"]["server"]["command"], "--speculative-config"))
+    assert spec["speculator_options"] == {"j0": False, "variant": "prefix-safe"}
+
+
+def test_a_j0_on_that_is_not_a_json_boolean_is_refused_by_j0_serve(
+    render: Renderer, tmp_path: Path
+) -> None:
+    server = render(files=("compose.plugin.yaml",), J0_ON="1")["services"]["server"]
+    raw = after(server["command"], "--speculative-config")
+    spec = json.loads(raw)
+    spec["model"] = str(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"dflash_config": {"causal": True}}))
+    with pytest.raises(J0Error, match=r"speculator_options\.j0=1: expected true"):
+        serve_launch.plan_serve(["Qwen/Test", "--speculative-config", json.dumps(spec)], {})

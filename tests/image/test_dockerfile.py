@@ -93,6 +93,17 @@ def test_build_context_holds_only_what_the_image_needs() -> None:
         "overlay/jetspec-j0-prefix-safe.patch",
         "drafter-config/causal.merge-patch.json",
         *package,
+        # docker/plugin.Dockerfile's (the plugin route: j0 pip-installed from its own files)
+        "docker/plugin-entrypoint.sh",
+        "pyproject.toml",
+        "setup.py",
+        "MANIFEST.in",
+        "README.md",
+        *(
+            p.relative_to(ROOT).as_posix()
+            for p in (ROOT / "overlay" / "vllm-0.34.0").iterdir()
+            if p.is_file()
+        ),
     }
 
 

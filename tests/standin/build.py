@@ -15,13 +15,15 @@
           image for the drafter service.
   W       A on the rootfs plus Debian's python3-pip (apt, in a layer): what the wheel route builds
           on (it `pip install --no-deps`es a stand-in vllm wheel over the unpacked 0.33.0 one).
+  V       the rootfs with pip (W's base) + vllm 0.34.0's Python files and dist-info (no compiled
+          part, no dependency): vLLM 0.34.0's image as docker/plugin.Dockerfile builds on it.
 
 Each is tagged j0-standin/<name>:<key>, the key a hash of what makes it; an image already present
 is reused, and the rootfs tarball and the pip target are kept under the state directory
 (${J0_CI_STATE:-/var/cache/j0-ci}/standin, else ~/.cache/j0/standin). Needs root (debootstrap),
 debootstrap itself (scripts/ci-docker-setup installs it) and the docker CLI.
 
-    python tests/standin/build.py [rootfs|rootfs-pip|a|b|c|f|w|all]   (all: side by side)
+    python tests/standin/build.py [rootfs|rootfs-pip|a|b|c|f|w|v|all]   (all: side by side)
 """
 
 from __future__ import annotations
@@ -477,6 +479,29 @@ def image_w(pins: Pins) -> str:
     return image_a(pins, PIP_PACKAGES)
 
 
+def image_v(pins: Pins) -> str:
+    """vLLM 0.34.0's release image for the plugin route, its Python files only (V0340_RELEASE)."""
+    base = rootfs_pip_image()
+    release = pins.values["V0340_RELEASE"]
+    wheel = vllm_wheel(pins, release=release)
+    key = _key(base, wheel.name, wheel.stat().st_size, SITE)
+    tag = f"j0-standin/v:{key}"
+    with making(tag, "standin-v-") as context:
+        if context is None:
+            return tag
+        with zipfile.ZipFile(wheel) as archive:
+            names = [
+                n
+                for n in archive.namelist()
+                if n.endswith(".py") or n.startswith(f"vllm-{release}.dist-info/")
+            ]
+            archive.extractall(context / "site", names)
+        _write_dockerfile(context, base, [("site/", f"{SITE}/")])
+        docker_build(tag, context)
+    log(f"built {tag} (vllm {release}'s Python files, no dependencies)")
+    return tag
+
+
 def prebuild(pins: Pins) -> list[str]:
     """Every stand-in, made side by side: B's and F's packages while the rootfs is made, then W's
     chain beside A's (B, C, F). Each piece waits only for what it is made from (the locks above),
@@ -493,7 +518,7 @@ def prebuild(pins: Pins) -> list[str]:
         return []
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = [pool.submit(chain_a), pool.submit(lambda: [image_w(pins)])]
+        futures = [pool.submit(chain_a), pool.submit(lambda: [image_w(pins), image_v(pins)])]
         futures.append(pool.submit(packages))
         return [tag for future in futures for tag in future.result()]
 
@@ -509,6 +534,7 @@ def main(argv: list[str]) -> int:
         "c": lambda: image_c(pins),
         "f": lambda: image_f(pins),
         "w": lambda: image_w(pins),
+        "v": lambda: image_v(pins),
     }
     if which == "all":
         started = time.monotonic()
