@@ -48,7 +48,10 @@ target's greedy prediction, slot losses weighted exp(-(k-1)/7). The target sampl
 temperature at which its continuations are not loops (--temperature auto: a small target loops
 greedily); `j0 mini run` then samples at it, each request with its own seed.
 --smoke: tiny sizes, seconds per model (CI, CPU). Needs `pip install -e '.[mini]'` (dflash with
---no-deps). Exit 0: trained; 64: bad arguments or OUT not empty; 69: --device cuda without one.
+--no-deps). A log gets plain progress lines (a bar only on a terminal). Stopped before the end
+(Ctrl-C: 130, SIGTERM: 143, an error), it removes what it made in OUT, so the same command runs
+again. Exit 0: trained; 64: bad arguments, or OUT not new or empty (the message says what it
+holds and what to do); 69: --device cuda without one.
 """
 
 RUN_HELP = """\
@@ -269,7 +272,7 @@ def _register_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     train.add_argument("--no-progress", dest="progress", action="store_false")
     add_json_option(train, "the folder, its models and mini.json's manifest")
-    train.set_defaults(func=_train)
+    train.set_defaults(func=owning(_train))  # SIGTERM as SystemExit: its clean-up runs
 
 
 def _register_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -68,16 +68,6 @@ def drafter_folders() -> list[str]:
     return [f"drafter-{init}" for init in DRAFTERS]
 
 
-def check_out(out: Path) -> None:
-    """OUT is new or an empty folder (judged under the claim on it: run_train)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise J0Error(
-            f"{out}: exists and is not an empty folder; expected a new folder "
-            "(nothing is overwritten)",
-            USAGE,
-        )
-
-
 def check(options: TrainOptions) -> Sizes:
     for flag, value in (
         ("--budget", options.budget),
@@ -121,6 +111,35 @@ def check(options: TrainOptions) -> Sizes:
     return replace(sizes, **changes)
 
 
+def check_out(out: Path) -> None:
+    """OUT must be new or empty (nothing is overwritten; judged under the claim on it:
+    run_train); else the J0Error (exit 64) that says what it holds and what to do: a finished
+    training, an unfinished one, or other files."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise J0Error(f"{out}: a file; expected a new folder (nothing is overwritten)", USAGE)
+    held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+    if not held:
+        return
+    listed = ", ".join(held[:8]) + (f" and {len(held) - 8} more" if len(held) > 8 else "")
+    ours = {"corpus.json", "logs/", "target/", *(f"{name}/" for name in drafter_folders())}
+    if MINI_JSON in held:
+        why = (
+            f"holds a finished `j0 mini train` ({MINI_JSON}): serve it with `j0 mini run {out} "
+            "--here`, or name a new folder to train again"
+        )
+    elif set(held) <= ours:
+        why = (
+            f"holds an unfinished `j0 mini train` ({listed}; no {MINI_JSON}: it was stopped "
+            f"before the end, killed say); training does not resume: remove it (`rm -r {out}`) "
+            "and run the same command again, or name a new folder"
+        )
+    else:
+        why = f"is not empty (it holds {listed}); name a new or empty folder"
+    raise J0Error(f"{out}: {why} (nothing is overwritten)", USAGE)
+
+
 def files_of(out: Path) -> dict[str, str]:
     return {
         p.relative_to(out).as_posix(): sha256_file(p)
@@ -142,6 +161,8 @@ def budgets_of(options: TrainOptions, sizes: Sizes) -> dict[str, float]:
 
 
 def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
+    """Train into OUT (new or empty); where the run stops before the end (Ctrl-C, SIGTERM, an
+    error) what it made is removed, OUT left as it was, so that the same command runs again."""
     for module in ("torch", "transformers", "tokenizers", "dflash", "tqdm"):
         require(module, "j0 mini train", extra="mini")
     sizes = check(options)
@@ -149,17 +170,48 @@ def run_train(options: TrainOptions, say: Any = print) -> TrainResult:
     # and whether it is empty is judged under the claim.
     with claimed(options.out, "OUT"):
         check_out(options.out)
-        return train(options, sizes, say)
+        new_folder = not options.out.exists()
+        try:
+            return train(options, sizes, say)
+        except BaseException:
+            undo(options.out, new_folder)
+            raise
+
+
+def undo(out: Path, new_folder: bool) -> None:
+    """Remove what an unfinished run made in OUT (new, or empty before it: all of it is the
+    run's), and say so on stderr."""
+    import shutil
+    import sys
+
+    if new_folder:
+        shutil.rmtree(out, ignore_errors=True)
+    elif out.is_dir():
+        for path in out.iterdir():
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+    was = "a new folder, removed" if new_folder else "empty before, emptied again"
+    print(
+        f"j0 mini train: stopped before the end: removed what it had made in {out} ({was}); "
+        "the same command starts again",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
     """The training itself, into OUT (claimed and judged empty by run_train)."""
     import torch
+    from transformers.utils import logging as transformers_logging
 
     from j0.mini import device as device_mod
     from j0.mini.train import corpus as corpus_mod
     from j0.mini.train.target import save_target, train_target
 
+    # transformers' "Writing model shards" bars: escaped "\r" updates in a log, noise anywhere
+    transformers_logging.disable_progress_bar()
     device = device_mod.pick(options.device)
     budgets = budgets_of(options, sizes)
     out = options.out

@@ -1,8 +1,9 @@
 """Training by time: a learning rate that warms up linearly over the first 3 % of the budget and
 then follows a cosine down to FLOOR x the peak at the end of it (the schedule ends with the
 budget, and the last minutes still learn: a cosine to 0 spent them at a rate near nothing); the
-training log (one JSON line per logged step, with the learning rate); the progress bar (tqdm, in
-seconds of the budget).
+training log (one JSON line per logged step, with the learning rate); the progress: a bar (tqdm,
+in seconds of the budget) on a terminal, plain lines where standard error is a file or a pipe (a
+log: a line each tenth of the budget, and one at the end).
 
 The schedule's clock starts after the first step (`Clock.warmed`): that step compiles (torch.compile
 where it is on) and is not training time at the schedule's rate; the budget holds it all the same.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 WARMUP_FRACTION = 0.03
 FLOOR = 0.1  # the learning rate at the end of the budget, as a share of the peak
 LOG_EVERY = 10
+PLAIN_LINES = 10  # progress lines over a budget, where standard error is not a terminal
 
 
 def lr_at(base: float, elapsed: float, budget: float, floor: float = FLOOR) -> float:
@@ -37,14 +40,21 @@ class Clock:
     def __init__(self, name: str, budget: float, log: Path, progress: bool = True) -> None:
         from tqdm import tqdm
 
+        self.name = name
         self.budget = budget
         self.started = time.monotonic()
         self.log = log.open("w")
+        # j0's entry point escapes control characters on its streams, a bar's "\r" among them:
+        # the bar goes to the terminal itself (its text is ours), a file gets plain lines
+        terminal = getattr(sys.stderr, "wrapped", sys.stderr)
+        self.plain = progress and not terminal.isatty()
+        self.next_line = budget / PLAIN_LINES
         self.bar: Any = tqdm(
             total=round(budget),
             desc=name,
             unit="s",
-            disable=not progress,
+            file=terminal,
+            disable=not progress or self.plain,
             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} s {postfix}",
         )
         self.steps = 0
@@ -90,9 +100,19 @@ class Clock:
             self.log.flush()
             self.bar.n = min(round(self.elapsed), self.bar.total)
             self.bar.set_postfix_str(f"step {self.steps} loss {loss:.3f}")
+            if self.plain and self.running() and self.elapsed >= self.next_line:
+                self.next_line += self.budget / PLAIN_LINES
+                self.say(
+                    f"{self.elapsed:.0f}/{self.budget:.0f} s, step {self.steps}, loss {loss:.3f}"
+                )
+
+    def say(self, text: str) -> None:
+        print(f"{self.name}: {text}", file=sys.stderr, flush=True)
 
     def close(self) -> float:
         self.bar.n = self.bar.total
         self.bar.close()
         self.log.close()
+        if self.plain:
+            self.say(f"{self.steps} steps in {self.elapsed:.0f} s, loss {self.last_loss:.3f}")
         return self.elapsed
