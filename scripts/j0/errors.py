@@ -34,22 +34,81 @@ INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug in j0 (an unexpected exception), 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it: Ctrl-C
 TERMINATED = 143  # 128 + SIGTERM: `kill`, `docker stop`, a Kubernetes pod's end
 
-EXIT_CODE_TABLE = """\
-exit codes (all commands):
-  0   success
-  1   a check failed (hash mismatch, patch does not apply, J0 deviates, ...)
-  2   the input lacks what the command checks (no J0 in the file, no dflash_config, ...)
-  3   overlay verify: the file is the unpatched base
-  4   overlay verify: the file is neither the article's file nor the base
-  5   overlay verify: the file is the prefix-safe variant of the article's file
-  6   overlay verify: the file is a J0 audit instrument (the audit patch on either file)
-  64  command-line usage error
-  69  what the command needs is not installed or not here (a package, with the pip install
-      line that brings it; a GPU; an image); nothing was checked
-  70  internal error: a bug in j0, not a verdict (J0_DEBUG=1 shows the traceback)
-  130 interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM): what had finished is kept
-      (`j0 bench run` writes its finished requests first)
-"""
+# The rule, written once: what each code means for every command. `j0 --help` (EXIT_CODE_TABLE)
+# prints it; README.md's table is the same rows (exit_code_rows(); tests/test_exit_codes.py holds
+# the two equal and walks the commands' documented exits against what they do). Which code a
+# refusal takes: a file or folder the command reads that is absent or not what it must be is 2
+# (the input lacks it); what the user typed (an option, an argument, a switch, an output that
+# would be overwritten) is 64; a thing the command needs from the machine (a package, a GPU,
+# Docker, an image) is 69; a judged input that is wrong is 1.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (OK, "success"),
+    (
+        CHECK_FAILED,
+        "a check failed: what was checked is not what it must be (a hash mismatch, a patch that "
+        "does not apply, J0 deviates, a dump file that is not what the patch writes)",
+    ),
+    (
+        INPUT_LACKS,
+        "the input lacks what the command checks: a file or folder it reads is missing, "
+        "unreadable or not of its kind (no J0 in the file, no `dflash_config`, not JSON, no "
+        "dumps), or nothing could be checked",
+    ),
+    (VERIFY_BASE, "`overlay verify`: the unpatched base"),
+    (VERIFY_OTHER, "`overlay verify`: neither the article's file nor the base"),
+    (VERIFY_PREFIX_SAFE, "`overlay verify`: the prefix-safe variant of the article's file"),
+    (
+        VERIFY_AUDIT,
+        "`overlay verify`: a J0 audit instrument (`identity=audit`: the audit patch on either "
+        "file), refused",
+    ),
+    (
+        USAGE,
+        "command-line usage error: an option, argument or switch the command does not take (a "
+        "value out of its range, arguments vLLM would refuse in `j0 serve`), or an output that "
+        "exists and would be overwritten",
+    ),
+    (
+        UNAVAILABLE,
+        "what the command needs is not installed or not here: a package (named, with the `pip "
+        "install` line that brings it), a GPU, Docker, an image (named; never pulled unasked); "
+        "nothing was checked",
+    ),
+    (
+        INTERNAL,
+        "internal error: a bug in j0, never a verdict (one line naming the command and its "
+        "input; `J0_DEBUG=1` shows the traceback)",
+    ),
+    (
+        INTERRUPTED,
+        "interrupted (SIGINT, Ctrl-C): what had finished is kept (`j0 bench run` writes its "
+        "finished requests first; `j0 mini train` removes its unfinished OUT)",
+    ),
+    (
+        TERMINATED,
+        "terminated (SIGTERM: `kill`, `docker stop`, a Kubernetes pod's end): as 130 (SIGHUP: "
+        "129)",
+    ),
+)
+
+
+def exit_code_rows() -> list[str]:
+    """README.md's exit-code table, row by row (the header, then one row per code)."""
+    return ["| code | meaning |", "|---|---|"] + [f"| {c} | {m} |" for c, m in EXIT_CODES]
+
+
+def _help_table() -> str:
+    import textwrap
+
+    lines = ["exit codes (all commands):"]
+    for code, meaning in EXIT_CODES:
+        wrapped = textwrap.wrap(meaning, 90)
+        lines.append(f"  {code:<3} {wrapped[0]}")
+        lines += [f"      {more}" for more in wrapped[1:]]
+    return "\n".join(lines) + "\n"
+
+
+EXIT_CODE_TABLE = _help_table()
 
 
 class J0Error(Exception):

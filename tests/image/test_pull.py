@@ -123,7 +123,7 @@ def test_image_build_on_a_deleted_tag_suggests_the_fallback(
     registry: RegistryServer, pins: Pins, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = f"{registry.address}/vllm/vllm-openai:nightly-gone-{RUN}"
-    assert main(["image", "build", "--base", base, "--tag", f"j0-test/never:{RUN}"]) == 1
+    assert main(["image", "build", "--base", base, "--tag", f"j0-test/never:{RUN}"]) == 69
     out, err = capsys.readouterr()
     assert f"{base} is not present here: pulling it" in out
     assert f"cannot pull {base}: the registry has no such repository or tag" in err
@@ -138,11 +138,11 @@ def test_image_build_without_a_registry_says_so(capsys: pytest.CaptureFixture[st
     require_docker()
     where = f"127.0.0.1:{free_port()}"
     base = f"{where}/vllm/vllm-openai:v0.33.0"
-    assert main(["image", "build", "--base", base, "--tag", f"j0-test/never:{RUN}"]) == 1
+    assert main(["image", "build", "--base", base, "--tag", f"j0-test/never:{RUN}"]) == 69
     err = capsys.readouterr().err
     assert f"cannot pull {base}: cannot reach the registry {where}" in err
     assert "no such repository" not in err and "deleted" not in err
-    assert main(["image", "build", "--base", base, "--no-pull"]) == 1
+    assert main(["image", "build", "--base", base, "--no-pull"]) == 69
     assert f"base image {base} is not present and --no-pull was given" in capsys.readouterr().err
 
 
@@ -151,7 +151,7 @@ def test_overlay_build_from_an_absent_image_pulls_it(
     registry: RegistryServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     image = f"{registry.address}/vllm/vllm-openai:absent-{RUN}"
-    assert main(["overlay", "build", "--from-image", image, "-o", "/nonexistent/x.py"]) == 1
+    assert main(["overlay", "build", "--from-image", image, "-o", "/nonexistent/x.py"]) == 69
     err = capsys.readouterr().err
     assert f"{image} is not present here: pulling it" in err
     assert f"cannot pull {image}: the registry has no such repository or tag" in err
@@ -164,5 +164,5 @@ def test_smoke_of_an_absent_image_is_refused(capsys: pytest.CaptureFixture[str])
 
     require_docker()
     image = f"j0-test/absent:{RUN}"
-    assert main(["image", "smoke", image]) == 2
+    assert main(["image", "smoke", image]) == 69  # not here (README: 69), never pulled
     assert f"image {image} is not present" in capsys.readouterr().err

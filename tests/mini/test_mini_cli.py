@@ -46,7 +46,7 @@ def test_bad_train_arguments(
 def test_train_refuses_a_folder_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "x").write_text("mine")
     assert main(["mini", "train", str(tmp_path), "--smoke"]) == 64
-    assert "not an empty folder" in capsys.readouterr().err
+    assert "is not empty (it holds x)" in capsys.readouterr().err
     assert (tmp_path / "x").read_text() == "mine"
 
 
@@ -55,7 +55,7 @@ def test_run_needs_here_and_a_trained_folder(
 ) -> None:
     assert main(["mini", "run", str(tmp_path)]) == 64
     assert "--here" in capsys.readouterr().err
-    assert main(["mini", "run", str(tmp_path), "--here"]) == 64
+    assert main(["mini", "run", str(tmp_path), "--here"]) == 2  # the input lacks mini.json
     assert "mini.json: no such file" in capsys.readouterr().err
     with pytest.raises(SystemExit) as done:
         main(["mini", "run", str(tmp_path), "--here", "--tokens", "7,x"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from j0.errors import J0Error
+from j0.errors import UNAVAILABLE, J0Error
 
 UNREACHABLE, NOT_FOUND, DENIED, OTHER = "unreachable", "not-found", "denied", "other"
 
@@ -78,7 +78,8 @@ class PullError(J0Error):
             DENIED: "the registry refused access (private image? `docker login`)",
             OTHER: "the pull failed",
         }[self.cause]
-        super().__init__(f"cannot pull {image}: {words} ({detail.strip()})")
+        # the image is not here and cannot be had: 69, never 1 (a failed check)
+        super().__init__(f"cannot pull {image}: {words} ({detail.strip()})", UNAVAILABLE)
 
 
 def ensure_image(
@@ -92,7 +93,9 @@ def ensure_image(
         return client.images.get(image)
     except ImageNotFound:
         if not pull:
-            raise J0Error(f"{what} {image} is not present and --no-pull was given") from None
+            raise J0Error(
+                f"{what} {image} is not present and --no-pull was given", UNAVAILABLE
+            ) from None
     log(f"==> {image} is not present here: pulling it", flush=True)
     try:
         seen: dict[str, str] = {}  # layer id -> its last status: one line per change, not per chunk

@@ -86,7 +86,7 @@ def _ensure_base(client: Any, base: str, pull: bool, fallback: str) -> Any:
     try:
         return ensure_image(client, base, pull, what="base image")
     except PullError as exc:
-        raise J0Error(f"{exc}. {pull_advice(exc, base, fallback)}") from None
+        raise J0Error(f"{exc}. {pull_advice(exc, base, fallback)}", exc.exit_code) from None
 
 
 def _repo_digest(image: Any, base: str) -> str:

@@ -17,7 +17,7 @@ from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version
 from j0.engine.vllm_version import VllmVersion
-from j0.errors import J0Error, parse_json, require
+from j0.errors import UNAVAILABLE, J0Error, parse_json, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.identity import engine_words
@@ -357,7 +357,11 @@ def smoke(image: str, timeout: float = 600.0) -> Smoked:
     try:
         attrs = client.images.get(image).attrs
     except ImageNotFound:
-        raise J0Error(f"image {image} is not present (build it with `j0 image build`)", 2) from None
+        raise J0Error(
+            f"image {image} is not present here (build it with `j0 image build`; it is never "
+            "pulled)",
+            UNAVAILABLE,
+        ) from None
     config = attrs.get("Config") or {}
     labels = config.get("Labels") or {}
     run = Runner(client, image, timeout)

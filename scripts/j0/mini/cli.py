@@ -23,7 +23,7 @@ from j0.commands import (
     whole_number,
 )
 from j0.edge.processes import owning
-from j0.errors import USAGE, J0Error
+from j0.errors import INPUT_LACKS, USAGE, J0Error
 from j0.mini.run.run import MiniRunOptions
 from j0.mini.train.batch import DRAFT_DATA, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
@@ -76,9 +76,10 @@ was asked (the baseline and the n-gram speculator have no J0). An OUT/run/ an ea
 unfinished or failed is moved aside (OUT/run.failed-N), not overwritten; one that passed is
 refused (--resume adds the settings it lacks instead).
 Exit 0: every setting ran and every check passed; 1: one did not (named, the repetition gate and
-a setting that did not run J0 as asked among them); 2: a check could not run; 64: bad arguments,
-OUT not made by `j0 mini train`, OUT/run/ holding a run that passed; 69: no GPU, a package
-missing, or the speculator.py not the one asked (one line; nothing was made or started).
+a setting that did not run J0 as asked among them); 2: a check could not run, or OUT is missing
+or not made by `j0 mini train`; 64: bad arguments, OUT/run/ holding a run that passed; 69: no
+GPU, a package missing, or the speculator.py not the one asked (one line; nothing was made or
+started).
 """
 
 
@@ -119,7 +120,10 @@ def _curves(args: argparse.Namespace) -> int:
     from j0.mini.train.curves import plot_curves
 
     if not args.out.is_dir():
-        raise J0Error(f"{args.out}: not a folder; expected a folder made by `j0 mini train`", USAGE)
+        what = "a file" if args.out.exists() else "no such folder"
+        raise J0Error(
+            f"{args.out}: {what}; expected a folder made by `j0 mini train`", INPUT_LACKS
+        )
     check_json_output(args.json)
     require("matplotlib", "j0 mini curves", extra="mini")
     plot = plot_curves(args.out / "logs")

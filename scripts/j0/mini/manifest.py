@@ -288,12 +288,17 @@ def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
 
 
 def read_manifest_file(folder: Path) -> MiniManifest:
-    """FOLDER/mini.json, typed; J0Error (exit 64) where there is none, 2 where it is not JSON or
-    not what `j0 mini train` writes."""
+    """FOLDER/mini.json, typed; J0Error (exit 2: the input lacks it) where the folder or the file
+    is not there, or it is not JSON or not what `j0 mini train` writes."""
     from j0.edge.fields import read_document
 
     path = folder / MINI_JSON
+    if not folder.is_dir():
+        what = "a file" if folder.exists() else "no such folder"
+        raise J0Error(f"{folder}: {what}; expected a folder made by `{MADE_BY}`", INPUT_LACKS)
     if not path.is_file():
-        raise J0Error(f"{path}: no such file; expected a folder made by `{MADE_BY}`", USAGE)
+        raise J0Error(
+            f"{path}: no such file; expected a folder made by `{MADE_BY}`", INPUT_LACKS
+        )
     value = read_document(path, f"the {MINI_JSON} of `{MADE_BY}`")
     return MiniManifest.from_json(value, str(path))
