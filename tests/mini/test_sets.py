@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from j0.errors import USAGE, J0Error
+from j0.errors import INPUT_LACKS, J0Error
 from j0.mini import sets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,5 +157,5 @@ def test_a_folder_that_is_no_set_is_refused(tmp_path: Path) -> None:
     shutil.copy(PROBE / "mini.json", folder / "mini.json")
     with pytest.raises(J0Error) as caught:
         sets.read_set(folder)
-    assert caught.value.exit_code == USAGE
+    assert caught.value.exit_code == INPUT_LACKS  # the input lacks it (was 64)
     assert str(folder) in str(caught.value) and "mini-run.json" in str(caught.value)

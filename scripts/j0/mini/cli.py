@@ -103,7 +103,8 @@ labels; any seed) combined by random effects (DerSimonian-Laird, Hartung-Knapp i
 comparison is resolved only where at least 3 replications have it, the combined interval excludes
 0 and no replication resolves the opposite sign; otherwise "not resolved" and what would resolve
 it. Sets of other recipes are shown beside, labelled, never combined.
-Exit 0: reported; 2: a set's files are not what the commands write; 64: a folder is not a set.
+Exit 0: reported; 2: a folder is not a set (missing, or without mini.json or mini-run.json), or
+a set's files are not what the commands write.
 """
 
 NUMBERS_HELP = """\

@@ -87,14 +87,16 @@ def _first(folder: Path, places: tuple[str, ...], what: str) -> dict[str, Any]:
                 raise J0Error(f"{path}: expected {what} (an object)", INPUT_LACKS)
             return value
     raise J0Error(
-        f"{folder}: no {' or '.join(places)}; expected a model set's folder ({what})", USAGE
+        f"{folder}: no {' or '.join(places)}; expected a model set's folder ({what})",
+        INPUT_LACKS,
     )
 
 
 def read_set(folder: Path) -> ModelSet:
     """The set in FOLDER: its mini.json and mini-run.json (J0Error naming what is missing)."""
     if not folder.is_dir():
-        raise J0Error(f"{folder}: not a folder; expected a model set's folder", USAGE)
+        what = "a file" if folder.exists() else "no such folder"
+        raise J0Error(f"{folder}: {what}; expected a model set's folder", INPUT_LACKS)
     manifest = _first(folder, MANIFEST_PLACES, "j0 mini train's mini.json")
     summary = _first(folder, SUMMARY_PLACES, "j0 mini run's mini-run.json")
     if not isinstance(summary.get("comparisons"), dict):
