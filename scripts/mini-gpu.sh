@@ -3,28 +3,35 @@
 # it, then run it and pack the results, each stage one command inside a 10-minute call; only /tmp
 # survives between calls, and a process started with setsid keeps running between them.
 #
-#   scripts/mini-gpu.sh train [OPTIONS]   start `j0 mini train` in the background (setsid); returns
-#                                         at once; the log: WORK/train.log, the exit status:
-#                                         WORK/train.rc once it ends
-#   scripts/mini-gpu.sh wait  [OPTIONS]   print the training's progress every 20 s until it ends
-#                                         (its exit status) or --timeout passes (exit 75)
-#   scripts/mini-gpu.sh run   [OPTIONS]   `j0 mini run` of the trained set: the acceptance part
-#                                         (baseline, n-gram, mask J0 off, J0-trained J0 off and
-#                                         on, --tokens draft tokens, all at once on the GPU),
-#                                         then the speed part (`j0 mini speed`: one server
-#                                         measured at a time, CUDA graphs, repeats interleaved),
-#                                         then pack
-#   scripts/mini-gpu.sh pack  [OPTIONS]   pack what WORK holds into OUTDIR (at most 8 files)
+#   scripts/mini-gpu.sh train [OPTIONS]     start `j0 mini train` in the background (setsid);
+#                                           returns at once; log WORK/train.log, exit status
+#                                           WORK/train.rc once it ends
+#   scripts/mini-gpu.sh wait  [OPTIONS]     print the training's progress every 20 s until it
+#                                           ends (its exit status) or --timeout passes (exit 75)
+#   scripts/mini-gpu.sh run   [OPTIONS]     start the run in the background (setsid): `accept`,
+#                                           then `speed`, then `pack` (log WORK/run.log, exit
+#                                           status WORK/run.rc); returns at once
+#   scripts/mini-gpu.sh wait-run [OPTIONS]  wait for it as `wait` does; once it has ended, copy
+#                                           the packed results into OUTDIR and print them
+#   scripts/mini-gpu.sh accept [OPTIONS]    (in the foreground) `j0 mini run` of the trained set:
+#                                           baseline, n-gram, mask J0 off, J0-trained J0 off and
+#                                           on, --tokens draft tokens, all at once on the GPU
+#   scripts/mini-gpu.sh speed  [OPTIONS]    (in the foreground) `j0 mini speed`: baseline,
+#                                           n-gram and the best DFlash setting, CUDA graphs, one
+#                                           server sent requests at a time, repeats interleaved
+#   scripts/mini-gpu.sh pack   [OPTIONS]    pack the set (no weights, no dumps) into WORK/out and
+#                                           copy that into OUTDIR (at most 6 files)
 #
 # Options (every stage takes them all; each has a default):
 #   --seed N            the training seed, and the set's name: seedN (default 0)
 #   --work DIR          where the set lives (default /tmp/mini-gpu/seedN)
 #   --site DIR          vLLM 0.33's files (scripts/gpu-engine/install's SITE; default /tmp/site):
 #                       first on PYTHONPATH (dflash comes from there too)
-#   --out DIR           where pack writes (default $OUT where set, else WORK/out)
-#   --target-budget S   the target's seconds (default 200)
-#   --gen-budget S      at most this many seconds for the generated rows (default 90)
-#   --budget S          seconds per drafter (default 110)
+#   --out DIR           OUTDIR: where wait-run and pack copy the results (default $OUT where
+#                       set, else WORK/out)
+#   --target-budget S   the target's seconds (default 180)
+#   --gen-budget S      at most this many seconds for the generated rows (default 80)
+#   --budget S          seconds per drafter (default 100)
 #   --rows N            generated rows asked (default 49152)
 #   --train-args "..."  more flags for `j0 mini train` (e.g. "--smoke --device cpu")
 #   --timeout S         wait: give up after S seconds (default 560)
@@ -35,28 +42,28 @@
 #   --servers N         acceptance settings served at once (default 5: all of them)
 #   --speed-prompts N   prompts of the speed part (default 24, from the run's own)
 #   --speed-repeats N   rounds of the speed part, the settings interleaved in each (default 3)
-#   --speed-time S      leave the speed part out where less than S seconds of the call are left
-#                       after the acceptance part (default 0: always run it)
 #   --run-args "..."    more flags for `j0 mini run` (e.g. "--crosscheck-requests 6")
 #   --speed-args "..."  more flags for `j0 mini speed`
 #
 # Run from the checkout. Before `train`, vLLM's files must be in SITE:
 #   eval "$(scripts/gpu-engine/install DIR /tmp/site)"
-# Exit status: train 0 once started (64: bad options or WORK in use); wait the training's own
-# (75: still running); run `j0 mini run`'s (then the speed part's where that one failed); pack 0.
+# Exit status: train and run 0 once started (64: bad options, WORK in use, nothing trained);
+# wait and wait-run the job's own (75: still running); accept `j0 mini run`'s, speed `j0 mini
+# speed`'s, pack 0. A background run's status is accept's, else speed's where accept passed.
 set -euo pipefail
 
 usage() {
-  sed -n '2,45p' "$0" >&2
+  sed -n '2,56p' "$0" >&2
   exit 64
 }
 
 stage=${1:-}
-[[ $stage =~ ^(train|wait|run|pack)$ ]] || usage
+[[ $stage =~ ^(train|wait|run|wait-run|accept|speed|pack|run-here)$ ]] || usage
 shift
-seed=0 work="" site=/tmp/site outdir=${OUT:-} target_budget=200 gen_budget=90 budget=110
+options=("$@")
+seed=0 work="" site=/tmp/site outdir=${OUT:-} target_budget=180 gen_budget=80 budget=100
 rows=49152 train_args="" timeout=560 contexts=512,2048,4096 requests=48 long_requests=200
-tokens=7 servers=5 speed_prompts=24 speed_repeats=3 speed_time=0 run_args="" speed_args=""
+tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args=""
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "mini-gpu.sh: $1 needs a value" >&2; exit 64; }
   case $1 in
@@ -77,7 +84,6 @@ while [[ $# -gt 0 ]]; do
     --servers) servers=$2 ;;
     --speed-prompts) speed_prompts=$2 ;;
     --speed-repeats) speed_repeats=$2 ;;
-    --speed-time) speed_time=$2 ;;
     --run-args) run_args=$2 ;;
     --speed-args) speed_args=$2 ;;
     *) echo "mini-gpu.sh: unknown option $1" >&2; usage ;;
@@ -85,7 +91,7 @@ while [[ $# -gt 0 ]]; do
   shift 2
 done
 for value in "$seed" "$rows" "$timeout" "$requests" "$long_requests" "$tokens" "$servers" \
-  "$speed_prompts" "$speed_repeats" "$speed_time"; do
+  "$speed_prompts" "$speed_repeats"; do
   [[ $value =~ ^[0-9]+$ ]] || { echo "mini-gpu.sh: '$value': expected a whole number" >&2; exit 64; }
 done
 for value in "$target_budget" "$gen_budget" "$budget"; do
@@ -100,6 +106,17 @@ models=$work/models
 export PYTHONPATH="$site:$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 
+background() {  # background JOB COMMAND...: COMMAND in its own session, WORK/JOB.log, .rc
+  local job=$1
+  shift
+  # setsid: the job outlives this command; the inner shell expands $0 (the work folder), $1 (the
+  # job's name) and the command after them
+  # shellcheck disable=SC2016
+  setsid nohup bash -c 'job=$1; shift; "$@" > "$0/$job.log" 2>&1; echo $? > "$0/$job.rc"' \
+    "$work" "$job" "$@" < /dev/null > /dev/null 2>&1 &
+  echo $! > "$work/$job.pid"
+}
+
 train() {
   local extra
   if [[ -e $models || -e $work/train.pid ]]; then
@@ -109,74 +126,111 @@ train() {
   fi
   mkdir -p "$work"
   read -r -a extra <<< "$train_args"
-  # setsid: the training outlives this command; its exit status goes to train.rc (the inner
-  # shell expands $0 and $@, the work folder and the training's arguments)
-  # shellcheck disable=SC2016
-  setsid nohup bash -c 'python3 -m j0 mini train "$@" > "$0/train.log" 2>&1; echo $? > "$0/train.rc"' \
-    "$work" "$models" --seed "$seed" --target-budget "$target_budget" --gen-budget "$gen_budget" \
-    --budget "$budget" --rows "$rows" --no-progress "${extra[@]}" \
-    < /dev/null > /dev/null 2>&1 &
-  echo $! > "$work/train.pid"
+  background train python3 -m j0 mini train "$models" --seed "$seed" \
+    --target-budget "$target_budget" --gen-budget "$gen_budget" --budget "$budget" \
+    --rows "$rows" --no-progress "${extra[@]}"
   echo "==> mini-gpu.sh: training seed $seed in the background (pid $(cat "$work/train.pid"));" \
     "log $work/train.log; then: scripts/mini-gpu.sh wait --seed $seed"
 }
 
-wait_training() {
-  local waited=0
-  [[ -f $work/train.pid ]] || { echo "mini-gpu.sh: no training in $work (train first)" >&2; exit 64; }
-  while [[ ! -f $work/train.rc ]]; do
+wait_job() {  # wait_job JOB: progress every 20 s until WORK/JOB.rc; its status (75: not yet)
+  local job=$1 waited=0
+  [[ -f $work/$job.pid ]] || { echo "mini-gpu.sh: no $job job in $work" >&2; exit 64; }
+  while [[ ! -f $work/$job.rc ]]; do
     if ((waited >= timeout)); then
-      echo "==> mini-gpu.sh: still training after ${waited} s; wait again" >&2
+      echo "==> mini-gpu.sh: $job still running after ${waited} s; wait again" >&2
       exit 75
     fi
     sleep 20
     waited=$((waited + 20))
-    echo "--- ${waited} s: $(grep -E '^(==>|    )' "$work/train.log" 2>/dev/null | tail -n 1)"
+    echo "--- ${waited} s: $(grep -E '^(==>|    )' "$work/$job.log" 2>/dev/null | tail -n 1)"
   done
-  cat "$work/train.log"
-  return "$(cat "$work/train.rc")"
+  cat "$work/$job.log"
+  return "$(cat "$work/$job.rc")"
 }
 
-run_set() {
-  local status=0 extra speed_extra started left
-  [[ -f $models/mini.json ]] || { echo "mini-gpu.sh: $models has no mini.json (train, wait)" >&2; exit 64; }
+trained() {
+  [[ -f $models/mini.json ]] || {
+    echo "mini-gpu.sh: $models has no mini.json (train, then wait)" >&2
+    exit 64
+  }
+}
+
+run() {
+  trained
+  if [[ -e $work/run.pid || -e $work/run ]]; then
+    echo "mini-gpu.sh: $work already holds a run (run.pid or run/); nothing is overwritten" >&2
+    exit 64
+  fi
+  background run bash "$0" run-here "${options[@]}"
+  echo "==> mini-gpu.sh: run of seed $seed in the background (pid $(cat "$work/run.pid"));" \
+    "log $work/run.log; then: scripts/mini-gpu.sh wait-run --seed $seed"
+}
+
+accept() {
+  local extra
+  trained
   read -r -a extra <<< "$run_args"
-  read -r -a speed_extra <<< "$speed_args"
-  started=$SECONDS
   python3 -m j0 mini run "$models" --here --run-dir "$work/run" --tokens "$tokens" \
     --contexts "$contexts" --requests "$requests" --long-requests "$long_requests" \
     --parts baseline,ngram,mask-off,j0-off,j0-on --j0-seeds 20261031 --servers "$servers" \
-    "${extra[@]}" 2>&1 | tee "$work/run.log" || status=$?
-  left=$((600 - (SECONDS - started)))
-  if ((speed_time == 0 || left >= speed_time)); then
-    python3 -m j0 mini speed "$models" --run-dir "$work/run" --tokens "$tokens" \
-      --prompts "$speed_prompts" --repeats "$speed_repeats" "${speed_extra[@]}" 2>&1 \
-      | tee "$work/speed.log" || { ((status != 0)) || status=$?; }
-  else
-    echo "==> mini-gpu.sh: speed part left out (${left} s left, --speed-time $speed_time)" \
-      | tee "$work/speed.log"
-  fi
-  pack
+    "${extra[@]}"
+}
+
+speed() {
+  local extra
+  trained
+  read -r -a extra <<< "$speed_args"
+  python3 -m j0 mini speed "$models" --run-dir "$work/run" --tokens "$tokens" \
+    --prompts "$speed_prompts" --repeats "$speed_repeats" "${extra[@]}"
+}
+
+run_here() {  # the background run: accept, speed, pack
+  local status=0
+  echo "==> mini-gpu.sh: accept ($(date -u +%H:%M:%S))"
+  accept || status=$?
+  echo "==> mini-gpu.sh: speed ($(date -u +%H:%M:%S))"
+  speed || { ((status != 0)) || status=$?; }
+  pack_here
+  echo "==> mini-gpu.sh: done ($(date -u +%H:%M:%S)), exit $status"
   return "$status"
 }
 
-pack() {
+pack_here() {  # the set without weights or dumps into WORK/out
   local name=mini-gpu-seed$seed
-  mkdir -p "$outdir"
-  # the whole set but the weights and the dumps (dumps-sha256.txt and dumps-check.json stay)
-  tar -C "$work" --exclude='*.safetensors' --exclude='*/dumps' --exclude='out' \
-    -cJf "$outdir/$name.tar.xz" .
+  rm -rf "$work/out" && mkdir -p "$work/out"
+  # dumps-sha256.txt and dumps-check.json stay beside the dumps they describe
+  tar -C "$work" --exclude='*.safetensors' --exclude='*/dumps' --exclude='./out' \
+    -cJf "$work/out/$name.tar.xz" .
   for file in models/mini.json run/mini-run.json run/mini-run.md run/speed.json run/speed.md; do
-    if [[ -f $work/$file ]]; then cp "$work/$file" "$outdir/$name-${file##*/}"; fi
+    if [[ -f $work/$file ]]; then cp "$work/$file" "$work/out/$name-${file##*/}"; fi
   done
-  echo "==> mini-gpu.sh: packed into $outdir:"
-  find "$outdir" -maxdepth 1 -type f -printf '    %f (%s bytes)\n'
+}
 
+copy_out() {  # WORK/out into OUTDIR (the same folder where OUTDIR is WORK/out)
+  mkdir -p "$outdir"
+  if [[ "$(cd "$outdir" && pwd)" != "$(cd "$work/out" && pwd)" ]]; then
+    cp "$work/out"/* "$outdir/"
+  fi
+  echo "==> mini-gpu.sh: the results in $outdir:"
+  find "$outdir" -maxdepth 1 -type f -printf '    %f (%s bytes)\n'
+}
+
+wait_run() {
+  local status=0
+  wait_job run || status=$?
+  ((status == 75)) && exit 75
+  [[ -d $work/out ]] && copy_out
+  return "$status"
 }
 
 case $stage in
   train) train ;;
-  wait) wait_training ;;
-  run) run_set ;;
-  pack) pack ;;
+  wait) wait_job train ;;
+  run) run ;;
+  wait-run) wait_run ;;
+  accept) accept ;;
+  speed) speed ;;
+  pack) pack_here && copy_out ;;
+  run-here) run_here ;;
 esac

@@ -1,9 +1,10 @@
 """scripts/mini-gpu.sh, the lead's commands for one model set on one lent GPU, run here for real
-in its stages: `train` (smoke sizes on this CPU, in the background with setsid), `wait`, `run`
-(`j0 mini run` and `j0 mini speed` against the vLLM stand-in, tests/engine_check/bin/
-vllm_serve_standin.py, in the place of `vllm serve`, through a `vllm` package of ours first on
-PYTHONPATH, as in test_h200_script.py) and `pack`. The stand-in returns no token ids, so the run's
-cross-check is not run and `run` ends with exit 2."""
+in its stages: `train` (smoke sizes on this CPU, in the background with setsid), `wait`, `run` (in
+the background: `j0 mini run` and `j0 mini speed` against the vLLM stand-in, tests/engine_check/
+bin/vllm_serve_standin.py, in the place of `vllm serve`, through a `vllm` package of ours first
+on PYTHONPATH, as in test_h200_script.py, then the packing) and `wait-run`, which copies the
+results out. The stand-in returns no token ids, so the run's cross-check is not run and the run
+ends with exit 2."""
 
 from __future__ import annotations
 
@@ -80,8 +81,7 @@ def test_train_wait_run_pack(tmp_path: Path, article_file: Path) -> None:
     assert again.returncode == 64 and "already holds a training" in again.stderr
 
     out = tmp_path / "results"
-    run = script(
-        "run",
+    options = (
         *common,
         "--out",
         str(out),
@@ -101,9 +101,14 @@ def test_train_wait_run_pack(tmp_path: Path, article_file: Path) -> None:
         "--crosscheck-requests 1 --max-tokens 16 --slots 2",
         "--speed-args",
         "--max-tokens 16 --eager",
-        env=env,
     )
+    started = script("run", *options, env=env, timeout=60)
+    assert started.returncode == 0 and "in the background" in started.stdout, started.stderr
+    run = script("wait-run", *options, "--timeout", "900", env=env)
     assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "cross-check not run" in (work / "run.log").read_text()
+    again = script("run", *options, env=env, timeout=60)
+    assert again.returncode == 64 and "already holds a run" in again.stderr
     summary = json.loads((work / "run" / "mini-run.json").read_text())
     assert sorted(summary["settings"]) == [
         "baseline",

@@ -202,18 +202,18 @@ def _register_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     train.add_argument(
         "--budget",
         type=finite_number(0, above=True),
-        help="seconds per drafter (default 110; smoke 4); alone, also the target's and the "
+        help="seconds per drafter (default 100; smoke 4); alone, also the target's and the "
         "generated rows' (as before)",
     )
     train.add_argument(
         "--target-budget",
         type=finite_number(0, above=True),
-        help="seconds of the target's training (default 200; smoke 4)",
+        help="seconds of the target's training (default 180; smoke 4)",
     )
     train.add_argument(
         "--gen-budget",
         type=finite_number(0, above=True),
-        help="at most this many seconds for the generated rows (default 90; smoke 4)",
+        help="at most this many seconds for the generated rows (default 80; smoke 4)",
     )
     train.add_argument(
         "--corpus-mb",

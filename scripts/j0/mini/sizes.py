@@ -76,9 +76,9 @@ FULL = Sizes(
     draft_batch=32,
     draft_lr=1e-3,
     eval_batches=8,
-    budget_s=110.0,
-    target_budget_s=200.0,
-    gen_budget_s=90.0,
+    budget_s=100.0,
+    target_budget_s=180.0,
+    gen_budget_s=80.0,
     position_bucket=512,
     tokenizer_bytes=30_000_000,
 )
