@@ -44,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         DOCTOR_HELP,
     )
     add_json_option(doctor, "the checks")
+    doctor.add_argument(
+        "--plugin",
+        action="store_true",
+        help="check for compose.plugin.yaml's route instead (J0 through the vLLM plugin on vLLM "
+        "0.34.0's release image: its switches, its pins, that image; docs/plugin.md)",
+    )
     doctor.set_defaults(func=run_doctor)
 
 
@@ -52,6 +58,6 @@ def run_doctor(args: argparse.Namespace) -> int:
     from j0.doctor.run import run_doctor as doctor
 
     check_json_output(args.json)
-    report = doctor(DoctorOptions())
+    report = doctor(DoctorOptions(plugin=args.plugin))
     emit_result(report.text(), report.json(), args.json)
     return 0 if report.ready else 1

@@ -218,6 +218,11 @@ def _local_digest(image: str) -> tuple[bool, str]:
     return True, str(digests[0]) if digests else ""
 
 
+def registry_has(image: str) -> tuple[str, str]:
+    """("found" | "missing" | "unreachable", the registry's words) for `image`."""
+    return _registry(image)
+
+
 def _registry(image: str) -> tuple[str, str]:
     """("found" | "missing" | "unreachable", the registry's words)."""
     ran = host.run(["docker", "manifest", "inspect", image], timeout=45)

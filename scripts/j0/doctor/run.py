@@ -27,6 +27,7 @@ class DoctorOptions:
 
     pins: Pins | None = None
     settings: Settings | None = None
+    plugin: bool = False  # --plugin: compose.plugin.yaml's route (docs/plugin.md)
 
 
 def run_doctor(options: DoctorOptions) -> Report:
@@ -36,20 +37,31 @@ def run_doctor(options: DoctorOptions) -> Report:
 
     pins = options.pins or load_pins()
     settings = options.settings or resolve(pins)
-    report = Report("j0 doctor: can this host run `docker compose up` (the article's server)?")
+    report = Report(
+        "j0 doctor: can this host run `docker compose -f compose.plugin.yaml up` (J0 through "
+        "the vLLM plugin)?"
+        if options.plugin
+        else "j0 doctor: can this host run `docker compose up` (the article's server)?"
+    )
     state = docker_checks.engine()
     report.add(state.engine)
     report.add(docker_checks.compose(state))
     report.add(docker_checks.buildx(state))
     report.add(docker_checks.gpu_runtime(state))
-    route = engine_route.route_of(settings, pins)
-    image, knob = engine_route.base_of(route, settings, pins)
-    report.add(engine_route.checks(state, settings, pins))
-    report.add(
-        docker_checks.base_image(
-            state, image, pins, f"{knob}, {settings.source(knob)}", wheel_route=route == "wheel"
+    if options.plugin:
+        from j0.doctor import plugin_route
+
+        image = settings.get(plugin_route.IMAGE_KNOB, pins.values.get(plugin_route.IMAGE_KNOB, ""))
+        report.add(plugin_route.checks(state, settings, pins))
+    else:
+        route = engine_route.route_of(settings, pins)
+        image, knob = engine_route.base_of(route, settings, pins)
+        report.add(engine_route.checks(state, settings, pins))
+        report.add(
+            docker_checks.base_image(
+                state, image, pins, f"{knob}, {settings.source(knob)}", wheel_route=route == "wheel"
+            )
         )
-    )
 
     compose_token = settings.path("HF_TOKEN_FILE")
     if compose_token is not None and is_unset(str(settings.get("HF_TOKEN_FILE"))):
@@ -70,7 +82,11 @@ def run_doctor(options: DoctorOptions) -> Report:
     query = gpu.query()
     image_cuda = None
     if query.gpus:  # the CUDA of the image compose runs: its manifest, else the pins
-        served = settings.get("J0_IMAGE", "j0/vllm-openai:compose")
+        served = (
+            settings.get("J0_PLUGIN_IMAGE", "j0/vllm-openai:plugin")
+            if options.plugin
+            else settings.get("J0_IMAGE", "j0/vllm-openai:compose")
+        )
         present = docker_checks.image_present(state, served)
         image_cuda = cuda.image_cuda(served, present, pins.cuda)
     report.add(gpu_checks(query, need, why, util, image_cuda))
