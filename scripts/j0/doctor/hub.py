@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge import urls
+from j0.edge.hub_bounds import bound_requests, listed
 from j0.edge.secret_file import read_secret_file
 from j0.errors import J0Error, available, read_json_file
 
@@ -119,6 +120,7 @@ def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
 
     api = HfApi(endpoint=endpoint or None, token=token or False)
     where = urls.redact(endpoint) if endpoint else "the Hub"
+    bound_requests(where)  # a listing that never ends, ended (j0.edge.hub_bounds)
     try:
         info = api.model_info(facts.repo_id, revision=facts.revision, timeout=HUB_TIMEOUT_S)
     except OfflineModeIsEnabled:
@@ -151,9 +153,8 @@ def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
     facts.gated = "" if gated in (None, False) else str(gated)
     if facts.weights_bytes is None:
         try:
-            entries = list(
-                api.list_repo_tree(facts.repo_id, revision=facts.revision, recursive=True)
-            )
+            tree = api.list_repo_tree(facts.repo_id, revision=facts.revision, recursive=True)
+            entries = list(listed(tree, where, f"the files of {facts.repo_id}"))
             size_of = {  # top level only: vLLM reads no sub-folder of a model folder
                 str(e.path): int(getattr(e, "size", 0) or 0) for e in entries if "/" not in e.path
             }

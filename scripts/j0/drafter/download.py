@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from j0.drafter.console import warn
-from j0.drafter.hub import Token, hub_error, transport_errors
+from j0.drafter.hub import Token, hub_error, shown_endpoint, transport_errors
+from j0.edge.hub_bounds import hub_answers
 from j0.errors import INPUT_LACKS, J0Error
 
 
@@ -31,15 +32,16 @@ def download_files(
 
     for attempt in range(1, attempts + 1):
         try:
-            snapshot_download(
-                repo_id,
-                revision=sha,
-                local_dir=directory,
-                allow_patterns=patterns,
-                token=token.value,
-                endpoint=endpoint,
-                local_files_only=offline,
-            )
+            with hub_answers(shown_endpoint(endpoint), f"{repo_id}@{sha[:8]}", "its files"):
+                snapshot_download(
+                    repo_id,
+                    revision=sha,
+                    local_dir=directory,
+                    allow_patterns=patterns,
+                    token=token.value,
+                    endpoint=endpoint,
+                    local_files_only=offline,
+                )
             return
         except LocalEntryNotFoundError as exc:
             raise J0Error(

@@ -66,6 +66,7 @@ from j0.drafter.hub import (
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
 from j0.edge.atomic import check_output_folder, claimed
+from j0.edge.hub_bounds import bound_requests, checked_repo_id
 from j0.errors import INPUT_LACKS, InputLimit, J0Error, read_input_bytes, require
 from j0.pins import Pins, load_pins
 
@@ -168,6 +169,7 @@ def _fetch_online(
 
     endpoint = endpoint_from_env()
     api = HfApi(endpoint=endpoint, library_name="j0")
+    bound_requests(shown_endpoint(endpoint))  # a listing that never ends, ended
     log(f"resolving {repo_id}@{revision} on {shown_endpoint(endpoint)} ({token.source})")
     resolution = resolve_revision(api, repo_id, revision, token, endpoint)
     sha = resolution.sha
@@ -246,7 +248,7 @@ def fetch(
     drop_empty_endpoint()  # before huggingface_hub reads its constants
     require("huggingface_hub", "j0 drafter fetch")
     pins = load_pins()
-    repo_id = repo_id or pins.drafter_repo
+    repo_id = checked_repo_id(repo_id or pins.drafter_repo, "--repo-id")  # before any request
     revision = revision or pins.drafter_revision
     if directory is not None:
         check_output_folder(directory, "--out")

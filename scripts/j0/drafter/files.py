@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.drafter.hub import Token, hub_error, transport_errors
+from j0.drafter.hub import Token, hub_error, shown_endpoint, transport_errors
+from j0.edge.hub_bounds import hub_answers, listed
 from j0.errors import INPUT_LACKS, J0Error, read_json_file
 
 # What vLLM 0.33.0 reads from a DFlash draft's folder (method "dflash"), and why. Top level only:
@@ -109,11 +110,30 @@ def list_files(
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.hf_api import RepoFile
 
+    where, asked = shown_endpoint(endpoint), f"the files of {repo_id}@{sha[:8]}"
+    expected = "a list of entries, each with a path (text), a size and a blob id"
     try:
-        return [
-            RepoEntry(f.path, f.size, f.blob_id, f.lfs.sha256 if f.lfs is not None else None)
-            for f in api.list_repo_tree(repo_id, recursive=True, revision=sha, token=token.value)
-            if isinstance(f, RepoFile)
-        ]
+        with hub_answers(where, asked, expected):
+            tree = api.list_repo_tree(repo_id, recursive=True, revision=sha, token=token.value)
+            return [entry_of(f) for f in listed(tree, where, asked) if isinstance(f, RepoFile)]
     except (HfHubHTTPError, *transport) as exc:
         raise hub_error(exc, repo_id, sha, token, endpoint) from None
+
+
+def entry_of(item: Any) -> RepoEntry:
+    """A file of the Hub's listing, its fields of the Hub's types (TypeError otherwise, which
+    the listing's caller refuses as an answer that is not a Hub's)."""
+    lfs = item.lfs.sha256 if item.lfs is not None else None
+    entry = RepoEntry(item.path, item.size, item.blob_id, lfs)
+    if not (
+        isinstance(entry.path, str)
+        and isinstance(entry.size, int)
+        and not isinstance(entry.size, bool)
+        and entry.size >= 0
+        and isinstance(entry.blob_id, str)
+        and (lfs is None or isinstance(lfs, str))
+    ):
+        raise TypeError(
+            f"an entry of path {entry.path!r}, size {entry.size!r}, blob id {entry.blob_id!r}"
+        )
+    return entry

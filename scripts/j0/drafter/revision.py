@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from j0.drafter.hub import Token, hub_error, shown_endpoint, transport_errors
+from j0.edge.hub_bounds import hub_answers, listed
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -24,15 +25,20 @@ class Resolution:
     how: str
 
 
-def _commits_by_prefix(api: Any, repo_id: str, prefix: str, token: Token) -> dict[str, str]:
+def _commits_by_prefix(
+    api: Any, repo_id: str, prefix: str, token: Token, where: str
+) -> dict[str, str]:
     """Commits of every branch and tag whose id starts with `prefix`: {sha: title}."""
     refs = api.list_repo_refs(repo_id, token=token.value)
     found: dict[str, str] = {}
     seen: set[str] = set()
-    for ref in [*refs.branches, *refs.tags]:
+    for ref in listed([*refs.branches, *refs.tags], where, f"the refs of {repo_id}"):
         if ref.target_commit in seen:
             continue  # that history has been read already
-        for commit in api.list_repo_commits(repo_id, revision=ref.ref, token=token.value):
+        commits = api.list_repo_commits(repo_id, revision=ref.ref, token=token.value)
+        for commit in listed(commits, where, f"the commits of {repo_id}"):
+            if not (isinstance(commit.commit_id, str) and isinstance(commit.title, str)):
+                raise TypeError(f"a commit of id {commit.commit_id!r}, title {commit.title!r}")
             seen.add(commit.commit_id)
             if commit.commit_id.startswith(prefix):
                 found[commit.commit_id] = commit.title
@@ -47,13 +53,15 @@ def resolve_revision(
     from huggingface_hub.errors import BadRequestError, HfHubHTTPError, RevisionNotFoundError
 
     sha: str | None = None
+    where = shown_endpoint(endpoint)
     try:
-        sha = api.model_info(repo_id, revision=revision, token=token.value).sha
+        with hub_answers(where, f"model info of {repo_id}@{revision}", "a JSON object with id"):
+            sha = api.model_info(repo_id, revision=revision, token=token.value).sha
     except (RevisionNotFoundError, BadRequestError):
         sha = None  # a prefix the server does not resolve; the commit list below says why
     except (HfHubHTTPError, *transport) as exc:
         raise hub_error(exc, repo_id, revision, token, endpoint) from None
-    if sha is not None and not FULL_SHA.fullmatch(sha):
+    if sha is not None and not (isinstance(sha, str) and FULL_SHA.fullmatch(sha)):
         raise J0Error(f"{shown_endpoint(endpoint)} gave {sha!r} as the commit of {revision!r}")
     if FULL_SHA.fullmatch(revision):
         if sha is None:
@@ -73,7 +81,8 @@ def resolve_revision(
         return Resolution(sha, f"branch or tag {revision!r} (a moving name, now pinned)")
 
     try:
-        candidates = _commits_by_prefix(api, repo_id, revision, token)
+        with hub_answers(where, f"the refs and commits of {repo_id}", "the Hub's lists of them"):
+            candidates = _commits_by_prefix(api, repo_id, revision, token, where)
     except (HfHubHTTPError, *transport) as exc:
         if sha is None:
             raise hub_error(exc, repo_id, revision, token, endpoint) from None

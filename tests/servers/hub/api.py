@@ -129,3 +129,17 @@ def refs(handler: HubHandler, repo: FakeRepo) -> None:
             "pullRequests": [],
         }
     )
+
+
+def endless_page(handler: HubHandler, size: int, query: Query, path: str) -> None:
+    """A page of `size` made-up files after the cursor, and a Link to the next, always: a
+    listing that never ends (what a hostile endpoint can send)."""
+    start = int(query.get("cursor", ["0"])[0])
+    items = [
+        {"type": "file", "oid": "0" * 40, "size": 1, "path": f"file-{n:09d}.bin"}
+        for n in range(start, start + size)
+    ]
+    rest = {k: v[0] for k, v in query.items() if k != "cursor"}
+    rest["cursor"] = str(start + max(size, 1))
+    host = handler.headers.get("Host", "127.0.0.1")
+    handler.send_ok_json(items, {"Link": f'<http://{host}{path}?{urlencode(rest)}>; rel="next"'})

@@ -108,6 +108,13 @@ class HubHandler(StandInHandler):
         if failures:
             self.send_error_json(failures.pop(0), None, f"the {kind} route is failing (a test)")
             return
+        if kind in self.server.raw_api:
+            status, body, headers = self.server.raw_api[kind]
+            self.send_body(status, body, headers)
+            return
+        if kind in self.server.endless:
+            hub_api.endless_page(self, self.server.endless[kind], self.query_lists(), path)
+            return
         repo = self.find_repo(unquote(repo_id))
         if repo is None:
             return

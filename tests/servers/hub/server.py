@@ -31,7 +31,8 @@ list keeps the real file's size and hashes, as a broken CDN or disk would; `fail
 `fail_api[kind] = [503, ...]` answers the next requests of an API route ("tree", "revision",
 "commits", "refs") with those statuses; `substitute[rev] = sha` answers commit `sha` wherever
 `rev` is asked (model info, tree, files with their X-Repo-Commit): an endpoint that serves
-another commit than the one asked.
+another commit than the one asked; `raw_api[kind] = (status, body, headers)` answers an API route
+with those bytes, and `endless[kind] = n` with pages of n made-up files that always link a next.
 Every request is recorded in `log`.
 
 The built-in fake repo (`article_repo`, hub/article.py) holds the commits of a JetSpec++-like
@@ -107,6 +108,11 @@ class HubServer(StandInServer):
         # an API route's kind ("revision", "tree", "commits", "refs") -> the statuses its next
         # requests get, one each (huggingface_hub retries a 5xx listing, warning each time)
         self.fail_api: dict[str, list[int]] = {}
+        # an API route's kind -> (status, body, headers) answered instead, every time: a hostile
+        # or broken endpoint (HTML, a list, an object without its keys)
+        self.raw_api: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        # an API route's kind -> entries per page of a listing whose Link header never ends
+        self.endless: dict[str, int] = {}
         # revision asked -> the commit answered instead, on every route (model info, tree,
         # commits, files): an endpoint that serves another commit than the one asked
         self.substitute: dict[str, str] = {}
