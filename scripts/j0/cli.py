@@ -83,6 +83,10 @@ def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if hasattr(args, "j0_parser"):  # no output onto an input: one rule, every command
+            from j0.edge.own_inputs import refuse_writing_inputs
+
+            refuse_writing_inputs(args.j0_parser, args)
         return int(args.func(args))
     except J0Error as exc:
         print(f"j0: error: {exc}", file=sys.stderr)

@@ -36,7 +36,66 @@ def add_command(
     )
     key = parser.prog.removeprefix("j0 ")
     parser.epilog = epilog(EXAMPLES.get(key) or group_examples(key), exit_codes) or None
-    return parser
+    parser.set_defaults(j0_parser=parser)  # the innermost's: whose reads and writes the entry
+    return parser  # point judges (j0.edge.own_inputs)
+
+
+# What each path argument is to its command: read (an input) or written (an output). The entry
+# point refuses, before any work, an output that is one of the command's inputs (the same file,
+# by device and inode) or an existing file inside a folder it reads (j0.edge.own_inputs);
+# tests/test_own_inputs.py fails on a path argument that says neither.
+FILE, FOLDER = "file", "folder"
+
+
+def _actions(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> list[argparse.Action]:
+    found = [a for a in parser._actions if a.dest in names or set(a.option_strings) & set(names)]
+    missing = set(names) - {n for a in found for n in (a.dest, *a.option_strings)}
+    if missing:  # a typo would leave an argument unjudged
+        raise ValueError(f"{parser.prog}: no argument {sorted(missing)}")
+    return found
+
+
+def reads(
+    parser: argparse.ArgumentParser,
+    *names: str,
+    path_of: Callable[[object], list[Path]] | None = None,
+    own: tuple[str, ...] | Callable[[], tuple[str, ...]] = (),
+) -> None:
+    """Mark the arguments `names` (option strings or dests) as inputs of the command. `path_of`
+    turns a value into the paths it names where the value is not a path (`@FILE`); `own`: the
+    names of files the command itself writes into that folder (which an output may replace), or
+    a function that gives them (asked only when a command line is judged)."""
+    for action in _actions(parser, names):
+        action.j0_reads = True  # type: ignore[attr-defined]
+        action.j0_path_of = path_of  # type: ignore[attr-defined]
+        action.j0_own = own  # type: ignore[attr-defined]
+
+
+def writes(
+    parser: argparse.ArgumentParser, name: str, kind: str, *, may_be_in: tuple[str, ...] = ()
+) -> None:
+    """Mark the argument `name` as an output of the command: a FILE or a FOLDER; `may_be_in`:
+    the inputs (their dests) that this output folder may be, or lie in, as the command's docs
+    say (`j0 bench report DIR` writes its report into DIR)."""
+    for action in _actions(parser, (name,)):
+        action.j0_writes = kind  # type: ignore[attr-defined]
+        action.j0_may_be_in = may_be_in  # type: ignore[attr-defined]
+
+
+def file_after_at(value: object) -> list[Path]:
+    """The file of a `TEXT|@FILE` value (`--system-prompt @FILE`), none for a text."""
+    from pathlib import Path
+
+    text = str(value)
+    return [Path(text[1:])] if text.startswith("@") and len(text) > 1 else []
+
+
+def existing_file(value: object) -> list[Path]:
+    """The value where it names an existing file (`--dataset NAME|FILE.jsonl`), else none."""
+    from pathlib import Path
+
+    path = Path(str(value))
+    return [path] if path.is_file() else []
 
 
 def epilog(examples: tuple[str, ...], exit_codes: bool = True) -> str:
@@ -69,6 +128,7 @@ def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="OUT",
         help=f"{what} as JSON: into the file OUT, or, alone (or -), on stdout in place of the text",
     )
+    writes(parser, "--json", FILE)  # OUT is the command's own output: replaced where it exists
 
 
 def check_json_output(json_to: str | None) -> None:

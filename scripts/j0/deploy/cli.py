@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, add_json_option, check_json_output, emit_result
+from j0.commands import FOLDER, add_command, add_json_option, check_json_output, emit_result, writes
 
 RENDER_DESCRIPTION = """\
 Write the Kubernetes manifests for serving (deploy/k8s/serving/: PVC, Deployment, Service,
@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="where to write (default: deploy/k8s in the checkout)",
     )
     add_json_option(p, "what was rendered (the folder, the files written, each file's sha256)")
+    writes(p, "dir", FOLDER)
     p.set_defaults(func=_render)
 
 

@@ -9,12 +9,15 @@ import argparse
 from pathlib import Path
 
 from j0.commands import (
+    FOLDER,
     add_command,
     add_json_option,
     check_json_output,
     emit_json,
     emit_result,
+    reads,
     text_unless_json_on_stdout,
+    writes,
 )
 from j0.errors import J0Error
 
@@ -104,6 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "the older spelling, which compose's drafter service uses)",
     )
     add_json_option(fetch, "what was fetched (repo, the full commit, the folder, the patch)")
+    writes(fetch, "--out", FOLDER)
     fetch.set_defaults(func=run_fetch)
 
     patch = add(
@@ -117,11 +121,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the merge patch (default: drafter-config/causal.merge-patch.json)",
     )
     add_json_option(patch, "the result (config, changed, orig, each layer's causality)")
+    reads(patch, "dir", "--patch")
     patch.set_defaults(func=run_patch_config)
 
     check = add("check", "say whether vLLM 0.33 runs every draft layer causally", CHECK_HELP)
     check.add_argument("dir", type=Path, metavar="DIR", help="the drafter's folder")
     add_json_option(check, "the verdict (config, each layer's causality, what decided it)")
+    reads(check, "dir")
     check.set_defaults(func=run_check)
 
 

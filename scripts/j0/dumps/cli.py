@@ -9,14 +9,17 @@ from pathlib import Path
 
 from j0.article.variants import VARIANTS
 from j0.commands import (
+    FOLDER,
     add_command,
     add_json_option,
     check_json_output,
     emit_json,
     finite_number,
     json_file,
+    reads,
     text_unless_json_on_stdout,
     whole_number,
+    writes,
 )
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
@@ -113,6 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     show = add("show", "tables of the requests, steps and tensors in a dump folder", SHOW_HELP)
     show.add_argument("dir", type=Path, metavar="DIR", help="the dump folder")
     add_json_option(show, "the tables")
+    reads(show, "dir")
     show.set_defaults(func=run_show)
 
     check = add("check", "check every dumped J0 draw against the reference", CHECK_HELP)
@@ -167,11 +171,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         action="store_true",
         help="exit 0 when nothing failed but some draws were unverifiable (still reported)",
     )
+    reads(check, "dir", "--log", "--prompts")
     check.set_defaults(func=run_check)
 
     audit = add("audit", "the verdict on the J0 audit's per-step records", AUDIT_HELP)
     audit.add_argument("dir", type=Path, metavar="FOLDER", help="the VLLM_DFLASH_AUDIT folder")
     add_json_option(audit, "the summary")
+    reads(audit, "dir")
     audit.set_defaults(func=run_audit)
 
     compare = add("compare", "compare two dump sets of the same prompts step by step", COMPARE_HELP)
@@ -187,6 +193,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="X",
         help="aux tolerance, relative: a finite number > 0 (default: 2^-6)",
     )
+    reads(compare, "a", "b")
+    writes(compare, "--plots", FOLDER)
     compare.set_defaults(func=run_compare)
 
     replay = add("replay", "replay the dumps on the DFlash authors' reference drafter", REPLAY_HELP)
@@ -204,6 +212,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--out", type=Path, metavar="DIR", help="where the reference's dump set goes"
     )
     add_json_option(replay, "the report")
+    reads(replay, "dir", "--drafter", "--target")
+    writes(replay, "--out", FOLDER)
     replay.set_defaults(func=run_replay)
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from j0.commands import (
+    FOLDER,
     JSON_ON_STDOUT,
     MAX_PORT,
     add_command,
@@ -14,8 +15,10 @@ from j0.commands import (
     check_json_output,
     emit_json,
     finite_number,
+    reads,
     text_unless_json_on_stdout,
     whole_number,
+    writes,
 )
 from j0.edge.processes import owning
 from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
@@ -178,6 +181,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     caching.add_argument(
         "--no-prefix-caching", dest="prefix_caching", action="store_false", help="without it"
     )
+    reads(parser, "--models")
+    writes(parser, "--keep", FOLDER)
     parser.set_defaults(func=owning(run))  # the servers it starts stop with it
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from j0.article.variants import VARIANTS
 from j0.commands import (
     DEVICES,
+    FOLDER,
     MAX_PORT,
     MAX_SEED,
     WholeNumbers,
@@ -19,8 +20,10 @@ from j0.commands import (
     emit_json,
     emit_result,
     finite_number,
+    reads,
     text_unless_json_on_stdout,
     whole_number,
+    writes,
 )
 from j0.edge.processes import owning
 from j0.errors import INPUT_LACKS, USAGE, J0Error
@@ -187,6 +190,12 @@ def _numbers(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def file_and_its_folder(value: object) -> list[Path]:
+    """A results README and the folder it lies in, whose data `j0 mini numbers` reads."""
+    path = Path(str(value))
+    return [path, path.parent]
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = add_command(subparsers, "mini", "the miniature: trained models, real acceptance", "")
     sub = parser.add_subparsers(dest="mini_command", metavar="SUBCOMMAND")
@@ -277,6 +286,7 @@ def _register_train(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     train.add_argument("--no-progress", dest="progress", action="store_false")
     add_json_option(train, "the folder, its models and mini.json's manifest")
+    writes(train, "out", FOLDER)
     train.set_defaults(func=owning(_train))  # SIGTERM as SystemExit: its clean-up runs
 
 
@@ -406,6 +416,8 @@ def _register_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     )
     run.add_argument("--server-command", help=argparse.SUPPRESS)
     add_json_option(run, "the verdict, its reasons and mini-run.json's summary")
+    reads(run, "out")
+    writes(run, "--run-dir", FOLDER, may_be_in=("out",))  # OUT/run by default
     run.set_defaults(func=owning(_run))  # the servers it starts stop with it
 
 
@@ -438,6 +450,7 @@ def _register_others(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     )
     speed.add_argument("--server-command", help=argparse.SUPPRESS)
     add_json_option(speed, "speed.json's document")
+    reads(speed, "out", "--run-dir")  # speed/ goes into the run: its own folder
     speed.set_defaults(func=owning(_speed))
 
     sets = add_command(sub, "sets", "verdicts across independently trained model sets", SETS_HELP)
@@ -451,6 +464,8 @@ def _register_others(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "--write", type=Path, metavar="DIR", help="write DIR/sets.json and DIR/sets.md too"
     )
     add_json_option(sets, "the report: every set, every comparison row, the verdicts")
+    reads(sets, "folders")
+    writes(sets, "--write", FOLDER)
     sets.set_defaults(func=_sets)
 
     numbers = add_command(sub, "numbers", "a results README's tables, from its data", NUMBERS_HELP)
@@ -459,6 +474,7 @@ def _register_others(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "--write", action="store_true", help="write the tables into README (default: check)"
     )
     add_json_option(numbers, "whether the tables agree with the data, and the difference")
+    reads(numbers, "readme", path_of=file_and_its_folder)  # the data lies beside it
     numbers.set_defaults(func=_numbers)
     curves = add_command(
         sub,
@@ -471,6 +487,7 @@ def _register_others(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     )
     curves.add_argument("out", type=Path, metavar="OUT", help="a `j0 mini train` folder")
     add_json_option(curves, "the plot's path")
+    reads(curves, "out")
     curves.set_defaults(func=_curves)
 
 

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 
 from j0.article.variants import ARTICLE_VARIANT, VARIANTS
-from j0.commands import add_command, add_json_option, check_json_output, emit_result
+from j0.commands import (
+    FILE,
+    add_command,
+    add_json_option,
+    check_json_output,
+    emit_result,
+    reads,
+    writes,
+)
 
 BUILD_HELP = """\
 Make the article's speculator.py: take vLLM's unpatched file from one source, check its sha256
@@ -124,6 +132,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_json_option(
         build, "what was built (file, sha256, identity, variant, audit, the base and its sha256)"
     )
+    reads(build, "--base", "--site-packages")
+    writes(build, "-o", FILE)
     build.set_defaults(func=run_build)
 
     verify = add_command(
@@ -135,6 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     verify.add_argument("file", type=Path, metavar="FILE", help="a speculator.py, or a directory")
     verify.add_argument("--vllm", metavar="RELEASE", help=VLLM_HELP)
     add_json_option(verify, "the verdict (file, sha256, identity, exit code, what it said)")
+    reads(verify, "file")
     verify.set_defaults(func=run_verify)
 
 

@@ -9,10 +9,13 @@ from pathlib import Path
 
 from j0.commands import (
     DEVICES,
+    FOLDER,
     MAX_SEED,
     add_command,
     add_json_option,
+    reads,
     whole_number,
+    writes,
 )
 from j0.edge.processes import owning
 
@@ -133,6 +136,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="with --audit: keep the audit's records here (a new or empty folder)",
     )
     add_json_option(parser, "the result (and bench)")
+    reads(parser, "--speculator")
+    writes(parser, "--audit-out", FOLDER)
     parser.set_defaults(func=owning(_selfcheck))  # its worker stops with it
 
 

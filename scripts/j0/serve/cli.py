@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import add_command, add_json_option
+from j0.commands import add_command, add_json_option, reads
 from j0.serve import launch as serve_launch
 
 DESCRIPTION = """\
@@ -87,6 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "the log lines stay on stderr)",
     )
     parser.add_argument("serve_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
+    reads(parser, "--api-key-file", "--overlay-mount")
     parser.set_defaults(func=_serve)
 
 

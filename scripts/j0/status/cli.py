@@ -11,6 +11,7 @@ from j0.commands import (
     check_json_output,
     emit_result,
     finite_number,
+    reads,
 )
 
 STATUS_HELP = """\
@@ -64,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "asked in time is reported as not asked",
     )
     add_json_option(status, "one flat object of the checks (for `j0 bench run --status-json`)")
+    reads(status, "--log", "--api-key-file")
     status.set_defaults(func=run)
 
 

@@ -8,12 +8,17 @@ from pathlib import Path
 from j0.bench.matrix import BACKENDS, DEFAULT_J0, DEFAULT_TOKENS
 from j0.bench.run.cli import add_repeats_and_system_prompt
 from j0.commands import (
+    FOLDER,
     add_command,
     add_json_option,
     check_json_output,
     emit_json,
+    existing_file,
+    file_after_at,
+    reads,
     text_unless_json_on_stdout,
     whole_number,
+    writes,
 )
 
 
@@ -59,6 +64,9 @@ def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: igno
     add_repeats_and_system_prompt(p, "matrix")
     p.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     add_json_option(p, "matrix.json (each setting's status, results and server log)")
+    reads(p, "--dataset", path_of=existing_file)
+    reads(p, "--system-prompt", path_of=file_after_at)
+    writes(p, "--out", FOLDER)
     p.set_defaults(func=_matrix)
 
 

@@ -6,12 +6,15 @@ import argparse
 from pathlib import Path
 
 from j0.commands import (
+    FOLDER,
     add_command,
     add_json_option,
     check_json_output,
     emit_result,
     finite_number,
+    reads,
     whole_number,
+    writes,
 )
 
 REPORT_DESCRIPTION = """\
@@ -25,6 +28,14 @@ PNG plots with a CSV beside each: acceptance length against context length, per-
 acceptance, and tok/s against the decode roofline (acceptance length x memory bandwidth /
 weight bytes).
 """
+
+
+def report_files() -> tuple[str, ...]:
+    """What the report writes into its folder itself (j0.bench.report.run.outputs_of): a --json
+    OUT may replace one of these, never a result the report reads."""
+    from j0.bench.report.run import outputs_of
+
+    return tuple(path.name for _, path in outputs_of(Path()))
 
 
 def register_report(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -81,6 +92,9 @@ def register_report(commands: argparse._SubParsersAction) -> None:  # type: igno
         "it such a pair is refused (exit 2)",
     )
     add_json_option(p, "report.json (the figures, per setting and pair)")
+    reads(p, "dir", own=report_files)
+    reads(p, "--weights-index")
+    writes(p, "--out", FOLDER, may_be_in=("dir",))  # DIR by default
     p.set_defaults(func=_report)
 
 

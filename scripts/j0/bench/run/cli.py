@@ -8,13 +8,18 @@ from typing import TYPE_CHECKING
 
 from j0.bench.run.options import ENDPOINTS
 from j0.commands import (
+    FILE,
     add_command,
     add_json_option,
     check_json_output,
     emit_result,
+    existing_file,
+    file_after_at,
     finite_number,
     json_file,
+    reads,
     whole_number,
+    writes,
 )
 from j0.edge.atomic import refuse_own_inputs
 from j0.engine.j0_ran import ON_OFF
@@ -217,6 +222,10 @@ def register_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     add_json_option(p, "FILE.json's document, the same bytes (its lines stay on stderr)")
+    reads(p, "--dataset", path_of=existing_file)
+    reads(p, "--system-prompt", path_of=file_after_at)
+    reads(p, "--dataset-files", "--status-json", "--log")
+    writes(p, "--out", FILE)  # an existing one only with --force
     p.set_defaults(func=_run)
 
 
