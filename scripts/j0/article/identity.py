@@ -62,7 +62,7 @@ class Identity:
         name = names[self.role]
         if self.release and self.role == BASE:
             name = f"vLLM {self.release}'s unpatched file"
-        elif self.release:
+        elif self.release and self.role != AUDIT:
             name += f", cut for vLLM {self.release}"
         return f"speculator.py sha256={self.sha256} identity={self.kind} ({name})"
 
@@ -79,7 +79,7 @@ def identify(data: bytes, pins: Pins) -> Identity:
             return Identity(release.kind(BASE), digest, release=named)
         for audited, key in AUDIT_PINS.items():
             if digest == release.value(key):
-                return Identity(AUDIT, digest, release.kind(audited))
+                return Identity(AUDIT, digest, release.kind(audited), release=named)
     if AUDIT_MARKER.encode() in data:
         return Identity(AUDIT, digest)
     return Identity(OTHER, digest)

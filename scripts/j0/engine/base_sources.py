@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -48,6 +49,28 @@ def installed_vllm_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise J0Error(f"vLLM is not installed for {sys.executable}", exit_code=2)
     return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+_VERSION_LINE = re.compile(r"^__version__ = version = '([^']+)'$", re.MULTILINE)
+
+
+def installed_vllm_version() -> tuple[str, Path] | None:
+    """The release of the vllm package this Python imports and its folder, read from its
+    generated vllm/_version.py (else the vllm-*.dist-info beside it) without importing vLLM; None
+    where vLLM is not installed or names no version."""
+    try:
+        folder = installed_vllm_dir() / "vllm"
+    except J0Error:
+        return None
+    version = folder / "_version.py"
+    if version.is_file():
+        match = _VERSION_LINE.search(version.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            return match.group(1), folder
+    infos = sorted(folder.parent.glob("vllm-*.dist-info"))
+    if len(infos) == 1:
+        return infos[0].name.removeprefix("vllm-").removesuffix(".dist-info"), folder
+    return None
 
 
 def installed_speculator(pins: Pins) -> Path:

@@ -40,16 +40,28 @@ class AuditRun:
 
 
 def audited_copy(path: Path, tmp: Path) -> Path:
-    """`path` itself when it holds the audit; else a copy with overlay/jetspec-j0-audit.patch
-    applied (no fuzz, as `j0 overlay build --audit`), under `tmp`."""
+    """`path` itself when it holds the audit; else a copy with the audit patch applied (no fuzz,
+    as `j0 overlay build --audit`), under `tmp`: overlay/jetspec-j0-audit.patch, or the one cut
+    for a later release (overlay/vllm-0.34.0/...) where that is the one that applies."""
+    from j0.article.build import audit_patch_file
     from j0.article.patching import apply_patch
+    from j0.article.releases import releases
+    from j0.errors import J0Error
     from j0.pins import load_pins
 
     data = path.read_bytes()
     if AUDIT_FUNCTION.encode() in data:
         return path
     pins = load_pins()
-    patched = apply_patch(data, pins.root / pins.values["AUDIT_PATCH_FILE"])
+    refusals: list[J0Error] = []
+    for release in releases(pins):  # the release whose audit patch applies (c50aca14's first)
+        try:
+            patched = apply_patch(data, audit_patch_file(pins, release.release))
+            break
+        except J0Error as exc:
+            refusals.append(exc)
+    else:
+        raise refusals[0]
     out = tmp / "speculator.py"
     out.write_bytes(patched)
     return out

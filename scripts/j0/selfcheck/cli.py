@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from j0.article.variants import VARIANTS
 from j0.commands import (
     DEVICES,
     FOLDER,
@@ -65,6 +66,15 @@ RequestState.all_token_ids holds them, and writes its records (--audit-out DIR k
 `j0 dumps audit` then judges them: exit 0 PASS, 1 FAIL (the first mismatches named). The
 article's file passes the default battery and fails the prefix-cache sessions; the variant
 passes both.
+
+--vllm 0.34.0 checks J0 cut for vLLM 0.34.0 (docs/overlay.md): without --speculator, the file
+`j0 overlay build --vllm 0.34.0 [--variant V]` writes (built first where absent, from the
+installed vLLM 0.34.0's base or the vllm==0.34.0 wheel). The kernels are 0.34.0's own (the
+num_reqs argument and the padding programs past the batch included), against the same
+reference. The file runs inside the vLLM this Python imports, which must be that release: put
+vLLM 0.34.0's package first on PYTHONPATH (`pip install --no-deps --target DIR vllm==0.34.0`);
+otherwise exit 69, nothing checked. A pinned file of another release than the imported vLLM's is
+refused the same way, with or without --vllm.
 """
 
 
@@ -135,6 +145,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="DIR",
         help="with --audit: keep the audit's records here (a new or empty folder)",
     )
+    parser.add_argument(
+        "--vllm",
+        metavar="RELEASE",
+        help="the vLLM release the file is for: the article's (c50aca14 = 0.33.0, the default) "
+        "or 0.34.0; without --speculator, that release's built J0 file is checked",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        help="without --speculator: check this variant's built file (article, prefix-safe), of "
+        "--vllm's release",
+    )
     add_json_option(parser, "the result (and bench)")
     reads(parser, "--speculator")
     writes(parser, "--audit-out", FOLDER)
@@ -159,6 +181,8 @@ def _selfcheck(args: argparse.Namespace) -> int:
             audit=args.audit,
             audit_out=args.audit_out,
             quiet=args.json == JSON_ON_STDOUT,
+            vllm=args.vllm,
+            variant=args.variant,
         )
     )
     if done.document is not None:

@@ -87,6 +87,23 @@ class Inputs:
     block_table: Any
 
 
+# Rows past the batch: vLLM 0.34.0 launches programs past num_reqs (its CUDA-graph padding), which
+# must read no request there, and a J0 kernel launched over them would. The per-request tensors
+# handed to the kernels (idx_mapping, query_start_loc, num_sampled, num_rejected) are views of
+# the first rows of longer buffers whose tail holds what such a read would find in vLLM: live
+# request slots (this batch's, reversed) and the batch's end. A kernel that reads there then
+# writes a wrong token into a history row or an output that the reference compares, where it
+# would otherwise read out of bounds; the tensors' own shapes are the batch's.
+PAST_BATCH = 40
+
+
+def _with_tail(t: Any, values: np.ndarray, tail: Any) -> Any:
+    import numpy as np
+
+    whole = np.concatenate([values, np.resize(np.asarray(tail, dtype=values.dtype), PAST_BATCH)])
+    return t(whole)[: len(values)]
+
+
 def make_inputs(module: Any, case: Case, step: Step, device: str) -> Inputs:
     import dataclasses
 
@@ -105,27 +122,30 @@ def make_inputs(module: Any, case: Case, step: Step, device: str) -> Inputs:
     def t(a: np.ndarray) -> Any:
         return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
+    def per_request(name: str) -> np.ndarray:
+        return np.asarray([getattr(r, name) for r in step.requests], dtype=np.int32)
+
     scratch = module.InputBuffers(case.max_num_seqs, max(len(ids), step.num_reqs), device)
     batch = module.InputBatch.make_dummy(step.num_reqs, max(len(ids), step.num_reqs), scratch)
     batch = dataclasses.replace(
         batch,
         num_reqs=step.num_reqs,
         num_reqs_after_padding=step.num_reqs,
-        idx_mapping=t(idx),
+        idx_mapping=_with_tail(t, idx, idx[::-1]),
         idx_mapping_np=idx.astype(np.intp),
-        expanded_idx_mapping=t(idx),
+        expanded_idx_mapping=_with_tail(t, idx, idx[::-1]),
         num_scheduled_tokens=counts,
         num_tokens=int(counts.sum()),
         num_tokens_after_padding=len(ids),
-        query_start_loc=t(qsl),
+        query_start_loc=_with_tail(t, qsl, qsl[-1]),
         query_start_loc_np=qsl,
         input_ids=t(ids),
         positions=t(pos),
     )
     return Inputs(
         input_batch=batch,
-        num_sampled=t(np.asarray([r.num_sampled for r in step.requests], dtype=np.int32)),
-        num_rejected=t(np.asarray([r.num_rejected for r in step.requests], dtype=np.int32)),
+        num_sampled=_with_tail(t, per_request("num_sampled"), 1),
+        num_rejected=_with_tail(t, per_request("num_rejected"), 0),
         last_sampled=t(step.last_sampled.astype(np.int64).reshape(-1, 1)),
         next_prefill=t(step.next_prefill.astype(np.int32)),
         temperature=t(step.temperature),

@@ -34,6 +34,8 @@ class SelfcheckOptions:
     audit: bool = False
     audit_out: Path | None = None
     quiet: bool = False
+    vllm: str | None = None  # the vLLM release the file is for (None: as the file says)
+    variant: str | None = None  # without speculator: this variant's built file
 
 
 @dataclass(frozen=True)
@@ -71,30 +73,93 @@ def check_installed(python: str = sys.executable) -> None:
 
 def overlay_variant(path: Path, pins: Pins) -> str | None:
     """The variant whose file `j0 overlay build` writes at `path` without -o (the article's at
-    overlay/vllm/.../speculator.py, the prefix-safe one at overlay/prefix-safe/...), or None."""
+    overlay/vllm/.../speculator.py, the prefix-safe one at overlay/prefix-safe/...; a later
+    release's under overlay/vllm-<release>/<variant>/...), or None."""
+    found = overlay_place(path, pins)
+    return found[0] if found else None
+
+
+def overlay_place(path: Path, pins: Pins) -> tuple[str, str] | None:
+    """(variant, release) of the file `j0 overlay build [--vllm R]` writes at `path`, or None."""
+    from j0.article.releases import release_names
     from j0.article.variants import VARIANTS, default_output
 
     where = path.resolve()
-    return next((v for v in VARIANTS if default_output(pins, v).resolve() == where), None)
+    for release in release_names(pins):
+        for variant in VARIANTS:
+            if default_output(pins, variant, release).resolve() == where:
+                return variant, release
+    return None
 
 
 def build_overlay(path: Path, pins: Pins) -> None:
-    """Make the file `j0 overlay build [--variant V]` makes at `path` (a fresh clone has none):
-    the pinned vllm wheel's base (downloaded once, cached), its sha256, the patch's and the
+    """Make the file `j0 overlay build [--vllm R] [--variant V]` makes at `path` (a fresh clone
+    has none): from the installed vLLM's base where it is that release's pinned base, else from
+    the release's vllm wheel (downloaded once, cached); the base's sha256, the patches' and the
     result's all checked against the pins, as that command does."""
     from j0.article.build import build_variant, write_overlay
-    from j0.engine.base_sources import from_wheel
+    from j0.article.releases import release_of
+    from j0.engine import base_sources
 
-    variant = overlay_variant(path, pins) or "article"
-    command = "j0 overlay build" + ("" if variant == "article" else f" --variant {variant}")
+    variant, release = overlay_place(path, pins) or ("article", pins.vllm_release)
+    pinned = release_of(pins, release)
+    command = "j0 overlay build" + ("" if pinned.is_default else f" --vllm {release}")
+    command += "" if variant == "article" else f" --variant {variant}"
+    base = _installed_base(pins, pinned.base_sha256)
+    source = f"the installed vLLM {release}"
+    if base is None:
+        source = f"the pinned vllm=={release} wheel"
     print(
-        f"j0 selfcheck: {path} is not built yet; building it as `{command}` does (from the "
-        f"pinned vllm=={pins.vllm_release} wheel, every sha256 checked)",
+        f"j0 selfcheck: {path} is not built yet; building it as `{command}` does (from {source}, "
+        "every sha256 checked)",
         flush=True,
     )
-    base = from_wheel(pins)
-    made = build_variant(base.data, base.origin, pins, variant)
+    if base is None:
+        base = base_sources.from_wheel(pins, release=release)
+    made = build_variant(base.data, base.origin, pins, variant, release=release)
     print(f"j0 selfcheck: {write_overlay(made, path)}", flush=True)
+
+
+def _installed_base(pins: Pins, base_sha256: str) -> Any:
+    """The installed vLLM's speculator.py where it is the pinned base `base_sha256`, else None."""
+    from j0.edge.atomic import sha256_bytes
+    from j0.engine import base_sources
+
+    try:
+        base = base_sources.from_installed(pins)
+    except J0Error:
+        return None
+    return base if sha256_bytes(base.data) == base_sha256 else None
+
+
+def check_release(path: Path, pins: Pins, wanted: str | None) -> None:
+    """The check runs FILE inside the vLLM this Python imports: refuse (69, nothing checked) where
+    that vLLM is not the release FILE was made for (--vllm R, else the release of a pinned file;
+    an unpinned file is taken as given), and (64) a --vllm that contradicts a pinned file."""
+    from j0.article.identity import AUDIT, OTHER, identify
+    from j0.engine.base_sources import installed_vllm_version
+
+    identity = identify(path.read_bytes(), pins)
+    pinned = identity.role != OTHER and (identity.role != AUDIT or bool(identity.audited))
+    own = (identity.release or pins.vllm_release) if pinned else None
+    if wanted is not None and own is not None and own != wanted:
+        raise J0Error(
+            f"--vllm {wanted}: {path} is identity={identity.kind}, a file of vLLM {own}; check it "
+            f"with --vllm {own} (or leave --vllm out)",
+            64,
+        )
+    release = wanted or own
+    installed = installed_vllm_version()
+    if release is None or installed is None or installed[0] == release:
+        return
+    raise J0Error(
+        f"j0 selfcheck: {path} is for vLLM {release} (identity={identity.kind}), and this Python "
+        f"imports vLLM {installed[0]} ({installed[1]}): the check imports the file as vLLM's own "
+        f"module, beside the rest of that vLLM. Put vLLM {release}'s package first on PYTHONPATH "
+        f"(`pip install --no-deps --target DIR vllm=={release}`, then PYTHONPATH=DIR). Nothing was "
+        "checked",
+        UNAVAILABLE,
+    )
 
 
 def _child_env(device: str) -> dict[str, str]:
@@ -168,15 +233,7 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
             exit_code=64,
         )
     _check_audit_args(options)
-    if options.speculator is not None:
-        path = options.speculator
-        if not path.exists() and overlay_variant(path, pins) is not None:
-            check_installed()  # before a download for a check that could not run here
-            build_overlay(path, pins)
-    else:
-        from j0.engine.base_sources import installed_speculator
-
-        path = installed_speculator(pins)
+    path = _file_to_check(options, pins)
     if not path.is_file():
         what = "a folder" if path.is_dir() else "no such file"
         raise J0Error(
@@ -189,6 +246,7 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
         print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)
         return Selfchecked(code)
     check_installed()
+    check_release(path, pins, options.vllm)
     device = options.device
     if device == "auto":
         from j0.engine.local_needs import gpu_present
@@ -207,6 +265,32 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
         rc = _checked(options, path, device, json_out)
         document = read_json_file(json_out, limit=InputLimit.ANY) if json_out.is_file() else None
         return Selfchecked(rc, document)
+
+
+def _file_to_check(options: SelfcheckOptions, pins: Pins) -> Path:
+    """--speculator FILE (built first where it is a variant's default place and absent); else,
+    with --vllm or --variant, the file `j0 overlay build` writes for them (built first where
+    absent); else the installed vLLM's own speculator.py."""
+    from j0.article.releases import release_of
+
+    if options.vllm is not None:
+        release_of(pins, options.vllm)  # a usage error for a release the pins do not hold
+    if options.speculator is not None:
+        if options.variant is not None:
+            raise J0Error("--variant names a built file; it goes without --speculator", 64)
+        path = options.speculator
+    elif options.vllm is not None or options.variant is not None:
+        from j0.article.variants import default_output
+
+        path = default_output(pins, options.variant or "article", options.vllm)
+    else:
+        from j0.engine.base_sources import installed_speculator
+
+        return installed_speculator(pins)
+    if not path.exists() and overlay_place(path, pins) is not None:
+        check_installed()  # before a download for a check that could not run here
+        build_overlay(path, pins)
+    return path
 
 
 def say(options: SelfcheckOptions, line: str) -> None:
