@@ -89,7 +89,7 @@ knob_text = st.lists(
 ).map(lambda parts: "".join(parts) or "auto")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(knob_text, knob_text, knob_text)
 def test_every_value_reaches_the_server_as_given(
     pins: Pins, max_len: str, kv_dtype: str, utilisation: str

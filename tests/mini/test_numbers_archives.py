@@ -47,6 +47,9 @@ ARCHIVES = {
     "symlink out": xz_tar([*GOOD, (entry("run/up", tarfile.SYMTYPE, "../../.."), b"")]),
     "absolute hard link": xz_tar([*GOOD, (entry("run/hard", tarfile.LNKTYPE, "/etc/passwd"), b"")]),
     "no folder": xz_tar([(entry("loose.json"), b"{}")]),
+    # found by tests/fuzz/test_fuzz_archives.py: tarfile's KeyError, exit 70
+    "hard link to no member": xz_tar([*GOOD, (entry("run/h", tarfile.LNKTYPE, "run/none"), b"")]),
+    "a file where a folder goes": xz_tar([(entry("run"), b"x"), (entry("run/a.json"), b"{}")]),
 }
 
 

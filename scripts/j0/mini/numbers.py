@@ -240,10 +240,17 @@ def unpacked(path: Path, spec: str) -> Path:
                 f"({exc}); expected a .tar.xz of one folder, its members inside it",
                 INPUT_LACKS,
             ) from None
-        except (tarfile.TarError, lzma.LZMAError, EOFError) as exc:
+        except (tarfile.TarError, lzma.LZMAError, EOFError, KeyError) as exc:
+            # KeyError: tarfile's "linkname ... not found", a hard link to no member
             raise J0Error(
                 f"{path}: not a readable .tar.xz ({type(exc).__name__}: {exc}); expected an xz "
                 f"archive of one folder (the numbers block {spec!r})",
+                INPUT_LACKS,
+            ) from None
+        except OSError as exc:  # members that cannot all be made (a file where a folder goes)
+            raise J0Error(
+                f"{path}: cannot unpack it into {target} ({exc.strerror}: {exc.filename}); "
+                f"expected an archive of one folder (the numbers block {spec!r})",
                 INPUT_LACKS,
             ) from None
         tops = [p for p in target.iterdir() if p.is_dir()]
