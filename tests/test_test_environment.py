@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import venv
@@ -106,3 +107,24 @@ def test_a_folder_scripts_test_did_not_make_is_refused_untouched(
     assert folder in message and "not made by scripts/test" in message, message
     assert "J0_VENV" in message, message
     assert "creating the test environment" not in run.stdout
+
+
+def test_no_reader_takes_the_old_folder_for_the_test_environment() -> None:
+    """Whatever reads J0_VENV defaults to scripts/test's own folder, .venv-test, never the
+    README's .venv (a test that looked there failed on a fresh clone, or found a user's install)."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    # A default of J0_VENV that names .venv, in shell (`:-` expansion) or in Python (`ROOT / `).
+    old = re.compile(r"J0_VENV(?::-|\"\s*,\s*ROOT\s*/\s*\")\.venv\b(?!-test)")
+    found = []
+    for name in filter(None, files.split("\0")):
+        path = ROOT / name
+        if not path.is_file() or name.startswith("docs/results/"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        found += [f"{name}: {m.group(0)}" for m in old.finditer(text)]
+    assert not found, "\n".join(found)

@@ -6,6 +6,7 @@ speculator module imports from the test environment)."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ V0340 = "0.34.0"
 def vllm_site(release: str = V0340) -> Path:
     """The folder holding vllm==`release` (scripts/test makes it); the test fails, naming the
     folder, where it is missing."""
-    venv = Path(os.environ.get("J0_VENV", ROOT / ".venv"))
-    folder = (venv if venv.is_absolute() else ROOT / venv) / f"vllm-{release}"
+    # The test environment's own folder (scripts/test: $J0_VENV, default .venv-test), the one
+    # this Python runs in.
+    folder = Path(sys.prefix) / f"vllm-{release}"
     version = folder / f"vllm-{release}.dist-info"
     if not (folder / "vllm" / "__init__.py").is_file() or not version.is_dir():
         pytest.fail(f"{folder}: no vllm=={release} there; scripts/test --set-up-only installs it")
