@@ -82,7 +82,9 @@ def run_main(line: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
         return int(exc.code or 0)
 
 
-@pytest.mark.parametrize(("argv", "named"), CASES, ids=[" ".join(a[:3]) for a, _ in CASES])
+@pytest.mark.parametrize(
+    ("argv", "named"), CASES, ids=[f"{a[0]} {a[1]} {n.rsplit('/', 1)[-1]}" for a, n in CASES]
+)
 def test_json_nested_past_the_limit_is_bad_input_naming_it(
     argv: list[str],
     named: str,
@@ -163,6 +165,18 @@ def test_a_3_gb_config_json_is_refused_unread(
     text = capsys.readouterr().err
     assert code == INPUT_LACKS, text
     assert f"{config}: 3,221,225,472 bytes, over the limit" in text, text
+
+
+def test_a_config_json_just_over_its_limit_is_refused_unread(
+    places: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """16 MiB and one byte (sparse): refused by its size, before a byte is parsed (read whole,
+    it was "not JSON")."""
+    config = Path(places["drafter"]) / "config.json"
+    with config.open("wb") as handle:
+        handle.truncate(16 * 1024 * 1024 + 1)
+    assert run_main(["drafter", "check", places["drafter"]], monkeypatch) == INPUT_LACKS
+    assert f"{config}: 16,777,217 bytes, over the limit" in capsys.readouterr().err
 
 
 # --- the rule that keeps it so: no bare json.loads in the package ------------------------------

@@ -226,3 +226,15 @@ def test_the_pins_file_is_an_input_of_every_command(
     assert main(["image", "identity", "--json", places["pins"]]) == USAGE
     assert "the pins file" in capsys.readouterr().err
     assert contents(Path(places["tmp"])) == before
+
+
+def test_drafter_check_json_onto_its_config_is_refused(
+    places: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`j0 drafter check DIR --json DIR/config.json` replaced the drafter's config with the
+    verdict (exit 0) before: a file inside a folder the command reads."""
+    config = Path(places["dir"]) / "config.json"
+    before = config.read_bytes()
+    assert main(["drafter", "check", places["dir"], "--json", str(config)]) == USAGE
+    assert f"is inside DIR {places['dir']}, which this command reads" in capsys.readouterr().err
+    assert config.read_bytes() == before
