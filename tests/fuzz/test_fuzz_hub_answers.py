@@ -28,11 +28,13 @@ SHA = "3147a351" + "0" * 32
 scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=12)
 values = st.recursive(
     scalars | st.sampled_from([SHA, "file", "directory", "config.json"]),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["id", "sha", "type", "path", "size", "oid", "lfs", "siblings", "x"]),
-        inner,
-        max_size=6,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["id", "sha", "type", "path", "size", "oid", "lfs", "siblings", "x"]),
+            inner,
+            max_size=6,
+        )
     ),
     max_leaves=12,
 )
