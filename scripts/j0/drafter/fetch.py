@@ -65,7 +65,7 @@ from j0.drafter.hub import (
 )
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
-from j0.edge.atomic import check_output_folder, claimed
+from j0.edge.atomic import CLAIM_INSIDE, check_output_folder, claimed
 from j0.edge.hub_bounds import bound_requests, checked_repo_id
 from j0.errors import INPUT_LACKS, InputLimit, J0Error, read_input_bytes, require
 from j0.pins import Pins, load_pins
@@ -107,7 +107,7 @@ def _fetch_offline(
     directory = directory or default_dir(revision)
     check_dir_name(directory)
     log(f"HF_HUB_OFFLINE=1: checking {directory} for {repo_id}@{sha} (no requests)")
-    if not (directory.is_dir() and any(directory.iterdir())):
+    if not (directory.is_dir() and any(p.name != CLAIM_INSIDE for p in directory.iterdir())):
         raise J0Error(
             f"HF_HUB_OFFLINE=1 and {directory} holds no earlier download (the folder: --out, "
             "compose: DRAFTER_DIR)",
@@ -256,7 +256,8 @@ def fetch(
     token = hub_token()
     folder = directory if directory is not None else default_dir(revision)
     # DIR is claimed until config.json is patched: a second fetch into it is refused (exit 64).
-    with claimed(folder, "--out"):
+    # The lock file is inside DIR: compose and Kubernetes mount DIR in a read-only root.
+    with claimed(folder, "--out", inside=True):
         if offline_mode():
             folder = _fetch_offline(repo_id, revision, folder, pins, token, log)
         else:

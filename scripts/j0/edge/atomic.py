@@ -87,13 +87,17 @@ def check_output_folder(path: Path, what: str) -> None:
             break
 
 
-def claim_name(path: Path) -> Path:
-    """The lock file beside `path` that its writer holds (claimed_output)."""
-    return path.with_name(f".{path.name}.j0-claim")
+CLAIM_INSIDE = ".j0-claim"  # the lock file of a folder claimed from inside (claimed(inside=True))
+
+
+def claim_name(path: Path, inside: bool = False) -> Path:
+    """The lock file that `path`'s writer holds (claimed): beside it, or where `inside`, in the
+    folder itself."""
+    return path / CLAIM_INSIDE if inside else path.with_name(f".{path.name}.j0-claim")
 
 
 @contextmanager
-def claimed(path: Path, what: str) -> Iterator[None]:
+def claimed(path: Path, what: str, inside: bool = False) -> Iterator[None]:
     """Hold `path` (a file or a folder) as this process's output for as long as the block runs.
 
     The claim is an exclusive flock(2) on a lock file beside it (claim_name): a second writer
@@ -101,10 +105,13 @@ def claimed(path: Path, what: str) -> Iterator[None]:
     it exist, is the folder empty) no other j0 command can change until it ends. The kernel
     drops a flock when its holder dies, so a killed writer leaves no stale claim (a lock file
     left by kill -9 is taken over). Folders made for the lock file that the block left empty
-    are removed with it: a refused command leaves nothing behind."""
-    lock = claim_name(path)
-    made = [p for p in (path.parent, *path.parent.parents) if not os.path.lexists(p)]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    are removed with it: a refused command leaves nothing behind. With `inside`, the lock file
+    is in the folder `path` itself: for a folder that is a mount point (compose's and
+    Kubernetes' /drafter), whose parent is not writable."""
+    lock = claim_name(path, inside)
+    home = lock.parent
+    made = [p for p in (home, *home.parents) if not os.path.lexists(p)]
+    home.mkdir(parents=True, exist_ok=True)
     try:
         yield from _flocked(lock, path, what)
     finally:
