@@ -113,3 +113,29 @@ def test_what_j0_prints_carries_no_secret(secret: str, text: str) -> None:
         url = f"http://u:{urllib.parse.quote(secret, safe='')}@h/"
         EscapingStream(out).write(f"{text}{secret} via {url}\n")  # type: ignore[arg-type]
     assert secret not in out.getvalue() and "http://***@h/" in out.getvalue()
+
+
+def test_the_debug_traceback_carries_no_secret(tmp_path: Path) -> None:
+    """J0_DEBUG=1 lets a bug's traceback through, printed after j0's streams are put back: the
+    redaction's excepthook (installed by j0's entry point) scrubs it too. A fresh interpreter
+    that runs `j0`, then raises an error naming a URL with its password and HF_TOKEN's value."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT / "scripts"),
+        "HOME": str(tmp_path),
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_ENDPOINT": "http://alice:pw-DEBUG-secret-1@127.0.0.1:9",
+        "J0_DEBUG": "1",
+        "HF_TOKEN": "hf_DEBUG_token_secret_2",
+    }
+    code = (
+        "import contextlib\nfrom j0.cli import main\n"
+        "with contextlib.suppress(SystemExit):\n    main(['--version'])\n"
+        "raise RuntimeError('bug at http://alice:pw-DEBUG-secret-1@127.0.0.1:9 with "
+        "hf_DEBUG_token_secret_2')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "Traceback" in done.stderr and "RuntimeError" in done.stderr, done.stderr
+    assert "pw-DEBUG-secret-1" not in done.stderr and "hf_DEBUG_token_secret_2" not in done.stderr

@@ -7,8 +7,9 @@ this process has read (`remember`: a token or API key file's content, HF_TOKEN, 
 and the Basic header it makes), each as `***`. `install()`, at the command's entry (j0.cli),
 routes the libraries' output through it: every log record is scrubbed as it is made (a record
 factory: whichever logger, handler or level, its message, arguments, exception text and stack),
-and so is every warning's text (warnings.formatwarning); j0's standard output and error are
-scrubbed as they are written (j0.terminal.escape.EscapingStream).
+and so is every warning's text (warnings.formatwarning) and the traceback J0_DEBUG=1 prints
+(sys.excepthook); j0's standard output and error are scrubbed as they are written
+(j0.terminal.escape.EscapingStream).
 
 A secret shorter than MIN_SECRET characters is masked only inside URLs: searched for in free text
 it would mask ordinary words. Standard library only.
@@ -20,6 +21,8 @@ import base64
 import logging
 import os
 import re
+import sys
+import traceback
 import urllib.parse
 import warnings
 from typing import Any
@@ -114,3 +117,11 @@ def install() -> None:
         return scrub(format_warning(*args, **kwargs))
 
     warnings.formatwarning = formatwarning  # type: ignore[assignment]
+
+    def excepthook(kind: Any, value: Any, trace: Any) -> None:
+        # J0_DEBUG=1's traceback, printed after j0's streams are put back
+        text = "".join(traceback.format_exception(kind, value, trace))
+        if sys.__stderr__ is not None:
+            sys.__stderr__.write(scrub(text))
+
+    sys.excepthook = excepthook
