@@ -238,3 +238,15 @@ def test_drafter_check_json_onto_its_config_is_refused(
     assert main(["drafter", "check", places["dir"], "--json", str(config)]) == USAGE
     assert f"is inside DIR {places['dir']}, which this command reads" in capsys.readouterr().err
     assert config.read_bytes() == before
+
+
+def test_the_checkouts_env_file_is_an_input_of_every_command(
+    places: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compose's .env beside the pins (doctor, status, engine-check and bench matrix read it as
+    compose does): `j0 doctor --json .env` would have replaced it."""
+    env = Path(places["pins"]).parents[1] / ".env"
+    env.write_text("PORT=8000\n")
+    with pytest.raises(J0Error) as refused:
+        judged(["doctor", "--json", str(env)])
+    assert f"is the same file as compose's .env {env}" in str(refused.value)

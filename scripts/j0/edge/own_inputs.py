@@ -6,7 +6,8 @@ an input (device and inode, links followed: os.path.samefile, never the path's s
 existing file inside a folder the command reads (any file there may be one it reads), is a usage
 error (exit 64) naming both; so is an output folder that is an input, or is or lies inside a
 folder the command reads, unless the command's docs say it writes there (`may_be_in`). The
-pins file (overlay/pins.env), which every command reads, is an input of every command.
+pins file (overlay/pins.env), which every command reads, and compose's .env beside it are
+inputs of every command.
 
 An output that is no input replaces an existing file only where it is the command's own output
 (--json OUT, `j0 overlay build -o`) or with --force (`j0 bench run --out`); folders are claimed
@@ -59,7 +60,9 @@ def inputs_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Iter
     try:
         from j0.pins import PINS_RELPATH, project_root
 
-        yield Named("the pins file", project_root() / PINS_RELPATH)
+        root = project_root()
+        yield Named("the pins file", root / PINS_RELPATH)
+        yield Named("compose's .env", root / ".env")  # read as compose reads it, where it is
     except J0Error:  # no checkout here: the command says so itself
         pass
 
