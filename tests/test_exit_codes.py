@@ -101,8 +101,10 @@ def named_codes(text: str) -> set[int]:
 def test_every_code_a_document_or_a_help_names_is_in_the_table() -> None:
     known = {code for code, _ in errors.EXIT_CODES} | SIGNAL_CODES
     found: dict[str, set[int]] = {}
-    for doc in DOCS:
-        found[str(doc.relative_to(ROOT))] = named_codes(doc.read_text())
+    for doc in DOCS:  # lines about a script of ours (scripts/mini-gpu.sh's 75...) are its codes
+        lines = doc.read_text().splitlines()
+        about_j0 = [x for x in lines if not re.search(r"scripts/(?!j0/)[\w.-]+", x)]
+        found[str(doc.relative_to(ROOT))] = named_codes("\n".join(about_j0))
     for path, parser in COMMANDS.items():
         found["j0 " + " ".join(path) + " --help"] = named_codes(parser.format_help())
     assert 64 in found["README.md"] | found["docs/bench.md"]  # the reader reads what it looks for
