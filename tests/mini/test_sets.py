@@ -159,3 +159,18 @@ def test_a_folder_that_is_no_set_is_refused(tmp_path: Path) -> None:
         sets.read_set(folder)
     assert caught.value.exit_code == INPUT_LACKS  # the input lacks it (was 64)
     assert str(folder) in str(caught.value) and "mini-run.json" in str(caught.value)
+
+
+def test_the_flat_files_of_mini_gpu_sh_are_a_set(tmp_path: Path) -> None:
+    """What `scripts/mini-gpu.sh wait-run` copies out (mini-gpu-seedN-mini.json and
+    -mini-run.json beside the tar.xz) is read as a set as it is."""
+    folder = tmp_path / "seed4"
+    folder.mkdir()
+    shutil.copy(PROBE / "mini.json", folder / "mini-gpu-seed4-mini.json")
+    shutil.copy(PROBE / "mini-run.json", folder / "mini-gpu-seed4-mini-run.json")
+    found = sets.read_set(folder)
+    assert found.recipe == sets.read_set(PROBE).recipe and found.label == "seed4"
+    shutil.copy(PROBE / "mini.json", folder / "mini-gpu-seed5-mini.json")
+    with pytest.raises(J0Error) as caught:
+        sets.read_set(folder)
+    assert "more than one" in str(caught.value)

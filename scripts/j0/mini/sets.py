@@ -42,8 +42,15 @@ MIN_SETS = 3
 Z975 = 1.959963984540054
 # mini.json's keys that make the recipe (the seed, the machine and what came out are not)
 RECIPE_KEYS = ("sizes", "labels", "gamma", "draft_data", "budgets", "budget_s_per_model")
-MANIFEST_PLACES = ("mini.json", "train/mini.json", "models/mini.json")
-SUMMARY_PLACES = ("mini-run.json", "run/mini-run.json", "run-summary/mini-run.json")
+# where a set's files are: a run's folder, a committed results folder, scripts/mini-gpu.sh's
+# packed folder (WORK unpacked: models/, run/) or its flat copies (mini-gpu-seedN-mini.json, ...)
+MANIFEST_PLACES = ("mini.json", "train/mini.json", "models/mini.json", "mini-gpu-seed*-mini.json")
+SUMMARY_PLACES = (
+    "mini-run.json",
+    "run/mini-run.json",
+    "run-summary/mini-run.json",
+    "mini-gpu-seed*-mini-run.json",
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,11 @@ def recipe_id(manifest: dict[str, Any]) -> str:
 
 def _first(folder: Path, places: tuple[str, ...], what: str) -> dict[str, Any]:
     for place in places:
-        path = folder / place
+        found = sorted(folder.glob(place))
+        if len(found) > 1:
+            names = ", ".join(str(x) for x in found)
+            raise J0Error(f"{folder}: {names}: more than one {what}; expected one", USAGE)
+        path = found[0] if found else folder / place
         if path.is_file():
             try:
                 value = read_json_file(path, limit=InputLimit.ANY)  # bounded
