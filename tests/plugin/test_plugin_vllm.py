@@ -135,7 +135,9 @@ from j0.selfcheck import batches
 from j0.selfcheck.compare import run_case
 PINNED = 20261031
 out = {"signature": list(inspect.signature(DFlashJ0Speculator).parameters)}
-for name, raw in [("article", {}), ("seed7", {"seed": 7}), ("off", {"j0": False})]:
+for name, raw in [("article", {}), ("seed7", {"seed": 7}), ("off", {"j0": False}),
+                  ("prefix-safe", {"variant": "prefix-safe"}),
+                  ("audit", {"audit_dir": "/nonexistent/audit"})]:
     built = built_class(parse_options(raw, PINNED))
     module = sys.modules[vars(built)["load_draft_model"].__globals__["__name__"]]
     out[name] = {
@@ -144,7 +146,7 @@ for name, raw in [("article", {}), ("seed7", {"seed": 7}), ("off", {"j0": False}
         "ctx_pool": "ctx_pool" in inspect.signature(module.prepare_dflash_inputs).parameters,
         "line": records[-1],
     }
-    if name != "off":
+    if name in ("article", "seed7"):
         cases = batches.battery(11, 2)
         seed = raw.get("seed", PINNED)
         out[name]["own_seed"] = [repr(run_case(module, c, "cpu", seed)) for c in cases]
@@ -185,6 +187,17 @@ def test_the_speculator_runs_the_pinned_j0_kernel(pins: Pins) -> None:
         assert (line["j0"], line["seed"]) == (j0, str(seed))
         assert line["patches"] == pins.values["V0340_PATCH_FILE"]
         assert (line["running"] == patched) == (seed == 20261031)
+    # The variant and the audit build too, each the file its pins name.
+    safe = LINE.match(found["prefix-safe"]["line"])
+    assert safe is not None and safe["kind"] == "prefix-safe-0.34.0"
+    assert safe["sha"] == pins.values["V0340_PREFIX_SAFE_SHA256"]
+    assert safe["patches"] == ",".join(
+        pins.values[k] for k in ("V0340_PATCH_FILE", "V0340_PREFIX_SAFE_PATCH_FILE")
+    )
+    audit = LINE.match(found["audit"]["line"])
+    assert audit is not None and audit["kind"] == "audit"
+    assert audit["sha"] == pins.values["V0340_AUDIT_ARTICLE_SHA256"]
+    assert found["audit"]["environ"]["VLLM_DFLASH_AUDIT"] == "/nonexistent/audit"
     # The pinned kernel matches the reference at its seed, as the seed-7 kernel does at 7 and not
     # at the pinned one: the option reached the kernel.
     assert found["article"]["own_seed"] == ["None", "None"]
