@@ -49,17 +49,22 @@ def test_any_archive_is_one_folder_inside_or_refused_by_name(
     items: list[tuple[str, bytes, str]], cut: int | None
 ) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
+        root = Path(scratch) / "given"
         path = root / "results" / "run.tar.xz"
-        path.parent.mkdir()
+        path.parent.mkdir(parents=True)
         path.write_bytes(archive_of(items, cut))
-        before = set(Path(tempfile.gettempdir()).iterdir())
-        found = outcome(lambda: numbers.unpacked(path, "engine run.tar.xz"), J0Error)
+        temporary = Path(scratch) / "tmp"  # where the reader unpacks, this example's alone
+        temporary.mkdir()
+        saved, tempfile.tempdir = tempfile.tempdir, str(temporary)
+        try:
+            found = outcome(lambda: numbers.unpacked(path, "engine run.tar.xz"), J0Error)
+        finally:
+            tempfile.tempdir = saved
         if isinstance(found, J0Error):
             assert found.exit_code == INPUT_LACKS and str(path) in str(found), found
         else:
             folder = Path(found).resolve()
-            assert folder.is_dir() and folder.parent.name.startswith("j0-numbers-")
-        made = set(Path(tempfile.gettempdir()).iterdir()) - before
-        assert all(p.name.startswith("j0-numbers-") for p in made), made
+            assert folder.is_dir() and folder.parent.parent == temporary.resolve()
+        assert all(p.name.startswith("j0-numbers-") for p in temporary.iterdir())
+        assert sorted(p.name for p in Path(scratch).iterdir()) == ["given", "tmp"]
         assert sorted(p.name for p in root.rglob("*")) == ["results", "run.tar.xz"]

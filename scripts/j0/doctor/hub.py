@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge import urls
-from j0.edge.hub_bounds import bound_requests, listed
+from j0.edge.hub_bounds import bounded_requests, listed
 from j0.edge.secret_file import read_secret_file
 from j0.errors import J0Error, available, read_json_file
 
@@ -108,7 +108,13 @@ def hub_available() -> bool:
 
 
 def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
-    """Gated or not, our access, file sizes and config.json, from the Hub (huggingface_hub)."""
+    """Gated or not, our access, file sizes and config.json, from the Hub (huggingface_hub),
+    its requests bounded (j0.edge.hub_bounds: a listing that never ends, ended)."""
+    with bounded_requests(urls.redact(endpoint) if endpoint else "the Hub"):
+        _ask_hub(facts, token, endpoint)
+
+
+def _ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -120,7 +126,6 @@ def ask_hub(facts: RepoFacts, token: str | None, endpoint: str | None) -> None:
 
     api = HfApi(endpoint=endpoint or None, token=token or False)
     where = urls.redact(endpoint) if endpoint else "the Hub"
-    bound_requests(where)  # a listing that never ends, ended (j0.edge.hub_bounds)
     try:
         info = api.model_info(facts.repo_id, revision=facts.revision, timeout=HUB_TIMEOUT_S)
     except OfflineModeIsEnabled:

@@ -66,7 +66,7 @@ from j0.drafter.hub import (
 from j0.drafter.pin_record import record_pin
 from j0.drafter.revision import FULL_SHA, resolve_revision
 from j0.edge.atomic import CLAIM_INSIDE, check_output_folder, claimed
-from j0.edge.hub_bounds import bound_requests, checked_repo_id
+from j0.edge.hub_bounds import bounded_requests, checked_repo_id
 from j0.errors import INPUT_LACKS, InputLimit, J0Error, read_input_bytes, require
 from j0.pins import Pins, load_pins
 
@@ -169,7 +169,6 @@ def _fetch_online(
 
     endpoint = endpoint_from_env()
     api = HfApi(endpoint=endpoint, library_name="j0")
-    bound_requests(shown_endpoint(endpoint))  # a listing that never ends, ended
     log(f"resolving {repo_id}@{revision} on {shown_endpoint(endpoint)} ({token.source})")
     resolution = resolve_revision(api, repo_id, revision, token, endpoint)
     sha = resolution.sha
@@ -261,5 +260,7 @@ def fetch(
         if offline_mode():
             folder = _fetch_offline(repo_id, revision, folder, pins, token, log)
         else:
-            folder = _fetch_online(repo_id, revision, folder, pins, token, log)
+            # a listing that never ends, ended (j0.edge.hub_bounds)
+            with bounded_requests(shown_endpoint(endpoint_from_env())):
+                folder = _fetch_online(repo_id, revision, folder, pins, token, log)
         return drafter_config.patch_config(folder)

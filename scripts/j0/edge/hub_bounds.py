@@ -12,6 +12,7 @@ huggingface_hub is imported inside the functions: this module's import costs not
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -88,23 +89,38 @@ def listed(entries: Any, where: str, asked: str) -> Iterator[Any]:
         yield entry
 
 
-def bound_requests(where: str) -> None:
-    """Count this process's requests of the Hub's API (huggingface_hub's one HTTP client): past
-    MAX_API_REQUESTS, the next is refused, so a listing whose pages always link a next ends."""
+# The conversation being bounded (bounded_requests): where, and its requests so far.
+_armed: dict[str, Any] = {"where": None, "count": 0}
+_hooked: weakref.WeakSet[Any] = weakref.WeakSet()  # huggingface_hub's clients with the hook
+
+
+def _count(response: Any) -> None:
+    where = _armed["where"]
+    if where is None or "/api/" not in str(response.request.url.path):
+        return
+    _armed["count"] += 1
+    if _armed["count"] > MAX_API_REQUESTS:
+        raise not_a_hub(
+            where, "its API", f"at most {MAX_API_REQUESTS} requests for one command",
+            "more: a listing that never ends (its Link header always names a next page)",
+        )  # fmt: skip
+
+
+@contextmanager
+def bounded_requests(where: str) -> Iterator[None]:
+    """Count the requests of the Hub's API made in the block (on huggingface_hub's one HTTP
+    client): past MAX_API_REQUESTS the next is refused, so a listing whose pages always link a
+    next ends. Outside the block nothing is counted (a process may run several commands)."""
     from huggingface_hub.utils import get_session
 
     client = get_session()
-    counted = {"n": 0}
-
-    def count(response: Any) -> None:
-        if "/api/" not in str(response.request.url.path):
-            return
-        counted["n"] += 1
-        if counted["n"] > MAX_API_REQUESTS:
-            raise not_a_hub(
-                where, "its API", f"at most {MAX_API_REQUESTS} requests for one command",
-                "more: a listing that never ends (its Link header always names a next page)",
-            )  # fmt: skip
-
-    hooks = client.event_hooks
-    client.event_hooks = {**hooks, "response": [*hooks.get("response", []), count]}
+    if client not in _hooked:
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), _count]}
+        _hooked.add(client)
+    saved = dict(_armed)
+    _armed.update(where=where, count=0)
+    try:
+        yield
+    finally:
+        _armed.update(saved)
