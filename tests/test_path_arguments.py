@@ -22,6 +22,7 @@ from j0.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = str(ROOT / "tests" / "data" / "engine-h200" / "j0-on")
+PROBE = str(ROOT / "docs" / "results" / "mini-h100-probe")  # a model set `j0 mini sets` reads
 CLOSED = "http://127.0.0.1:9"  # nothing listens on the discard port here
 SERVE = ["--", "/models/target", "--speculative-config"]
 SPEC = '{"method":"dflash","model":"{drafter}","num_speculative_tokens":7,"kv_cache_dtype":"auto"}'
@@ -106,6 +107,10 @@ CASES: list[tuple[str, str, str, list[str]]] = [
     ("mini run", "--run-dir", "file", ["{trained}", "--here", "--run-dir", "{file}"]),
     ("mini numbers", "readme", "dir", ["{dir}"]),
     ("mini curves", "out", "file", ["{file}"]),
+    ("mini speed", "out", "file", ["{file}"]),
+    ("mini speed", "--run-dir", "file", ["{trained}", "--run-dir", "{file}"]),
+    ("mini sets", "folders", "file", ["{file}"]),
+    ("mini sets", "--write", "file", [PROBE, "--write", "{file}"]),
 ]  # fmt: skip
 
 
@@ -144,7 +149,8 @@ def places(tmp_path: Path, base_file: Path) -> dict[str, str]:
     for name in ("target", "drafter-mask", "drafter-j0"):
         (trained / name).mkdir(parents=True)
         (trained / name / "config.json").write_text("{}")
-    (trained / "mini.json").write_text(json.dumps({"sizes": {"draft_seq": 64}}))
+    # its target's window covers the default contexts (8 x 64) and the output (256)
+    (trained / "mini.json").write_text(json.dumps({"sizes": {"draft_seq": 64, "target_seq": 768}}))
     (tmp_path / "out").mkdir()
     return {
         "file": str(tmp_path / "a-file"),

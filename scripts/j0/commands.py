@@ -269,7 +269,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 engine-check --here --graphs --tokens 15 --keep ec/ --json ec.json",
     ),
     "mini train": (
-        "j0 mini train /tmp/mini                           # ~10 min on one H200",
+        "j0 mini train /tmp/mini                           # ~10 min on one H100 or H200",
         "j0 mini train /tmp/mini --smoke --device cpu      # tiny, for a try",
     ),
     "mini run": (
@@ -281,6 +281,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 mini numbers docs/results/mini-h200/README.md --json   # agrees? the difference",
     ),
     "mini curves": ("j0 mini curves /tmp/mini",),
+    "mini speed": (
+        "j0 mini speed /tmp/mini                           # after j0 mini run: clean speeds",
+        "j0 mini speed /tmp/mini --prompts 16 --repeats 5 --json speed.json",
+    ),
+    "mini sets": (
+        "j0 mini sets docs/results/mini-h100-probe docs/results/mini-h200",
+        "j0 mini sets SET0 SET1 SET2 --write docs/results/mini-sets   # sets.json, sets.md",
+    ),
 }
 
 

@@ -140,6 +140,8 @@ def _sets(args: argparse.Namespace) -> int:
     from j0.mini import sets as sets_mod
 
     check_json_output(args.json)
+    if args.write is not None and args.write.exists() and not args.write.is_dir():
+        raise J0Error(f"{args.write}: a file; expected a folder for sets.json and sets.md", USAGE)
     doc = sets_mod.report([sets_mod.read_set(f) for f in args.folders], args.recipe_of)
     text = sets_mod.markdown(doc)
     if args.write is not None:
