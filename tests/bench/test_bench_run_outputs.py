@@ -180,7 +180,8 @@ def test_out_that_is_one_of_the_inputs_is_refused_even_with_force(
         os.link(path, out)
     assert bench(DEAD_URL, out, *args, "--force") == USAGE
     err = capsys.readouterr().err
-    assert f"--out {out} is the same file as {flag} {path}" in err
+    # the entry point's one rule names the option, not how its value was written (@FILE)
+    assert f"--out {out} is the same file as {flag.split()[0]} {path}" in err
     assert path.read_bytes() == before
 
 
