@@ -197,15 +197,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "j0 overlay build --variant prefix-safe -o prefix-safe.py",
         "j0 overlay build --from-image IMAGE -o speculator.py",
         "j0 overlay build --base speculator.py.base -o speculator.py --json built.json",
+        "j0 overlay build --vllm 0.34.0 --variant prefix-safe   # J0 cut for vLLM 0.34.0",
     ),
     "overlay verify": (
         "j0 overlay verify overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
         "j0 overlay verify speculator.py --json verdict.json   # the verdict also as JSON",
+        "j0 overlay verify --vllm 0.34.0 speculator.py         # 0: article-0.34.0",
     ),
     "selfcheck": (
         "j0 selfcheck --speculator overlay/vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
         "j0 selfcheck --speculator prefix-safe.py --prefix-cache    # J0 under prefix caching",
         "j0 selfcheck --speculator FILE --device cuda --bench --json out.json",
+        "j0 selfcheck --vllm 0.34.0 --variant prefix-safe --prefix-cache   # with vLLM 0.34.0",
     ),
     "image build": (
         "j0 image build                                    # the wheel route (default)",
