@@ -168,7 +168,7 @@ def test_every_rendered_speculative_config_passes_j0_serve(render: Renderer) -> 
             render(NUM_SPEC_TOKENS=n)["services"]["server"]["command"], "--speculative-config"
         )
         spec = serving.parse_speculative_config(raw)
-        assert spec.num_speculative_tokens == int(n) and spec.model == "/drafter"
+        assert spec.config.tokens == int(n) and spec.config.drafter == "/drafter"
 
 
 def test_j0_off(render: Renderer) -> None:

@@ -2,7 +2,7 @@
 
 * /metrics (prometheus_counters.parse): a Snapshot, None (no spec-decode counters), or a
   MetricsFormatError (a ValueError with a message); a huge position label never sizes a list;
-* the speculative config (serving.parse_speculative_config): a SpecConfig or a J0Error (64);
+* the speculative config (serving.parse_speculative_config): a ServeSpec or a J0Error (64);
 * the pins file (pins.parse_pins, and load_pins on a file of any bytes): the values or a J0Error;
 * `.env` (j0.compose.dotenv.parse_dotenv, compose's rules on python-dotenv's parser):
   a dict of str to str.
@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzzing import outcome
-from j0.article import serving
+from j0.article import serving, spec_config
 from j0.compose.dotenv import parse_dotenv
 from j0.engine import prometheus_counters
 from j0.errors import J0Error
@@ -75,7 +75,7 @@ spec_values = st.one_of(
     st.lists(st.integers(), max_size=2),
 )
 spec_objects = st.dictionaries(
-    st.sampled_from([*serving.SPEC_KEYS, "other"]), spec_values, max_size=6
+    st.sampled_from([*spec_config.KNOWN_KEYS[:4], "other"]), spec_values, max_size=6
 ).map(json.dumps)
 
 
@@ -85,7 +85,7 @@ def test_a_speculative_config_is_parsed_or_refused(raw: str, kv: str | None) -> 
     if isinstance(result, J0Error):
         assert result.exit_code == 64
     else:
-        assert result.method == "dflash" and result.num_speculative_tokens >= 1
+        assert result.config.method == "dflash" and result.config.tokens >= 1
 
 
 pin_lines = st.one_of(

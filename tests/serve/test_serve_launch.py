@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from j0.article import serving
+from j0.article.spec_config import SpecConfig
 from j0.errors import J0Error
 from j0.serve import launch as serve_launch
 
@@ -39,13 +40,13 @@ def drafter(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
 
 
 def serve_args(folder: Path, n: int = 15, *extra: str) -> list[str]:
-    spec = serving.render_speculative_config(str(folder), n)
+    spec = SpecConfig.article(str(folder), n).to_json()
     return ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4", *extra]
 
 
 def test_render_is_the_seeds_form() -> None:
-    assert serving.render_speculative_config("/drafter", 15) == ARTICLE_15
-    assert serving.render_speculative_config("/drafter", 7) == ARTICLE_15.replace("15", "7")
+    assert SpecConfig.article("/drafter", 15).to_json() == ARTICLE_15
+    assert SpecConfig.article("/drafter", 7).to_json() == ARTICLE_15.replace("15", "7")
 
 
 @pytest.mark.parametrize(
@@ -118,8 +119,9 @@ def test_speculative_config_other_than_the_articles_is_refused(raw: str, message
 def test_speculative_config_in_another_form_is_accepted_with_a_note(raw: str, note: str) -> None:
     """Only what contradicts the article's setup is refused (method, drafter, draft KV dtype)."""
     spec = serving.parse_speculative_config(raw)
-    assert (spec.method, spec.model, spec.num_speculative_tokens) == ("dflash", "/d", 7)
-    assert spec.kv_cache_dtype == "auto"
+    config = spec.config
+    assert (config.method, config.drafter, config.tokens) == ("dflash", "/d", 7)
+    assert config.kv_cache_dtype == "auto"
     assert len(spec.notes) == 1 and note in spec.notes[0]
     assert serving.parse_speculative_config(ARTICLE_15).notes == ()
 

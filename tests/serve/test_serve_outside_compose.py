@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.article import serving
+from j0.article.spec_config import SpecConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CAUSAL_CONFIG = {
@@ -46,7 +46,7 @@ def drafter(tmp_path: Path) -> Path:
 def dry_run(
     tmp_path: Path, *extra: str, env: dict[str, str], python_flags: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    spec = serving.render_speculative_config(str(drafter(tmp_path)), 15)
+    spec = SpecConfig.article(str(drafter(tmp_path)), 15).to_json()
     args = ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4", *extra]
     return subprocess.run(
         [sys.executable, *python_flags, "-m", "j0", "serve", "--dry-run",
@@ -134,7 +134,7 @@ def test_vllm_without_a_gpu_is_read_by_the_table_without_importing_torch(tmp_pat
 def test_vllm_not_installed_is_said_as_such(tmp_path: Path) -> None:
     """A Python where vLLM is not installed at all (the j0 package alone, Python's isolated
     mode: no site-packages)."""
-    spec = serving.render_speculative_config(str(drafter(tmp_path)), 15)
+    spec = SpecConfig.article(str(drafter(tmp_path)), 15).to_json()
     result = subprocess.run(
         [sys.executable, "-S", "-c",
          f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); "

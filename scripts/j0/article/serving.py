@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from j0.article.spec_config import (
+    ARTICLE_METHODS,
+    DFLASH,
+    DRAFT_KV_CACHE_DTYPE,
+    PLUGIN,
+    SpecConfig,
+    kv_refusal,
+)
 from j0.errors import USAGE, J0Error, parse_json
 from j0.pins import Pins
 
 if TYPE_CHECKING:
     from j0.plugin.options import J0Options
 
-# The article's speculative config, key for key and in this order (the seed's serving flags).
-# Another order, other spacing and keys it lacks are accepted (with a note); what contradicts it is
-# not: another method, no drafter folder, a draft KV cache dtype other than "auto".
-SPEC_KEYS = ("method", "model", "num_speculative_tokens", "kv_cache_dtype")
-# The vLLM plugin's method (j0.plugin: J0 on vLLM 0.34.0, its switches in speculator_options).
-PLUGIN_METHOD = "dflash_j0"
-SPEC_METHOD = "dflash"
-SPEC_DRAFT_KV_CACHE_DTYPE = "auto"
-TESTED_NUM_SPEC_TOKENS = (15, 7)
 ARTICLE_MAX_NUM_SEQS = 4
 
 # Prefix caching: vLLM 0.33 has it on by default (vllm/config/cache.py); ENABLE_PREFIX_CACHING
@@ -45,30 +44,15 @@ PREFIX_CACHING_WITH_J0 = (
 
 
 @dataclass(frozen=True)
-class SpecConfig:
-    method: str
-    model: str
-    num_speculative_tokens: int
-    kv_cache_dtype: str
-    # What differs from the article's form without contradicting it, said when the server starts.
+class ServeSpec:
+    """A `--speculative-config` as `j0 serve` takes it: the value, what differs from the article's
+    form without contradicting it (said when the server starts), and on the vLLM plugin's route
+    (method dflash_j0) J0's switches, its speculator_options as the plugin reads them
+    (j0.plugin.options); None on the image's route (method dflash)."""
+
+    config: SpecConfig
     notes: tuple[str, ...] = ()
-    # The vLLM plugin's route (method dflash_j0): J0's switches, its speculator_options as the
-    # plugin reads them (j0.plugin.options); None on the image's route (method dflash).
     plugin: J0Options | None = None
-
-    def render(self) -> str:
-        return render_speculative_config(self.model, self.num_speculative_tokens)
-
-
-def render_speculative_config(drafter_dir: str, num_speculative_tokens: int) -> str:
-    """The `--speculative-config` value exactly as the article passed it (compact JSON)."""
-    value = {
-        "method": SPEC_METHOD,
-        "model": drafter_dir,
-        "num_speculative_tokens": num_speculative_tokens,
-        "kv_cache_dtype": SPEC_DRAFT_KV_CACHE_DTYPE,
-    }
-    return json.dumps(value, separators=(",", ":"))
 
 
 def serve_args(
@@ -111,7 +95,7 @@ def serve_args(
     ]
 
 
-def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None) -> SpecConfig:
+def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None) -> ServeSpec:
     """Parse a `--speculative-config` value; refuse what contradicts the article's setup.
 
     Refused: another method (or none: vLLM would guess it from the drafter's path), no drafter
@@ -131,34 +115,25 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
     if not isinstance(value, dict):
         raise J0Error(f"{where}: expected a JSON object", USAGE)
     method = value.get("method")
-    if method not in (SPEC_METHOD, PLUGIN_METHOD):
+    if method not in ARTICLE_METHODS:
         what = f"method is {method!r}"
         if method is None:
             what = "no method (vLLM would guess one from the drafter's path)"
         raise J0Error(
-            f"{where}: {what}, expected {SPEC_METHOD!r} (the image's J0 file) or "
-            f"{PLUGIN_METHOD!r} (the vLLM plugin, docs/plugin.md)",
+            f"{where}: {what}, expected {DFLASH!r} (the image's J0 file) or "
+            f"{PLUGIN!r} (the vLLM plugin, docs/plugin.md)",
             USAGE,
         )
     plugin = _plugin_options(where, method, value.get("speculator_options"))
-    model = value.get("model")
-    if not isinstance(model, str) or not model:
-        raise J0Error(f"{where}: model must be the drafter's directory", USAGE)
-    n = value.get("num_speculative_tokens")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise J0Error(
-            f"{where}: num_speculative_tokens is {n!r}, expected a positive integer "
-            f"(the article ran {TESTED_NUM_SPEC_TOKENS[0]}, and {TESTED_NUM_SPEC_TOKENS[1]})",
-            USAGE,
-        )
+    config = SpecConfig.from_dict(value, where)
     notes: list[str] = []
-    kv = value.get("kv_cache_dtype")
-    if kv is None and target_kv_cache_dtype in (None, SPEC_DRAFT_KV_CACHE_DTYPE):
+    kv = config.kv_cache_dtype
+    if kv is None and target_kv_cache_dtype in (None, DRAFT_KV_CACHE_DTYPE):
         notes.append(
             'no "kv_cache_dtype": the draft inherits the target\'s --kv-cache-dtype auto, which '
             'is what the article\'s "kv_cache_dtype":"auto" gives'
         )
-        kv = SPEC_DRAFT_KV_CACHE_DTYPE
+        config = replace(config, kv_cache_dtype=DRAFT_KV_CACHE_DTYPE)
     elif kv is None:
         raise J0Error(
             f'{where}: no "kv_cache_dtype": the draft would inherit the target\'s --kv-cache-dtype '
@@ -166,37 +141,29 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
             "draft's KV cache BF16 under an FP8 target",
             USAGE,
         )
-    if kv != SPEC_DRAFT_KV_CACHE_DTYPE:
-        raise J0Error(
-            f"{where}: kv_cache_dtype is {kv!r}, expected "
-            f"{SPEC_DRAFT_KV_CACHE_DTYPE!r} (it keeps the draft's KV cache BF16 under an FP8 "
-            "target)",
-            USAGE,
-        )
-    extra = {
-        key: val for key, val in value.items() if key not in (*SPEC_KEYS, "speculator_options")
-    }
-    for key, val in extra.items():
+    elif kv != DRAFT_KV_CACHE_DTYPE:
+        raise J0Error(f"{where}: {kv_refusal(kv)}", USAGE)
+    for key, val in config.extra.items():
         notes.append(
             f"--speculative-config sets {key}={json.dumps(val)}, which the article's did not "
             "(passed to vLLM as given)"
         )
-    article = render_speculative_config(model, n)
+    article = SpecConfig.article(str(config.drafter), config.tokens).to_json()
     if plugin is None and not notes and raw != article:
         notes.append(
             f"--speculative-config is the article's {article} in another key order or spacing"
         )
-    return SpecConfig(str(method), model, n, kv, tuple(notes), plugin)
+    return ServeSpec(config, tuple(notes), plugin)
 
 
 def _plugin_options(where: str, method: str, raw: object) -> J0Options | None:
     """The plugin's `speculator_options` read as the plugin reads them (the same parser), or
     refused as vLLM would refuse them: DFlash itself takes none."""
-    if method == SPEC_METHOD:
+    if method == DFLASH:
         if raw is not None:
             raise J0Error(
-                f"{where}: speculator_options with method {SPEC_METHOD!r}: vLLM refuses them "
-                f"there (only a custom method such as {PLUGIN_METHOD!r} takes them)",
+                f"{where}: speculator_options with method {DFLASH!r}: vLLM refuses them "
+                f"there (only a custom method such as {PLUGIN!r} takes them)",
                 USAGE,
             )
         return None
@@ -230,7 +197,7 @@ def target_model(args: Sequence[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m j0.article.serving DRAFTER_DIR TOKENS`: render_speculative_config's value on
+    """`python -m j0.article.serving DRAFTER_DIR TOKENS`: the article's speculative config on
     stdout, for the H200 scripts (scripts/engine-scenarios-h200.sh, prefix-safe-h200.sh), so that
     the one place that writes the speculative config writes theirs too."""
     import sys
@@ -239,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2 or not args[1].isdigit() or int(args[1]) < 1:
         print("usage: python -m j0.article.serving DRAFTER_DIR TOKENS (>= 1)", file=sys.stderr)
         return 64
-    print(render_speculative_config(args[0], int(args[1])))
+    print(SpecConfig.article(args[0], int(args[1])).to_json())
     return 0
 
 

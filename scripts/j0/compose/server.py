@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from j0.article.serving import render_speculative_config, serve_args
+from j0.article.serving import serve_args
+from j0.article.spec_config import SpecConfig
 from j0.pins import Pins
 
 # Where compose.yaml (and the manifests) put things inside the server container.
@@ -95,7 +96,7 @@ def server_args(
         knobs.target_model,
         None
         if setting.baseline
-        else render_speculative_config(drafter_dir, setting.num_speculative_tokens),
+        else SpecConfig.article(drafter_dir, setting.num_speculative_tokens).to_json(),
         max_model_len=knobs.max_model_len,
         kv_cache_dtype=knobs.kv_cache_dtype,
         gpu_memory_utilization=knobs.gpu_memory_utilization,

@@ -8,7 +8,6 @@ imported only for `--image`.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS, render_speculative_config, serve_args
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS, serve_args
+from j0.article.spec_config import DFLASH, DRAFT_KV_CACHE_DTYPE, NGRAM, Method, SpecConfig
 from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
-from j0.errors import CHECK_FAILED, parse_json
+from j0.errors import CHECK_FAILED
 
 MAX_MODEL_LEN = 2048
 CONTAINER_WORK = "/j0-engine-check"
@@ -42,7 +42,7 @@ class ServeSetting:
     max_num_seqs: int = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's
     # "dflash" (the drafter `draft`), "ngram" (vLLM's prompt lookup, no drafter; the lookup's
     # settings in `speculative_extra`) or None (no speculative decoding: the baseline)
-    method: str | None = "dflash"
+    method: Method | None = DFLASH
     speculative_extra: dict[str, int] = field(default_factory=dict)
     # What the serving scenarios force (None / False: vLLM's default, prefix caching off)
     max_num_batched_tokens: int | None = None  # chunked prefill of longer prompts
@@ -57,21 +57,19 @@ class ServeSetting:
     def name(self) -> str:
         return f"j0-{'on' if self.j0 else 'off'}"
 
-    def speculative_config(self, draft: str) -> str:
-        spec: dict[str, object]
-        if self.method == "ngram":
-            spec = {"method": "ngram", "num_speculative_tokens": self.tokens}
-        else:  # the article's config, key for key (j0.article.serving), then what a test adds
-            rendered = render_speculative_config(draft, self.tokens)
-            spec = parse_json(rendered, "the speculative config")
-        spec.update(self.speculative_extra)
-        return json.dumps(spec, separators=(",", ":"))
+    def spec_config(self, draft: str) -> SpecConfig | None:
+        """The speculative config (the drafter's path as the server sees it): the article's for
+        dflash, then what a test adds; None for the baseline."""
+        if self.method is None:
+            return None
+        drafter, kv = (None, None) if self.method == NGRAM else (draft, DRAFT_KV_CACHE_DTYPE)
+        return SpecConfig(self.method, self.tokens, drafter, kv, extra=self.speculative_extra)
 
     def vllm_args(self, target: str, draft: str) -> list[str]:
         """`vllm serve`'s arguments (paths as the server sees them)."""
         args = serve_args(
             target,
-            None if self.method is None else self.speculative_config(draft),
+            None if (spec := self.spec_config(draft)) is None else spec.to_json(),
             max_num_seqs=self.max_num_seqs,
             max_model_len=str(self.max_model_len),
             gpu_memory_utilization=str(self.gpu_memory_utilization),

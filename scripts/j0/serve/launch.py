@@ -22,10 +22,10 @@ from j0.article.serving import (
     ARTICLE_MAX_NUM_SEQS,
     PREFIX_CACHING_FLAGS,
     PREFIX_CACHING_WITH_J0,
-    TESTED_NUM_SPEC_TOKENS,
-    SpecConfig,
+    ServeSpec,
     parse_speculative_config,
 )
+from j0.article.spec_config import tested_words
 from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.engine import server_log
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error, read_json_file
@@ -53,10 +53,11 @@ class Plan:
     plugin: J0Options | None = None  # the plugin route's switches (method dflash_j0)
 
 
-def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
+def _check_drafter(spec: ServeSpec, plan: Plan) -> None:
     from j0.engine import causality as drafter_causality
 
-    config_path = Path(spec.model) / "config.json"
+    drafter = str(spec.config.drafter)  # the DFlash methods' drafter folder: always given
+    config_path = Path(drafter) / "config.json"
     if not config_path.is_file():
         raise J0Error(
             f"{config_path}: no such file; the drafter is fetched by compose's drafter service "
@@ -73,10 +74,10 @@ def _check_drafter(spec: SpecConfig, plan: Plan) -> None:
     if not causality.all_causal:
         raise J0Error(
             f"{config_path}: {causality.summary()}; expected dflash_config.causal true "
-            f"(run `j0 drafter patch-config {spec.model}`)",
+            f"(run `j0 drafter patch-config {drafter}`)",
             CHECK_FAILED,
         )
-    plan.facts.append(f"drafter {spec.model}: {causality.summary()}")
+    plan.facts.append(f"drafter {drafter}: {causality.summary()}")
 
 
 def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
@@ -130,7 +131,7 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
 IMAGE_ROUTE_SWITCHES = ("VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS")
 
 
-def _plugin_switches(spec: SpecConfig, plan: Plan) -> None:
+def _plugin_switches(spec: ServeSpec, plan: Plan) -> None:
     """The plugin route (method dflash_j0): J0's switches are its speculator_options."""
     options = plan.plugin = spec.plugin
     assert options is not None
@@ -154,14 +155,14 @@ def _plugin_switches(spec: SpecConfig, plan: Plan) -> None:
         plan.facts.append("dumps: off")
 
 
-def j0_asked(spec: SpecConfig | None, env: Mapping[str, str]) -> bool:
+def j0_asked(spec: ServeSpec | None, env: Mapping[str, str]) -> bool:
     """J0 on as asked: the plugin's option on its route, else VLLM_DFLASH_CTX_NOISE=1."""
     if spec is not None and spec.plugin is not None:
         return spec.plugin.j0
     return env.get("VLLM_DFLASH_CTX_NOISE") == "1"
 
 
-def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: SpecConfig | None = None) -> None:
+def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: ServeSpec | None = None) -> None:
     """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on.
     Whether ARGS set it is as vLLM reads them (any spelling vLLM takes)."""
     knob = plan.env.get("ENABLE_PREFIX_CACHING", "").strip()
@@ -361,7 +362,7 @@ def plan_serve(
     # as such, so that the log's config is the one that runs.
     raw = json.dumps(config, separators=(",", ":"))
     spec = parse_speculative_config(raw, read.values.get("kv_cache_dtype"))
-    n = spec.num_speculative_tokens
+    n = spec.config.tokens
     plan.facts.append(f"target {model}")
     plan.facts.append(f"--speculative-config {raw}")
     plan.facts.append(f"arguments read by {read.reader}")
@@ -371,10 +372,10 @@ def plan_serve(
         if times > 1 and name in vllm_args.JUDGED
     )
     plan.facts.extend(f"note: {note}" for note in spec.notes)
-    if n not in TESTED_NUM_SPEC_TOKENS:
-        tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
+    if spec.config.article_problem() is not None:  # the method is the article's: the count
         plan.warnings.append(
-            f"num_speculative_tokens={n}: the article tested {tested} only (NUM_SPEC_TOKENS)"
+            f"num_speculative_tokens={n}: the article tested {tested_words()} only "
+            "(NUM_SPEC_TOKENS)"
         )
     seqs = read.values.get("max_num_seqs")
     if seqs is None:

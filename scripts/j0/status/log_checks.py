@@ -7,13 +7,8 @@ from __future__ import annotations
 import json
 
 from j0.article.identity import PREFIX_SAFE
-from j0.article.serving import (
-    ARTICLE_MAX_NUM_SEQS,
-    PLUGIN_METHOD,
-    SPEC_DRAFT_KV_CACHE_DTYPE,
-    SPEC_METHOD,
-    TESTED_NUM_SPEC_TOKENS,
-)
+from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, TOKENS, article_problem
 from j0.checks import FAIL, OK
 from j0.engine.server_log import LogFacts, role_of
 from j0.engine.vllm_version import VllmVersion
@@ -212,8 +207,8 @@ def draft_kv(log: LogFacts) -> Finding:
         f"DFLASH_DRAFT_KV_DTYPES={log.draft_kv_dtypes} "
         f"spec_kv_cache_dtype={log.spec_kv_cache_dtype}"
     )
-    good = set(log.draft_kv_dtypes) == {SPEC_DRAFT_KV_CACHE_DTYPE}
-    good = good and log.spec_kv_cache_dtype == SPEC_DRAFT_KV_CACHE_DTYPE
+    good = set(log.draft_kv_dtypes) == {DRAFT_KV_CACHE_DTYPE}
+    good = good and log.spec_kv_cache_dtype == DRAFT_KV_CACHE_DTYPE
     if good:
         return Finding.of("draft-kv", OK, words + " (the draft's own BF16)")
     return Finding.of("draft-kv", FAIL, words, f'the draft KV cache is {words}, not "auto"')
@@ -226,15 +221,10 @@ def spec_config(log: LogFacts) -> Finding:
         return Finding.of(
             "spec-config", FAIL, f"no speculative config in {log.source}", "no speculative config"
         )
-    n = spec.get("num_speculative_tokens")
     words = json.dumps(spec, separators=(",", ":"))
-    if spec.get("method") not in (SPEC_METHOD, PLUGIN_METHOD):
-        return Finding.of("spec-config", FAIL, words, f"speculative method {spec.get('method')!r}")
-    if n not in TESTED_NUM_SPEC_TOKENS:
-        tested = " and ".join(str(x) for x in TESTED_NUM_SPEC_TOKENS)
-        return Finding.of(
-            "spec-config", FAIL, words, f"num_speculative_tokens={n}: the article ran {tested}"
-        )
+    problem = article_problem(spec.get("method"), spec.get(TOKENS))  # the rule j0 serve applies
+    if problem is not None:
+        return Finding.of("spec-config", FAIL, words, problem)
     return Finding.of("spec-config", OK, words)
 
 

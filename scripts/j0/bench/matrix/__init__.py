@@ -6,10 +6,10 @@ run (run_matrix(MatrixOptions): the settings, the prompts, matrix.json, then a b
 backends below: compose/ (this machine) and k8s/ (a cluster).
 """
 
-from j0.article.serving import TESTED_NUM_SPEC_TOKENS
+from j0.article.spec_config import TESTED_TOKENS
 from j0.engine.j0_ran import OFF, ON
 
 BACKENDS = ("compose", "k8s")  # --backend
 # --tokens and --j0 by default: the article's draft tokens, and J0 off then on at each
-DEFAULT_TOKENS = ",".join(map(str, TESTED_NUM_SPEC_TOKENS))
+DEFAULT_TOKENS = ",".join(map(str, TESTED_TOKENS))
 DEFAULT_J0 = f"{OFF},{ON}"

@@ -15,7 +15,7 @@ from typing import Any
 from j0.edge.atomic import write_text_atomic
 from j0.edge.fields import write_document
 from j0.engine import endpoints
-from j0.errors import J0Error, parse_json
+from j0.errors import J0Error
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 
@@ -174,6 +174,7 @@ def run_setting(
         outcome.problems.append(f"{plan.name}: {exc}")
     finally:
         server.stop()
+    spec = setting.spec_config(str(setting.draft))
     outcome.summary.update(
         {
             "kind": plan.kind,
@@ -186,11 +187,7 @@ def run_setting(
             "sample_seed": sampling.bench_seed,
             "port": plan.port,
             "servers_at_once": plan.servers,
-            "speculative_config": (
-                parse_json(setting.speculative_config(str(setting.draft)), "the speculative config")
-                if speculative
-                else None
-            ),
+            "speculative_config": None if spec is None else spec.to_dict(),
         }
     )
     if plan.extra_env.get("J0_MINI_SPECULATOR"):

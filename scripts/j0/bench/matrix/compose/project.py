@@ -72,7 +72,7 @@ def rendered_setting(project: dict[str, Any]) -> tuple[Setting, list[str], dict[
     if noise not in ("0", "1"):
         raise J0Error(f"docker compose config: VLLM_DFLASH_CTX_NOISE={noise!r}", INPUT_LACKS)
     caching = prefix_caching_of(command, environment)
-    tokens = 0 if raw is None else parse_speculative_config(raw).num_speculative_tokens
+    tokens = 0 if raw is None else parse_speculative_config(raw).config.tokens
     setting = Setting(tokens, noise == "1" and raw is not None, caching)
     switches = {k: v for k, v in environment.items() if k.startswith("VLLM_") or "PREFIX" in k}
     return setting, command, switches
