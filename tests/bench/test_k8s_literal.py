@@ -24,7 +24,7 @@ from j0.bench.matrix.k8s import render as k8s_render
 from j0.bench.matrix.k8s.plan import BenchOptions, build_plan
 from j0.bench.matrix.settings import matrix_settings
 from j0.cli import main as j0_main
-from j0.compose.server import ServerKnobs, server_args
+from j0.compose.server import ServerKnobs, server_setting
 from j0.errors import USAGE, J0Error
 from j0.kube import serving as kube_serving
 from j0.pins import Pins
@@ -95,13 +95,15 @@ def test_every_value_reaches_the_server_as_given(
     pins: Pins, max_len: str, kv_dtype: str, utilisation: str
 ) -> None:
     knobs = ServerKnobs(pins.target_model, max_len, kv_dtype, utilisation)
-    wanted = server_args(kube_serving.SERVING_SETTING, knobs)
+    wanted = server_setting(kube_serving.SERVING_SETTING, knobs).args()
     serving = kube_serving.serving_manifests(pins, knobs, "registry.example/j0:test")
     (server,) = [c for c in containers(serving) if c["name"] == "vllm"]
     assert as_run(server) == ["j0", "serve", "--", *wanted]
     values = kube_serving.helm_values(pins, knobs, "registry.example/j0:test")
     extra = values["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["extraArgs"]
-    helm = server_args(kube_serving.SERVING_SETTING, knobs, drafter_dir=kube_serving.HELM_DRAFTER)
+    helm = server_setting(
+        kube_serving.SERVING_SETTING, knobs, drafter_dir=kube_serving.HELM_DRAFTER
+    ).args()
     port = helm.index("--port")  # the chart adds the model, the port and prefix caching itself
     helm = [w for w in helm[1:port] + helm[port + 2 :] if "prefix-caching" not in w]
     assert [kubernetes_expand(w, ENV) for w in extra] == helm

@@ -32,7 +32,7 @@ def test_what_the_writer_writes_the_reader_takes_back(setting: Setting) -> None:
     entry = SettingEntry.from_json(json.loads(json.dumps(written)), "matrix.json: settings[0]")
     assert (entry.name, entry.num_speculative_tokens, entry.j0, entry.prefix_caching) == (
         setting.name,
-        setting.num_speculative_tokens,
+        setting.tokens,
         setting.j0,
         setting.prefix_caching,
     )

@@ -171,6 +171,27 @@ def test_every_rendered_speculative_config_passes_j0_serve(render: Renderer) -> 
         assert spec.config.tokens == int(n) and spec.config.drafter == "/drafter"
 
 
+@pytest.mark.parametrize(
+    ("tokens", "j0", "caching"), [(15, True, True), (7, False, False), (3, True, False)]
+)
+def test_compose_and_the_server_setting_write_one_command_line(
+    render: Renderer, pins: Pins, tokens: int, j0: bool, caching: bool
+) -> None:
+    """vLLM's command line is written in two places, compose.serve.yaml and ServerSetting
+    (j0.article.server_setting, which the matrix, the manifests and the launcher use): held
+    equal here, and what compose renders reads back as the same setting."""
+    from j0.article.server_setting import ServerSetting
+    from j0.compose.server import ServerKnobs, Setting, compose_switches, server_setting
+
+    setting = Setting(tokens, j0, caching)
+    server = render(**compose_switches(setting))["services"]["server"]
+    ours = server_setting(setting, ServerKnobs(pins.target_model))
+    assert server["command"] == ours.args()
+    rendered_env = {k: v for k, v in server["environment"].items() if k in ours.env()}
+    assert rendered_env == ours.env()
+    assert ServerSetting.from_args(server["command"], rendered_env) == ours
+
+
 def test_j0_off(render: Renderer) -> None:
     server = render(VLLM_DFLASH_CTX_NOISE="0")["services"]["server"]
     assert server["environment"]["VLLM_DFLASH_CTX_NOISE"] == "0"

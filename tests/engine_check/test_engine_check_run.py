@@ -318,21 +318,22 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     (run/baseline/server.log in docs/results/mini-h200/run.tar.xz at commit b604bf9; the run
     after the fix has its baseline). Seen failing before: the
     flag was in every server's arguments."""
+    from j0.article.spec_config import SpecConfig
     from j0.engine.launcher import ServeSetting
 
     def args(method: str | None) -> list[str]:
+        spec = None if method is None else SpecConfig(method, 7, None if method == "ngram" else "d")  # type: ignore[arg-type]
         setting = ServeSetting(
             target=tmp_path / "t",
             draft=tmp_path / "d",
-            tokens=7,
+            spec=spec,
             graphs=False,
             j0=False,
             dumps=tmp_path / "dumps",
             dump_steps=0,
             port=8000,
-            method=method,
         )
-        return setting.vllm_args("t", "d")
+        return setting.server("t", "d", "").args()
 
     assert "--per-request-spec-decode-metrics" not in args(None)
     assert "--speculative-config" not in args(None)

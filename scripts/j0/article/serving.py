@@ -29,11 +29,6 @@ from j0.pins import Pins
 if TYPE_CHECKING:
     from j0.plugin.options import J0Options
 
-ARTICLE_MAX_NUM_SEQS = 4
-
-# Prefix caching: vLLM 0.33 has it on by default (vllm/config/cache.py); ENABLE_PREFIX_CACHING
-# (compose.yaml's knob: 1, 0, or empty for vLLM's default) becomes one of these flags.
-PREFIX_CACHING_FLAGS = ("--enable-prefix-caching", "--no-enable-prefix-caching")
 PREFIX_CACHING_WITH_J0 = (
     "prefix caching is on with J0 on: J0's history is written only from scheduled tokens, so for "
     "a request whose prompt prefix comes from the cache, J0 draws the tokens of those positions "
@@ -53,46 +48,6 @@ class ServeSpec:
     config: SpecConfig
     notes: tuple[str, ...] = ()
     plugin: J0Options | None = None
-
-
-def serve_args(
-    model: str,
-    speculative_config: str | None,
-    *,
-    max_model_len: str,
-    gpu_memory_utilization: str,
-    port: int,
-    max_num_seqs: int = ARTICLE_MAX_NUM_SEQS,
-    kv_cache_dtype: str | None = None,
-    host: str | None = None,
-    prefix_caching: bool | None = None,
-) -> list[str]:
-    """`vllm serve`'s arguments, in compose.serve.yaml's order, made here once for compose's
-    servers (the matrix, the Kubernetes manifests) and the local launcher (engine-check, mini):
-    the model, the speculative config (None: a server without speculative decoding), the
-    article's request slots, the context length, the KV cache dtype where given, the memory
-    share, the per-request spec-decode metrics at `detailed` (only with speculative decoding:
-    vLLM 0.33 refuses them without it, vllm/config/vllm.py) and the cached prompt tokens that
-    `j0 bench run` reads, the address, and the prefix-caching flag where given (None: left to
-    `j0 serve`'s ENABLE_PREFIX_CACHING, or vLLM's default)."""
-    speculative = [] if speculative_config is None else ["--speculative-config", speculative_config]
-    return [
-        model,
-        *speculative,
-        "--max-num-seqs",
-        str(max_num_seqs),
-        "--max-model-len",
-        max_model_len,
-        *([] if kv_cache_dtype is None else ["--kv-cache-dtype", kv_cache_dtype]),
-        "--gpu-memory-utilization",
-        gpu_memory_utilization,
-        *(["--per-request-spec-decode-metrics", "detailed"] if speculative else []),
-        "--enable-prompt-tokens-details",
-        *([] if host is None else ["--host", host]),
-        "--port",
-        str(port),
-        *([] if prefix_caching is None else [PREFIX_CACHING_FLAGS[0 if prefix_caching else 1]]),
-    ]
 
 
 def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None) -> ServeSpec:

@@ -1,5 +1,5 @@
 """The server of one setting (draft tokens, J0 off/on, prefix caching; or the baseline without
-speculative decoding): the `vllm serve` arguments and J0 switches that compose.yaml renders for
+speculative decoding): the ServerSetting (j0.article.server_setting) that compose.yaml renders for
 it, written once here for `j0 bench matrix` and the Kubernetes manifests (j0.kube; a test holds
 them equal to compose's).
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from j0.article.serving import serve_args
+from j0.article.server_setting import ServerSetting
 from j0.article.spec_config import SpecConfig
 from j0.pins import Pins
 
@@ -26,27 +26,27 @@ BASELINE = "baseline"
 
 @dataclass(frozen=True)
 class Setting:
-    """One server configuration of the matrix; `num_speculative_tokens` 0 is the baseline: no
+    """One server configuration of the matrix; `tokens` (draft tokens) 0 is the baseline: no
     speculative decoding (and so no J0)."""
 
-    num_speculative_tokens: int
+    tokens: int
     j0: bool
     prefix_caching: bool = False
 
     @property
     def baseline(self) -> bool:
-        return self.num_speculative_tokens == 0
+        return self.tokens == 0
 
     @property
     def name(self) -> str:
         if self.baseline:
             return BASELINE
-        return f"k{self.num_speculative_tokens}-j0-{'on' if self.j0 else 'off'}"
+        return f"k{self.tokens}-j0-{'on' if self.j0 else 'off'}"
 
     def to_json(self) -> dict[str, Any]:
         value = {
             "name": self.name,
-            "num_speculative_tokens": self.num_speculative_tokens,
+            "num_speculative_tokens": self.tokens,
             "j0": self.j0,
             "prefix_caching": self.prefix_caching,
         }
@@ -84,44 +84,33 @@ class ServerKnobs:
 BASELINE_DROPS = ("--speculative-config", "--per-request-spec-decode-metrics")
 
 
-def server_args(
+def server_setting(
     setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
-) -> list[str]:
-    """`vllm serve`'s arguments for `setting`, in compose.serve.yaml's order; the baseline's are
-    the same without --speculative-config and the per-request spec-decode metrics (vLLM 0.33
-    refuses those without speculative decoding, BASELINE_DROPS), and with the prefix-caching
-    flag that `j0 serve` would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm
-    serve` itself: `j0 serve` serves the article's drafter only)."""
-    return serve_args(
-        knobs.target_model,
-        None
-        if setting.baseline
-        else SpecConfig.article(drafter_dir, setting.num_speculative_tokens).to_json(),
+) -> ServerSetting:
+    """The server compose.serve.yaml runs for `setting`: its `vllm serve` arguments (args(), in
+    compose's order) and switches (env(), its environment). The baseline's arguments are the
+    same without --speculative-config and the per-request spec-decode metrics (vLLM 0.33 refuses
+    those without speculative decoding, BASELINE_DROPS), and with the prefix-caching flag that
+    `j0 serve` would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm serve`
+    itself: `j0 serve` serves the article's drafter only)."""
+    return ServerSetting(
+        model=knobs.target_model,
+        spec=None if setting.baseline else SpecConfig.article(drafter_dir, setting.tokens),
         max_model_len=knobs.max_model_len,
         kv_cache_dtype=knobs.kv_cache_dtype,
         gpu_memory_utilization=knobs.gpu_memory_utilization,
         port=SERVER_PORT,
         prefix_caching=setting.prefix_caching if setting.baseline else None,
+        j0=setting.j0,
+        prefix_caching_knob=setting.prefix_caching,
+        hf_home=HF_HOME,
     )
-
-
-def server_env(setting: Setting) -> dict[str, str]:
-    """The server container's switches for `setting` (compose.serve.yaml's environment);
-    `j0 serve` turns ENABLE_PREFIX_CACHING into --enable-prefix-caching or
-    --no-enable-prefix-caching."""
-    return {
-        "VLLM_DFLASH_CTX_NOISE": "1" if setting.j0 else "0",
-        "ENABLE_PREFIX_CACHING": "1" if setting.prefix_caching else "0",
-        "VLLM_DFLASH_DUMP": "",
-        "VLLM_DFLASH_DUMP_STEPS": "0",
-        "HF_HOME": HF_HOME,
-    }
 
 
 def compose_switches(setting: Setting) -> dict[str, str]:
     """The compose variables that select `setting` (.env.example documents them)."""
     return {
-        "NUM_SPEC_TOKENS": str(setting.num_speculative_tokens),
+        "NUM_SPEC_TOKENS": str(setting.tokens),
         "VLLM_DFLASH_CTX_NOISE": "1" if setting.j0 else "0",
         "ENABLE_PREFIX_CACHING": "1" if setting.prefix_caching else "0",
     }

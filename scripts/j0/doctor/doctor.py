@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.switches import Settings
 from j0.doctor import cuda, gpu, hub, needs

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS, serve_args
-from j0.article.spec_config import DFLASH, DRAFT_KV_CACHE_DTYPE, NGRAM, Method, SpecConfig
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, ServerSetting
+from j0.article.spec_config import SpecConfig
 from j0.edge.processes import start_owned, stop_group
 from j0.engine.endpoints import wait_for_health
 from j0.errors import CHECK_FAILED
@@ -27,11 +27,13 @@ CONTAINER_WORK = "/j0-engine-check"
 
 @dataclass(frozen=True)
 class ServeSetting:
-    """One server start: the models, the draft length, CUDA graphs or eager, J0 on or off."""
+    """One server start: the models, the speculative config (its drafter the host's path of
+    `draft`; None: the baseline), CUDA graphs or eager, J0 on or off, the dumps; as the route's
+    server sees its paths, the ServerSetting of j0.article.server_setting (server())."""
 
     target: Path
     draft: Path
-    tokens: int
+    spec: SpecConfig | None
     graphs: bool
     j0: bool
     dumps: Path
@@ -40,10 +42,6 @@ class ServeSetting:
     extra_env: dict[str, str] = field(default_factory=dict)
     max_model_len: int = MAX_MODEL_LEN
     max_num_seqs: int = ARTICLE_MAX_NUM_SEQS  # the request slots: the article's
-    # "dflash" (the drafter `draft`), "ngram" (vLLM's prompt lookup, no drafter; the lookup's
-    # settings in `speculative_extra`) or None (no speculative decoding: the baseline)
-    method: Method | None = DFLASH
-    speculative_extra: dict[str, int] = field(default_factory=dict)
     # What the serving scenarios force (None / False: vLLM's default, prefix caching off)
     max_num_batched_tokens: int | None = None  # chunked prefill of longer prompts
     num_gpu_blocks_override: int | None = None  # a KV cache small enough to preempt
@@ -57,19 +55,15 @@ class ServeSetting:
     def name(self) -> str:
         return f"j0-{'on' if self.j0 else 'off'}"
 
-    def spec_config(self, draft: str) -> SpecConfig | None:
-        """The speculative config (the drafter's path as the server sees it): the article's for
-        dflash, then what a test adds; None for the baseline."""
-        if self.method is None:
-            return None
-        drafter, kv = (None, None) if self.method == NGRAM else (draft, DRAFT_KV_CACHE_DTYPE)
-        return SpecConfig(self.method, self.tokens, drafter, kv, extra=self.speculative_extra)
-
-    def vllm_args(self, target: str, draft: str) -> list[str]:
-        """`vllm serve`'s arguments (paths as the server sees them)."""
-        args = serve_args(
-            target,
-            None if (spec := self.spec_config(draft)) is None else spec.to_json(),
+    def server(self, target: str, draft: str, dumps: str) -> ServerSetting:
+        """The server with paths as it sees them: `vllm serve`'s arguments (args()) and its
+        environment's switches (env())."""
+        spec = self.spec
+        if spec is not None and spec.drafter is not None:
+            spec = replace(spec, drafter=draft)
+        return ServerSetting(
+            model=target,
+            spec=spec,
             max_num_seqs=self.max_num_seqs,
             max_model_len=str(self.max_model_len),
             gpu_memory_utilization=str(self.gpu_memory_utilization),
@@ -77,22 +71,19 @@ class ServeSetting:
             port=self.port,
             # J0's history is not written for cached positions: on only where a scenario asks
             prefix_caching=self.prefix_caching,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
+            num_gpu_blocks_override=self.num_gpu_blocks_override,
+            eager=not self.graphs,
+            j0=self.j0,
+            dump_dir=dumps,
+            dump_steps=self.dump_steps,
+            extra_env=self.extra_env,
         )
-        if self.max_num_batched_tokens is not None:
-            args += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
-        if self.kv_cache_memory_bytes is not None:
-            args += ["--kv-cache-memory-bytes", str(self.kv_cache_memory_bytes)]
-        if self.num_gpu_blocks_override is not None:
-            args += ["--num-gpu-blocks-override", str(self.num_gpu_blocks_override)]
-        return args if self.graphs else [*args, "--enforce-eager"]
 
-    def env(self, dumps: str) -> dict[str, str]:
-        return {
-            "VLLM_DFLASH_CTX_NOISE": "1" if self.j0 else "0",
-            "VLLM_DFLASH_DUMP": dumps,
-            "VLLM_DFLASH_DUMP_STEPS": str(self.dump_steps),
-            **self.extra_env,
-        }
+    def here(self) -> ServerSetting:
+        """The server with this machine's paths (`--here`)."""
+        return self.server(str(self.target), str(self.draft), str(self.dumps))
 
 
 class Server(Protocol):
@@ -110,13 +101,14 @@ class LocalServer:
     def __init__(self, setting: ServeSetting, log: Path, command: list[str] | None = None) -> None:
         self.url = f"http://127.0.0.1:{setting.port}"
         self.log = log
-        env = {**os.environ, **setting.env(str(setting.dumps))}
+        server = setting.here()
+        env = {**os.environ, **server.env()}
         serve = command or [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
         identity = [sys.executable, "-m", "j0", "image", "identity", "--prefix", "j0-entrypoint"]
         with log.open("wb") as out:
             subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         self._out = log.open("ab")
-        args = setting.vllm_args(str(setting.target), str(setting.draft))
+        args = server.args()
         # Its own process group, owned: stopped with the command (j0.edge.processes).
         self._process = start_owned(
             [*serve, *args], stdout=self._out, stderr=subprocess.STDOUT, env=env
@@ -172,11 +164,14 @@ class ContainerServer:
         for source, target in (mounts or {}).items():
             volumes[source] = {"bind": target, "mode": "ro"}
         gpu = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
+        server = setting.server(
+            inside(setting.target), inside(setting.draft), inside(setting.dumps)
+        )
         client = docker.from_env()
         self._container = client.containers.run(
             image,
-            command=setting.vllm_args(inside(setting.target), inside(setting.draft)),
-            environment=setting.env(inside(setting.dumps)),
+            command=server.args(),
+            environment=server.env(),
             volumes=volumes,
             network_mode="host",
             device_requests=gpu,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
+from j0.article.spec_config import SpecConfig
 from j0.engine.endpoints import first_model, get_text
 from j0.engine.launcher import (
     MAX_MODEL_LEN,
@@ -96,7 +97,7 @@ def serve_setting(
     return ServeSetting(
         target=target,
         draft=draft,
-        tokens=options.tokens,
+        spec=SpecConfig.article(str(draft), options.tokens),
         graphs=options.graphs,
         j0=j0,
         dumps=work / f"dumps-j0-{'on' if j0 else 'off'}",
@@ -123,7 +124,7 @@ def serve_and_ask(
     run = Run(setting)
     say(
         f"==> {setting.name}: starting the server ({'CUDA graphs' if setting.graphs else 'eager'}, "
-        f"{setting.tokens} draft tokens)"
+        f"{options.tokens} draft tokens)"
     )
     server = start(options, setting, work)
     try:
@@ -295,7 +296,8 @@ def serve_scenarios(
     from j0.engine_check.scenario_run import send
 
     run = Run(setting)
-    say(f"==> {setting.name}: starting the server ({' '.join(setting.vllm_args('T', 'D')[3:])})")
+    flags = " ".join(setting.server("T", "D", "").args()[3:])
+    say(f"==> {setting.name}: starting the server ({flags})")
     server = start(options, setting, work)
     try:
         run.healthy_after_s = wait_healthy(server, options.startup_timeout)

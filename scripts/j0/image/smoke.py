@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.identity import ARTICLE
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
 from j0.engine import vllm_version

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.serving import default_image_tag
-from j0.compose.server import SERVER_PORT, ServerKnobs, Setting, server_args, server_env
+from j0.compose.server import SERVER_PORT, ServerKnobs, Setting, server_setting
 from j0.kube import hardening
 from j0.kube.hardening import HF_TOKEN_SECRET
 from j0.kube.literal import check_names, literal, literal_container, literal_containers
@@ -43,7 +43,7 @@ from j0.pins import Pins
 SERVING_NAME = "j0-vllm"
 SERVING_PVC = "j0-cache"
 # The serving default: compose.yaml's defaults (15 draft tokens, J0 on, vLLM's prefix caching).
-SERVING_SETTING = Setting(num_speculative_tokens=15, j0=True, prefix_caching=True)
+SERVING_SETTING = Setting(tokens=15, j0=True, prefix_caching=True)
 
 
 def default_image(pins: Pins) -> str:
@@ -65,8 +65,8 @@ def serving_manifests(
         # compose.serve.yaml's entrypoint and command: j0 serve checks them, logs the switches and
         # execs the image's entrypoint (speculator.py identity line, then `vllm serve ARGS`).
         "command": ["j0", "serve", "--"],
-        "args": server_args(setting, knobs),
-        "env": env_entries(server_env(setting), token=True),
+        "args": server_setting(setting, knobs).args(),
+        "env": env_entries(server_setting(setting, knobs).env(), token=True),
         "ports": [{"name": "http", "containerPort": SERVER_PORT}],
         "resources": hardening.gpu_resources(1),
         # Root, without capabilities: vLLM's image is made for root (hardening.py says why).
@@ -135,10 +135,10 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
     check_names(knobs.target_model, pins.drafter_repo, pins.drafter_revision)
     repository, _, tag = image.rpartition(":")
     setting = SERVING_SETTING
-    args = server_args(setting, knobs, drafter_dir=HELM_DRAFTER)
+    args = server_setting(setting, knobs, drafter_dir=HELM_DRAFTER).args()
     # The chart adds the model, --port and the prefix-caching flag itself.
     extra = without_option(without_option(args[1:], "--port"), *PREFIX_FLAGS)
-    env = server_env(setting)
+    env = server_setting(setting, knobs).env()
     return {
         "servingEngineSpec": {
             "modelSpec": [

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, PREFIX_CACHING_FLAGS
 from j0.article.serving import (
-    ARTICLE_MAX_NUM_SEQS,
-    PREFIX_CACHING_FLAGS,
     PREFIX_CACHING_WITH_J0,
     ServeSpec,
     parse_speculative_config,

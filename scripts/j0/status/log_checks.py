@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from j0.article.identity import PREFIX_SAFE
-from j0.article.serving import ARTICLE_MAX_NUM_SEQS
+from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, TOKENS, article_problem
 from j0.checks import FAIL, OK
 from j0.engine.server_log import LogFacts, role_of

@@ -63,7 +63,7 @@ def matrix_settings(
     the order given."""
     first = [Setting(0, False, prefix_caching)] if baseline else []
     return first + [
-        Setting(num_speculative_tokens=n, j0=on, prefix_caching=prefix_caching)
+        Setting(tokens=n, j0=on, prefix_caching=prefix_caching)
         for n in parse_tokens(tokens)
         for on in parse_j0(j0)
     ]

@@ -8,10 +8,11 @@ another file than the --variant asked, the setting is a problem (exit 1), said i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from j0.article.spec_config import SpecConfig
 from j0.edge.atomic import write_text_atomic
 from j0.edge.fields import write_document
 from j0.engine import endpoints
@@ -46,6 +47,18 @@ class SettingPlan:
         if self.kind == NGRAM:
             return f"{NGRAM}/k{self.k}"
         return f"drafter-{self.drafter}/{self.folder.name}"
+
+
+def spec_config(
+    kind: str, tokens: int, draft: Path, extra: dict[str, int] | None = None
+) -> SpecConfig | None:
+    """A setting's speculative config: the article's with the drafter `draft` (dflash), vLLM's
+    n-gram speculator with the lookup's settings in `extra` (ngram), None for the baseline."""
+    if kind == BASELINE:
+        return None
+    if kind == NGRAM:
+        return SpecConfig("ngram", tokens, None, None, extra=dict(extra or {}))
+    return replace(SpecConfig.article(str(draft), tokens), extra=dict(extra or {}))
 
 
 @dataclass
@@ -107,10 +120,11 @@ def run_setting(
     lines: list[str] = []
     plan.folder.mkdir(parents=True)
     speculative = plan.kind != BASELINE
+    draft = options.out / f"drafter-{plan.drafter}"
     setting = ServeSetting(
         target=options.out / "target",
-        draft=options.out / f"drafter-{plan.drafter}",
-        tokens=plan.k,
+        draft=draft,
+        spec=spec_config(plan.kind, plan.k, draft, plan.speculative_extra),
         graphs=options.graphs,
         j0=plan.j0,
         dumps=plan.folder / "dumps",
@@ -118,8 +132,6 @@ def run_setting(
         port=plan.port,
         max_model_len=plan.max_model_len,
         max_num_seqs=plan.slots,
-        method=None if not speculative else (NGRAM if plan.kind == NGRAM else DFLASH),
-        speculative_extra=plan.speculative_extra,
         extra_env=plan.extra_env,
         **memory_share(plan.servers),
     )
@@ -174,7 +186,7 @@ def run_setting(
         outcome.problems.append(f"{plan.name}: {exc}")
     finally:
         server.stop()
-    spec = setting.spec_config(str(setting.draft))
+    spec = setting.spec
     outcome.summary.update(
         {
             "kind": plan.kind,

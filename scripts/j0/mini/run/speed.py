@@ -87,6 +87,7 @@ def serve_setting(
 ) -> Any:
     """The ServeSetting of a setting named as the run names them (no dumps: 0 steps)."""
     from j0.engine.launcher import ServeSetting
+    from j0.mini.run.setting import spec_config
 
     kind, drafter, j0 = BASELINE, "mask", False
     if name.startswith(NGRAM):
@@ -99,10 +100,12 @@ def serve_setting(
         raise J0Error(
             f"--settings {name}: expected baseline, ngram/kK or drafter-INIT/kK-j0-off|on", USAGE
         )
+    draft = options.out / f"drafter-{drafter}"
+    lookup = {"prompt_lookup_max": 4} if kind == NGRAM else {}
     return ServeSetting(
         target=options.out / "target",
-        draft=options.out / f"drafter-{drafter}",
-        tokens=options.tokens,
+        draft=draft,
+        spec=spec_config(kind, options.tokens, draft, lookup),
         graphs=options.graphs,
         j0=j0,
         dumps=dumps,
@@ -110,8 +113,6 @@ def serve_setting(
         port=port,
         max_model_len=length,
         max_num_seqs=options.slots,
-        method=None if kind == BASELINE else kind,
-        speculative_extra={"prompt_lookup_max": 4} if kind == NGRAM else {},
         **share,
     )
 

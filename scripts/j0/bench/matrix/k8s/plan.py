@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from j0.bench.matrix.layout import result_name
-from j0.compose.server import ServerKnobs, Setting, server_args, server_env
+from j0.compose.server import ServerKnobs, Setting, server_setting
 from j0.edge.fields import FieldTable, field_problem
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
@@ -158,6 +158,12 @@ class PlanServer:
         return cls(setting, list(args), dict(env))
 
 
+def plan_server(setting: Setting, knobs: ServerKnobs) -> PlanServer:
+    """The setting's server as compose renders it (j0.compose.server.server_setting)."""
+    server = server_setting(setting, knobs)
+    return PlanServer(setting, server.args(), server.env())
+
+
 @dataclass(frozen=True)
 class PlanBench:
     """What every index's `j0 bench run` gets besides its URL, output and prompts."""
@@ -284,7 +290,7 @@ def build_plan(
             )
     document = PlanDocument(
         run=run,
-        settings={s.name: PlanServer(s, server_args(s, knobs), server_env(s)) for s in settings},
+        settings={s.name: plan_server(s, knobs) for s in settings},
         bench=PlanBench(
             dataset=options.dataset,
             requests=options.requests,

@@ -1,0 +1,236 @@
+"""One vLLM server as one value: ServerSetting, built on the speculative config (SpecConfig).
+
+`args()` is `vllm serve`'s command line and `env()` the J0 switches of its environment, written
+here once for every route that starts a server: compose's servers as j0 renders them (the
+matrix, the Kubernetes manifests; compose.serve.yaml is the other place, held equal by a test),
+the local launcher (engine-check, mini) and the GPU scripts (`python3 -m j0.article.server_setting`
+prints their flags). `from_args()` reads what `args()` and `env()` wrote (a compose project's
+rendered server, a recorded plan) back into the value; `problems()` says where it is not the
+article's setup (the speculative config's rule, the request slots).
+
+Standard library only: `j0 serve` runs inside the image, on the base image's python3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from j0.article.spec_config import SpecConfig
+from j0.errors import USAGE, J0Error
+
+ARTICLE_MAX_NUM_SEQS = 4
+# Prefix caching: vLLM 0.33 has it on by default (vllm/config/cache.py); ENABLE_PREFIX_CACHING
+# (compose.yaml's knob: 1, 0, or empty for vLLM's default) becomes one of these flags.
+PREFIX_CACHING_FLAGS = ("--enable-prefix-caching", "--no-enable-prefix-caching")
+# The per-request spec-decode metrics (`detailed`: per-step acceptance, which `j0 bench run`
+# reads), only with speculative decoding: vLLM 0.33 refuses them without (vllm/config/vllm.py).
+SPEC_METRICS = ("--per-request-spec-decode-metrics", "detailed")
+PROMPT_TOKENS_DETAILS = "--enable-prompt-tokens-details"  # the cached prompt tokens, per request
+EAGER = "--enforce-eager"
+# J0's switches in the server's environment (the image's route: the patched speculator.py reads
+# them; `j0 serve` turns ENABLE_PREFIX_CACHING into a prefix-caching flag).
+NOISE, DUMP, DUMP_STEPS = "VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS"
+PREFIX_KNOB, HF_HOME = "ENABLE_PREFIX_CACHING", "HF_HOME"
+# Options whose value is an integer (flag -> field), in the order args() writes them at the end.
+INT_OPTIONS = {
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--kv-cache-memory-bytes": "kv_cache_memory_bytes",
+    "--num-gpu-blocks-override": "num_gpu_blocks_override",
+}
+
+
+def _flag(on: bool | None) -> list[str]:
+    return [] if on is None else [PREFIX_CACHING_FLAGS[0 if on else 1]]
+
+
+def _bit(on: bool) -> str:
+    return "1" if on else "0"
+
+
+@dataclass(frozen=True)
+class ServerSetting:
+    """`vllm serve MODEL ...` and its J0 switches. `prefix_caching` is the flag in the arguments
+    (None: none, vLLM's default or `j0 serve`'s knob), `prefix_caching_knob` compose's
+    ENABLE_PREFIX_CACHING for `j0 serve` (None: not set); `hf_home` and `extra_env` go to the
+    environment as they are."""
+
+    model: str
+    spec: SpecConfig | None
+    max_model_len: str
+    gpu_memory_utilization: str
+    port: int
+    max_num_seqs: int = ARTICLE_MAX_NUM_SEQS
+    kv_cache_dtype: str | None = None
+    host: str | None = None
+    prefix_caching: bool | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_memory_bytes: int | None = None
+    num_gpu_blocks_override: int | None = None
+    extra_args: tuple[str, ...] = ()  # what else vLLM gets (--served-model-name NAME, ...)
+    eager: bool = False
+    j0: bool = False
+    dump_dir: str = ""
+    dump_steps: int = 0
+    prefix_caching_knob: bool | None = None
+    hf_home: str | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    def args(self) -> list[str]:
+        """`vllm serve`'s arguments, in compose.serve.yaml's order: the model, the speculative
+        config, the request slots, the context length, the KV cache dtype where given, the
+        memory share, the spec-decode metrics (only with speculative decoding), the cached
+        prompt tokens, the address, the prefix-caching flag where given; then what the local
+        launcher's scenarios force, any other arguments, and eager mode."""
+        spec = self.spec
+        ints = [
+            [flag, str(value)]
+            for flag, name in INT_OPTIONS.items()
+            if (value := getattr(self, name)) is not None
+        ]
+        return [
+            self.model,
+            *([] if spec is None else ["--speculative-config", spec.to_json()]),
+            "--max-num-seqs",
+            str(self.max_num_seqs),
+            "--max-model-len",
+            self.max_model_len,
+            *([] if self.kv_cache_dtype is None else ["--kv-cache-dtype", self.kv_cache_dtype]),
+            "--gpu-memory-utilization",
+            self.gpu_memory_utilization,
+            *(SPEC_METRICS if spec is not None else ()),
+            PROMPT_TOKENS_DETAILS,
+            *([] if self.host is None else ["--host", self.host]),
+            "--port",
+            str(self.port),
+            *_flag(self.prefix_caching),
+            *(word for pair in ints for word in pair),
+            *self.extra_args,
+            *([EAGER] if self.eager else []),
+        ]
+
+    def env(self) -> dict[str, str]:
+        """The switches of the server's environment: J0 (VLLM_DFLASH_CTX_NOISE), the prefix
+        caching knob where set, the step dumps, HF_HOME where set, then extra_env."""
+        knob = self.prefix_caching_knob
+        return {
+            NOISE: _bit(self.j0),
+            **({} if knob is None else {PREFIX_KNOB: _bit(knob)}),
+            DUMP: self.dump_dir,
+            DUMP_STEPS: str(self.dump_steps),
+            **({} if self.hf_home is None else {HF_HOME: self.hf_home}),
+            **self.extra_env,
+        }
+
+    @classmethod
+    def from_args(
+        cls, args: Sequence[str], env: Mapping[str, str] | None = None, where: str = "the server"
+    ) -> ServerSetting:
+        """The setting that args() and env() wrote: each option as `--name VALUE` (the last one
+        given wins); words of no field kept in extra_args, in their order. A value of the wrong
+        kind, or no model, context length, memory share, port or request slots: refused (exit
+        64, naming `where` and the value)."""
+        return _read(list(args), dict(env or {}), where)
+
+    def problems(self) -> list[str]:
+        """Where this server is not the article's setup, one phrase each: the speculative
+        config's rule (article_problem), the request slots."""
+        found = ["no speculative config"] if self.spec is None else []
+        if self.spec is not None and (problem := self.spec.article_problem()) is not None:
+            found.append(problem)
+        if self.max_num_seqs != ARTICLE_MAX_NUM_SEQS:
+            found.append(
+                f"--max-num-seqs {self.max_num_seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}"
+            )
+        return found
+
+
+# --- reading back --------------------------------------------------------------------------------
+
+_VALUED = {
+    "--speculative-config",
+    "--max-num-seqs",
+    "--max-model-len",
+    "--kv-cache-dtype",
+    "--gpu-memory-utilization",
+    SPEC_METRICS[0],
+    "--host",
+    "--port",
+    *INT_OPTIONS,
+}
+_BARE = {PROMPT_TOKENS_DETAILS, EAGER, *PREFIX_CACHING_FLAGS}
+
+
+def _options(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
+    """Option -> its last value, the bare flags, and the other words, each in their order."""
+    values: dict[str, str] = {}
+    flags: list[str] = []
+    other: list[str] = []
+    i = 1
+    while i < len(args):
+        word = args[i]
+        if word in _VALUED and i + 1 < len(args):
+            values[word] = args[i + 1]
+            i += 2
+            continue
+        (flags if word in _BARE else other).append(word)
+        i += 1
+    return values, flags, other
+
+
+def _int(values: Mapping[str, str], name: str, where: str) -> int | None:
+    raw = values.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise J0Error(f"{where}: {name} {raw!r}, expected a whole number", USAGE)
+    return int(raw)
+
+
+def _needed(values: Mapping[str, str], name: str, where: str) -> int:
+    value = _int(values, name, where)
+    assert value is not None  # _read checked it is given
+    return value
+
+
+def _read(args: list[str], env: dict[str, str], where: str) -> ServerSetting:
+    if not args or args[0].startswith("-"):
+        raise J0Error(f"{where}: no model: the first argument must be the model", USAGE)
+    values, flags, other = _options(args)
+    for needed in ("--max-model-len", "--gpu-memory-utilization", "--port", "--max-num-seqs"):
+        if needed not in values:
+            raise J0Error(f"{where}: no {needed}", USAGE)
+    raw = values.get("--speculative-config")
+    metrics = values.pop(SPEC_METRICS[0], None)
+    if metrics is not None and (raw is None or metrics != SPEC_METRICS[1]):
+        other = [*other, SPEC_METRICS[0], metrics]  # not as args() writes it: kept as given
+    prefix = [f for f in flags if f in PREFIX_CACHING_FLAGS]
+    knob = env.pop(PREFIX_KNOB, None)
+    if knob not in (None, "0", "1"):
+        raise J0Error(f"{where}: {PREFIX_KNOB}={knob!r}, expected 1 or 0", USAGE)
+    noise = env.pop(NOISE, "0")
+    if noise not in ("0", "1"):
+        raise J0Error(f"{where}: {NOISE}={noise!r}, expected 1 or 0", USAGE)
+    steps = env.pop(DUMP_STEPS, "0")
+    if not steps.isdigit():
+        raise J0Error(f"{where}: {DUMP_STEPS}={steps!r}, expected a number of steps", USAGE)
+    return ServerSetting(
+        model=args[0],
+        spec=None if raw is None else SpecConfig.from_json(raw, f"{where}: --speculative-config"),
+        max_model_len=values["--max-model-len"],
+        gpu_memory_utilization=values["--gpu-memory-utilization"],
+        port=_needed(values, "--port", where),
+        max_num_seqs=_needed(values, "--max-num-seqs", where),
+        kv_cache_dtype=values.get("--kv-cache-dtype"),
+        host=values.get("--host"),
+        prefix_caching=None if not prefix else prefix[-1] == PREFIX_CACHING_FLAGS[0],
+        **{name: _int(values, flag, where) for flag, name in INT_OPTIONS.items()},
+        extra_args=tuple(other),
+        eager=EAGER in flags,
+        j0=noise == "1",
+        dump_dir=env.pop(DUMP, ""),
+        dump_steps=int(steps),
+        prefix_caching_knob=None if knob is None else knob == "1",
+        hf_home=env.pop(HF_HOME, None),
+        extra_env=env,
+    )
