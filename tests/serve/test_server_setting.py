@@ -185,10 +185,10 @@ def servers(draw: st.DrawFn) -> ServerSetting:
     return ServerSetting(
         model=draw(names),
         spec=spec,
-        max_model_len=draw(words),
-        gpu_memory_utilization=draw(words),
-        port=draw(st.integers(0, 65535)),
-        max_num_seqs=draw(st.integers(0, 512)),
+        max_model_len=draw(st.none() | words),
+        gpu_memory_utilization=draw(st.none() | words),
+        port=draw(st.none() | st.integers(0, 65535)),
+        max_num_seqs=draw(st.none() | st.integers(0, 512)),
         kv_cache_dtype=draw(st.none() | words),
         host=draw(st.none() | words),
         prefix_caching=draw(st.none() | st.booleans()),
@@ -213,12 +213,34 @@ def test_from_args_reads_what_args_and_env_wrote(server: ServerSetting) -> None:
     assert (again.args(), again.env()) == (server.args(), server.env())
 
 
+def test_from_args_reads_an_option_and_its_value_as_one_word() -> None:
+    """`--name=VALUE`, as vLLM's parser takes it; args() writes it back as two words."""
+    joined = [
+        "Qwen/Qwen3.5-27B",
+        f"--speculative-config={ARTICLE_15}",
+        "--max-num-seqs=4",
+        "--max-model-len=auto",
+        "--kv-cache-dtype=auto",
+        "--gpu-memory-utilization=0.90",
+        "--per-request-spec-decode-metrics=detailed",
+        "--enable-prompt-tokens-details",
+        "--port=8000",
+    ]
+    server = ServerSetting.from_args(joined, {})
+    assert server.args() == COMPOSE_15
+
+
+def test_an_option_not_given_is_not_written() -> None:
+    server = ServerSetting.from_args(["m", "--served-model-name", "target"])
+    assert server.args() == ["m", "--enable-prompt-tokens-details", "--served-model-name", "target"]
+    assert server.problems() == ["no speculative config"]
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
         ([], {}, "no model"),
         (["--port", "1"], {}, "no model"),
-        (COMPOSE_15[:-2], {}, "no --port"),
         ([*COMPOSE_15[:-1], "80a"], {}, "--port '80a', expected a whole number"),
         (COMPOSE_15, {"VLLM_DFLASH_CTX_NOISE": "yes"}, "VLLM_DFLASH_CTX_NOISE='yes'"),
         (COMPOSE_15, {"VLLM_DFLASH_DUMP_STEPS": "-1"}, "VLLM_DFLASH_DUMP_STEPS='-1'"),
@@ -236,3 +258,19 @@ def test_from_args_refuses_what_no_server_setting_holds(
     with pytest.raises(J0Error, match=message) as info:
         ServerSetting.from_args(args, env, "the plan's server")
     assert info.value.exit_code == 64 and "the plan's server" in str(info.value)
+
+
+def test_the_baseline_is_read_from_composes_server_without_its_config() -> None:
+    """The matrix's baseline: compose's server of 0 draft tokens, its config left unread."""
+    zero = [COMPOSE_15[0], "--speculative-config", ARTICLE_15.replace("15", "0"), *COMPOSE_15[3:]]
+    with pytest.raises(J0Error, match="num_speculative_tokens is 0"):
+        ServerSetting.from_args(zero)
+    base = ServerSetting.from_args(zero, speculative=False)
+    assert base.spec is None
+    assert base.args() == [
+        COMPOSE_15[0],
+        *COMPOSE_15[3:11],
+        "--enable-prompt-tokens-details",
+        "--port",
+        "8000",
+    ]

@@ -53,14 +53,14 @@ class ServerSetting:
     """`vllm serve MODEL ...` and its J0 switches. `prefix_caching` is the flag in the arguments
     (None: none, vLLM's default or `j0 serve`'s knob), `prefix_caching_knob` compose's
     ENABLE_PREFIX_CACHING for `j0 serve` (None: not set); `hf_home` and `extra_env` go to the
-    environment as they are."""
+    environment as they are. An option that is None is not written (vLLM's default)."""
 
     model: str
     spec: SpecConfig | None
-    max_model_len: str
-    gpu_memory_utilization: str
-    port: int
-    max_num_seqs: int = ARTICLE_MAX_NUM_SEQS
+    max_model_len: str | None
+    gpu_memory_utilization: str | None
+    port: int | None
+    max_num_seqs: int | None = ARTICLE_MAX_NUM_SEQS
     kv_cache_dtype: str | None = None
     host: str | None = None
     prefix_caching: bool | None = None
@@ -78,33 +78,32 @@ class ServerSetting:
 
     def args(self) -> list[str]:
         """`vllm serve`'s arguments, in compose.serve.yaml's order: the model, the speculative
-        config, the request slots, the context length, the KV cache dtype where given, the
-        memory share, the spec-decode metrics (only with speculative decoding), the cached
-        prompt tokens, the address, the prefix-caching flag where given; then what the local
-        launcher's scenarios force, any other arguments, and eager mode."""
+        config, the request slots, the context length, the KV cache dtype, the memory share, the
+        spec-decode metrics (only with speculative decoding), the cached prompt tokens, the
+        address, the port, the prefix-caching flag; then what the local launcher's scenarios
+        force, any other arguments, and eager mode. None is not written."""
         spec = self.spec
-        ints = [
-            [flag, str(value)]
-            for flag, name in INT_OPTIONS.items()
-            if (value := getattr(self, name)) is not None
-        ]
+
+        def given(flag: str, value: object) -> list[str]:
+            return [] if value is None else [flag, str(value)]
+
         return [
             self.model,
-            *([] if spec is None else ["--speculative-config", spec.to_json()]),
-            "--max-num-seqs",
-            str(self.max_num_seqs),
-            "--max-model-len",
-            self.max_model_len,
-            *([] if self.kv_cache_dtype is None else ["--kv-cache-dtype", self.kv_cache_dtype]),
-            "--gpu-memory-utilization",
-            self.gpu_memory_utilization,
+            *given("--speculative-config", None if spec is None else spec.to_json()),
+            *given("--max-num-seqs", self.max_num_seqs),
+            *given("--max-model-len", self.max_model_len),
+            *given("--kv-cache-dtype", self.kv_cache_dtype),
+            *given("--gpu-memory-utilization", self.gpu_memory_utilization),
             *(SPEC_METRICS if spec is not None else ()),
             PROMPT_TOKENS_DETAILS,
-            *([] if self.host is None else ["--host", self.host]),
-            "--port",
-            str(self.port),
+            *given("--host", self.host),
+            *given("--port", self.port),
             *_flag(self.prefix_caching),
-            *(word for pair in ints for word in pair),
+            *(
+                word
+                for flag, name in INT_OPTIONS.items()
+                for word in given(flag, getattr(self, name))
+            ),
             *self.extra_args,
             *([EAGER] if self.eager else []),
         ]
@@ -124,13 +123,19 @@ class ServerSetting:
 
     @classmethod
     def from_args(
-        cls, args: Sequence[str], env: Mapping[str, str] | None = None, where: str = "the server"
+        cls,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        where: str = "the server",
+        *,
+        speculative: bool = True,
     ) -> ServerSetting:
         """The setting that args() and env() wrote: each option as `--name VALUE` (the last one
         given wins); words of no field kept in extra_args, in their order. A value of the wrong
-        kind, or no model, context length, memory share, port or request slots: refused (exit
-        64, naming `where` and the value)."""
-        return _read(list(args), dict(env or {}), where)
+        kind, or no model: refused (exit 64, naming `where` and the value). With speculative
+        False, the speculative config and its metrics are left unread: the server without
+        them (the matrix's baseline, made from compose's server of 0 draft tokens)."""
+        return _read(list(args), dict(env or {}), where, speculative)
 
     def problems(self) -> list[str]:
         """Where this server is not the article's setup, one phrase each: the speculative
@@ -138,7 +143,7 @@ class ServerSetting:
         found = ["no speculative config"] if self.spec is None else []
         if self.spec is not None and (problem := self.spec.article_problem()) is not None:
             found.append(problem)
-        if self.max_num_seqs != ARTICLE_MAX_NUM_SEQS:
+        if self.max_num_seqs not in (None, ARTICLE_MAX_NUM_SEQS):
             found.append(
                 f"--max-num-seqs {self.max_num_seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}"
             )
@@ -169,6 +174,11 @@ def _options(args: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     i = 1
     while i < len(args):
         word = args[i]
+        name, eq, value = word.partition("=")
+        if eq and name in _VALUED:  # --name=VALUE, as vLLM's parser takes it
+            values[name] = value
+            i += 1
+            continue
         if word in _VALUED and i + 1 < len(args):
             values[word] = args[i + 1]
             i += 2
@@ -187,22 +197,13 @@ def _int(values: Mapping[str, str], name: str, where: str) -> int | None:
     return int(raw)
 
 
-def _needed(values: Mapping[str, str], name: str, where: str) -> int:
-    value = _int(values, name, where)
-    assert value is not None  # _read checked it is given
-    return value
-
-
-def _read(args: list[str], env: dict[str, str], where: str) -> ServerSetting:
+def _read(args: list[str], env: dict[str, str], where: str, speculative: bool) -> ServerSetting:
     if not args or args[0].startswith("-"):
         raise J0Error(f"{where}: no model: the first argument must be the model", USAGE)
     values, flags, other = _options(args)
-    for needed in ("--max-model-len", "--gpu-memory-utilization", "--port", "--max-num-seqs"):
-        if needed not in values:
-            raise J0Error(f"{where}: no {needed}", USAGE)
-    raw = values.get("--speculative-config")
+    raw = values.get("--speculative-config") if speculative else None
     metrics = values.pop(SPEC_METRICS[0], None)
-    if metrics is not None and (raw is None or metrics != SPEC_METRICS[1]):
+    if speculative and metrics is not None and (raw is None or metrics != SPEC_METRICS[1]):
         other = [*other, SPEC_METRICS[0], metrics]  # not as args() writes it: kept as given
     prefix = [f for f in flags if f in PREFIX_CACHING_FLAGS]
     knob = env.pop(PREFIX_KNOB, None)
@@ -217,10 +218,10 @@ def _read(args: list[str], env: dict[str, str], where: str) -> ServerSetting:
     return ServerSetting(
         model=args[0],
         spec=None if raw is None else SpecConfig.from_json(raw, f"{where}: --speculative-config"),
-        max_model_len=values["--max-model-len"],
-        gpu_memory_utilization=values["--gpu-memory-utilization"],
-        port=_needed(values, "--port", where),
-        max_num_seqs=_needed(values, "--max-num-seqs", where),
+        max_model_len=values.get("--max-model-len"),
+        gpu_memory_utilization=values.get("--gpu-memory-utilization"),
+        port=_int(values, "--port", where),
+        max_num_seqs=_int(values, "--max-num-seqs", where),
         kv_cache_dtype=values.get("--kv-cache-dtype"),
         host=values.get("--host"),
         prefix_caching=None if not prefix else prefix[-1] == PREFIX_CACHING_FLAGS[0],

@@ -67,6 +67,15 @@ def parse_speculative_config(raw: str, target_kv_cache_dtype: str | None = None)
         if '"num_speculative_tokens":,' in raw or '"num_speculative_tokens":}' in raw:
             hint = " (is NUM_SPEC_TOKENS empty?)"
         raise J0Error(f"{exc}{hint}", USAGE) from None
+    return read_speculative_config(value, raw, target_kv_cache_dtype)
+
+
+def read_speculative_config(
+    value: object, raw: str, target_kv_cache_dtype: str | None = None
+) -> ServeSpec:
+    """parse_speculative_config's rules on a value already read from JSON (`j0 serve` has it
+    as vLLM's parser left it); `raw` is its text, as messages and notes name it."""
+    where = f"--speculative-config {raw!r}"
     if not isinstance(value, dict):
         raise J0Error(f"{where}: expected a JSON object", USAGE)
     method = value.get("method")

@@ -77,20 +77,14 @@ class ServerKnobs:
         )
 
 
-# The arguments (each with its value) that the baseline's server goes without: speculative
-# decoding, and the per-request spec-decode metrics that vLLM 0.33 refuses without it
-# ("--per-request-spec-decode-metrics requires speculative decoding to be enabled",
-# vllm/config/vllm.py).
-BASELINE_DROPS = ("--speculative-config", "--per-request-spec-decode-metrics")
-
-
 def server_setting(
     setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> ServerSetting:
     """The server compose.serve.yaml runs for `setting`: its `vllm serve` arguments (args(), in
     compose's order) and switches (env(), its environment). The baseline's arguments are the
     same without --speculative-config and the per-request spec-decode metrics (vLLM 0.33 refuses
-    those without speculative decoding, BASELINE_DROPS), and with the prefix-caching flag that
+    those without speculative decoding: "--per-request-spec-decode-metrics requires speculative
+    decoding to be enabled", vllm/config/vllm.py), and with the prefix-caching flag that
     `j0 serve` would have made from ENABLE_PREFIX_CACHING (the baseline runs `vllm serve`
     itself: `j0 serve` serves the article's drafter only)."""
     return ServerSetting(

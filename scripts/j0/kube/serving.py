@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -135,9 +135,9 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
     check_names(knobs.target_model, pins.drafter_repo, pins.drafter_revision)
     repository, _, tag = image.rpartition(":")
     setting = SERVING_SETTING
-    args = server_setting(setting, knobs, drafter_dir=HELM_DRAFTER).args()
+    server = server_setting(setting, knobs, drafter_dir=HELM_DRAFTER)
     # The chart adds the model, --port and the prefix-caching flag itself.
-    extra = without_option(without_option(args[1:], "--port"), *PREFIX_FLAGS)
+    extra = replace(server, port=None, prefix_caching=None).args()[1:]
     env = server_setting(setting, knobs).env()
     return {
         "servingEngineSpec": {
@@ -181,25 +181,6 @@ def helm_values(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, Any]:
             },
         },
     }
-
-
-PREFIX_FLAGS = ("--enable-prefix-caching", "--no-enable-prefix-caching")
-
-
-def without_option(args: list[str], *names: str) -> list[str]:
-    """args less `--name VALUE` (for --port) or a bare `--name` flag (for the prefix flags)."""
-    out: list[str] = []
-    skip = False
-    for i, arg in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        if arg in names:
-            value_follows = arg == "--port" and i + 1 < len(args)
-            skip = value_follows
-            continue
-        out.append(arg)
-    return out
 
 
 def deploy_files(pins: Pins, knobs: ServerKnobs, image: str) -> dict[str, str]:

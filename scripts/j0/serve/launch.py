@@ -22,7 +22,7 @@ from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, PREFIX_CACHING_FLAGS
 from j0.article.serving import (
     PREFIX_CACHING_WITH_J0,
     ServeSpec,
-    parse_speculative_config,
+    read_speculative_config,
 )
 from j0.article.spec_config import tested_words
 from j0.edge.secret_file import check_secret_text, read_secret_file
@@ -360,7 +360,7 @@ def plan_serve(
     # What vLLM will run, whatever the spelling (dotted keys, prefixes, the last value): logged
     # as such, so that the log's config is the one that runs.
     raw = json.dumps(config, separators=(",", ":"))
-    spec = parse_speculative_config(raw, read.values.get("kv_cache_dtype"))
+    spec = read_speculative_config(config, raw, read.values.get("kv_cache_dtype"))
     n = spec.config.tokens
     plan.facts.append(f"target {model}")
     plan.facts.append(f"--speculative-config {raw}")

@@ -13,12 +13,13 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from j0.article.server_setting import ServerSetting
 from j0.article.serving import option_value, parse_speculative_config
-from j0.compose.server import BASELINE_DROPS, Setting
+from j0.compose.server import Setting
 from j0.errors import INPUT_LACKS, J0Error, parse_json
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
@@ -83,25 +84,17 @@ BASELINE_FILE = "compose.baseline.yaml"
 
 
 def baseline_override(project: dict[str, Any], prefix_caching: bool) -> str:
-    """The baseline's compose file (JSON is YAML): the rendered server's command without
-    --speculative-config and the per-request spec-decode metrics (BASELINE_DROPS: vLLM 0.33
-    refuses those without it) and with the prefix-caching flag, run by `vllm serve` itself."""
+    """The baseline's compose file (JSON is YAML): the rendered server (read as a ServerSetting)
+    without its speculative config, so without the per-request spec-decode metrics (vLLM 0.33
+    refuses those without it), and with the prefix-caching flag, run by `vllm serve` itself."""
     server = project.get("services", {}).get("server")
     if not isinstance(server, dict):
         raise J0Error("docker compose config: no `server` service", INPUT_LACKS)
     command = [str(x) for x in server.get("command") or []]
-    args: list[str] = []
-    skip = False
-    for arg in command:
-        if skip:
-            skip = False
-        elif arg in BASELINE_DROPS:
-            skip = True
-        elif not arg.startswith(tuple(f"{d}=" for d in BASELINE_DROPS)) and (
-            "prefix-caching" not in arg
-        ):
-            args.append(arg)
-    args.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
+    rendered = ServerSetting.from_args(
+        command, {}, "docker compose config: the server", speculative=False
+    )
+    args = replace(rendered, prefix_caching=prefix_caching).args()
     value = {"services": {"server": {"entrypoint": BASELINE_ENTRYPOINT, "command": args}}}
     return (
         "# j0 bench matrix --baseline: the server without --speculative-config (written by j0)\n"
