@@ -1,5 +1,5 @@
 """A setting is labelled "J0 on" from the file that ran, never from what was asked
-(j0.engine.j0_ran): the server log's identity line must name a J0 file and the patch must have
+(j0.engine.j0_state): the server log's identity line must name a J0 file and the patch must have
 logged DFLASH_CTX_NOISE=1. Shown where j0 labels settings: `j0 bench run --log` (against our vLLM
 stand-in, tests/servers/vllm/server.py, its log saying identity=base while `--j0 on` was asked),
 what `j0 bench report` reads of such results, and `j0 bench matrix`'s record of each setting
@@ -17,7 +17,7 @@ from j0.bench.report.results_folder import find_settings
 from j0.cli import main
 from j0.compose.server import Setting
 from j0.engine import server_log
-from j0.engine.j0_ran import asked_differs, j0_ran
+from j0.engine.j0_state import j0_ran
 from servers.vllm.server import VllmStandIn
 from status.status_logs import BASE_SHA, article_log
 
@@ -39,10 +39,10 @@ BASE_LOG = article_log(sha=BASE_SHA, kind="base (the unpatched vLLM base)")
 )
 def test_the_label_is_the_file_that_ran(log: str, label: str) -> None:
     ran = j0_ran(server_log.parse(log, "server.log"))
-    assert ran.j0 == label
-    assert (asked_differs(True, ran) is None) == (label == "on")
+    assert ran.ran == label
+    assert (ran.asking(True).differs() is None) == (label == "on")
     # J0 not applicable (no speculative decoding, vLLM's n-gram speculator): never a mismatch
-    assert asked_differs(None, ran) is None
+    assert ran.asking(None).differs() is None
 
 
 def bench(url: str, out: Path, *extra: str) -> int:

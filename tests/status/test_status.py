@@ -59,7 +59,20 @@ def test_the_articles_setup(host: Host, tmp_path: Path, capsys: pytest.CaptureFi
     assert value["spec_decode_draft_tokens_delta"] == sum(probes[0].per_step_drafted)
     assert value["spec_decode_accepted_delta"] == sum(probes[0].per_step_accepted)
     flat = {k: v for k, v in value.items() if isinstance(v, dict | list)}
-    assert set(flat) == {"pool_shape", "draft_kv_dtypes", "speculative_config", "reasons"}
+    assert set(flat) == {
+        "pool_shape",
+        "draft_kv_dtypes",
+        "speculative_config",
+        "reasons",
+        "j0_state",
+    }
+    assert value["j0_state"] == {
+        "asked": "unknown",
+        "ran": "on",
+        "why": "identity=article, DFLASH_CTX_NOISE=1",
+        "identity": "article",
+        "seen": True,
+    }
 
 
 def test_text_ends_with_the_verdict(

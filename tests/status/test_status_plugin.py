@@ -7,7 +7,7 @@ believed. The lines are typed here as vLLM 0.34 writes them (vllm/logger.py's fo
 from __future__ import annotations
 
 from j0.checks import FAIL, OK
-from j0.engine.j0_ran import j0_ran
+from j0.engine.j0_state import j0_ran
 from j0.engine.server_log import parse
 from j0.pins import Pins
 from j0.status import log_checks
@@ -51,7 +51,7 @@ def test_the_plugin_line_gives_the_identity(pins: Pins) -> None:
     assert "identity=article-0.34.0" in speculator.check.detail
     assert log_checks.spec_config(log).check.status == OK
     ran = j0_ran(log)
-    assert (ran.j0, ran.identity) == ("on", "article-0.34.0")
+    assert (ran.ran, ran.identity) == ("on", "article-0.34.0")
     engine = log_checks.engine(log, pins)
     assert engine.check.status == FAIL  # vLLM 0.34.0 is not the article's engine
 

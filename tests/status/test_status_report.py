@@ -62,7 +62,7 @@ def test_the_fields_are_the_printed_keys_in_order(host: Host, tmp_path: Path) ->
     with VllmStandIn(max_model_len=40960, num_spec_tokens=15) as vllm:
         code, text = status_json(vllm.url, "--log", str(log))
     value = json.loads(text)
-    assert code == 0 and len(value) == 25
+    assert code == 0 and len(value) == 26
     assert [f.name for f in dataclasses.fields(StatusReport)] == list(value)
     report = StatusReport.from_json(value)
     assert (report.j0, report.identity, report.article_setup) == ("on", "article", True)

@@ -1,6 +1,6 @@
 """The setup a result was measured with: server, model, J0 state, drafter pin, dataset, j0 itself.
 
-J0 on/off comes from the file that ran where the run can see it (j0.engine.j0_ran): the server's
+J0 on/off comes from the file that ran where the run can see it (j0.engine.j0_state): the server's
 log (`--log FILE`: its identity line and the patch's DFLASH_CTX_NOISE line), else `--status-json
 FILE` (the output of `j0 status --json`, which read the same lines); "on" only where that file is
 a J0 file. Where neither is given it is what `--j0 on|off` says (j0_source "--j0": asked, not
@@ -22,7 +22,7 @@ from typing import Any
 from j0 import __version__
 from j0.edge.fields import FieldTable, field_problem
 from j0.engine import server_log
-from j0.engine.j0_ran import OFF, ON, UNKNOWN, J0Ran, asked_differs, j0_of, j0_ran
+from j0.engine.j0_state import OFF, ON, ON_OFF, UNKNOWN, J0State, j0_ran
 from j0.errors import (
     INPUT_LACKS,
     InputLimit,
@@ -54,6 +54,7 @@ FIELDS: FieldTable = {
     "j0_asked": (_TEXT, False),
     "j0_from": (_TEXT, False),
     "j0_differs": (_TEXT, False),
+    "j0_state": (_BLOCK, False),  # J0State.to_json(): the one form (the five keys above: older)
     "overlay_identity": (_TEXT, False),
     "status_json": (_TEXT, False),
     "server_log": (_TEXT, False),
@@ -86,6 +87,7 @@ class SetupManifest:
     j0_asked: str | None = None
     j0_from: str | None = None
     j0_differs: str | None = None
+    j0_state: dict[str, Any] | None = None
     overlay_identity: str | None = None
     status_json: str | None = None
     server_log: str | None = None
@@ -141,11 +143,11 @@ def problem_of(value: dict[str, Any]) -> str | None:
 class SeenRun:
     """What a file that saw the server says ran: `j0 status --json`'s output (--status-json
     FILE, its report in `status`) or the server's log (--log FILE). `ran` is J0's state as that
-    file shows it (j0.engine.j0_ran), None where a status file shows nothing of it; the other
+    file shows it (j0.engine.j0_state), None where a status file shows nothing of it; the other
     facts are None where the file does not have them."""
 
     file: str
-    ran: J0Ran | None = None
+    ran: J0State | None = None
     overlay_identity: str | None = None
     speculative_config: dict[str, Any] | None = None
     vllm_commit: str | None = None
@@ -154,7 +156,7 @@ class SeenRun:
     @property
     def j0_on(self) -> bool | None:
         """Whether J0 ran, where the file shows it."""
-        return None if self.ran is None or self.ran.j0 == UNKNOWN else self.ran.j0 == ON
+        return None if self.ran is None or self.ran.ran not in ON_OFF else self.ran.ran == ON
 
 
 def read_status(path: Path) -> SeenRun:
@@ -163,12 +165,10 @@ def read_status(path: Path) -> SeenRun:
     text = read_input_text(path, "--status-json", limit=InputLimit.SMALL)
     value = parse_json(text, f"--status-json {path}")
     status = StatusReport.from_json(value, f"--status-json {path}")
-    ran = None
-    if status.j0 is not None or status.identity is not None:
-        ran = j0_of(status.identity, status.j0, f"--status-json {path}")
+    state = J0State.from_json(value, f"--status-json {path}")
     return SeenRun(
         file=str(path),
-        ran=ran,
+        ran=state if state.seen else None,
         overlay_identity=status.identity,
         speculative_config=status.speculative_config or None,
         vllm_commit=status.vllm_commit,
@@ -229,10 +229,7 @@ def build(
     log: SeenRun | None = None,
 ) -> SetupManifest:
     card = next((m for m in models if m.get("id") == model), {})
-    seen = next((s for s in (log, status) if s is not None and s.ran is not None), None)
-    j0_on = seen.j0_on if seen is not None else j0_flag
-    ran = seen.ran if seen is not None else None
-    differs = asked_differs(j0_flag, ran) if ran is not None and j0_flag is not None else None
+    state = j0_state(j0_flag, status, log)
     identity = _first_said("overlay_identity", log, status) or overlay_identity
     spec = _first_said("speculative_config", log, status)
     root = project_root_or_none()
@@ -249,11 +246,12 @@ def build(
         "endpoint": endpoint,
         "thinking": thinking if endpoint == "chat" else None,
         "speculative_config": spec if spec is not None else "unknown",
-        "j0": UNKNOWN if j0_on is None else (ON if j0_on else OFF),
+        "j0": state.ran if state.seen else (state.asked if state.asked in ON_OFF else UNKNOWN),
         "j0_source": _j0_source(j0_flag, status, log),
-        "j0_asked": None if j0_flag is None else (ON if j0_flag else OFF),
-        "j0_from": ran.why if ran is not None else None,
-        "j0_differs": differs,
+        "j0_asked": state.asked if state.asked in ON_OFF else None,
+        "j0_from": state.why if state.seen else None,
+        "j0_differs": state.differs(),
+        "j0_state": state.to_json(),
         "overlay_identity": identity if identity is not None else "unknown",
         "status_json": status.file if status is not None else None,
         "server_log": log.file if log is not None else None,
@@ -266,24 +264,44 @@ def build(
     return SetupManifest.from_json(written, "the manifest being written")
 
 
+def j0_state(j0_flag: bool | None, status: SeenRun | None, log: SeenRun | None) -> J0State:
+    """J0 as asked (--j0) and as the file that ran shows it: the log, else the status file;
+    where neither shows it, not seen."""
+    seen = next((s.ran for s in (log, status) if s is not None and s.ran is not None), None)
+    if seen is not None:
+        return seen.asking(j0_flag)
+    if j0_flag is not None:
+        asked = ON if j0_flag else OFF
+        return J0State(asked, UNKNOWN, f"as asked (--j0 {asked}); not verified", seen=False)
+    why = "not asked (--j0), and no --log or --status-json"
+    return J0State(UNKNOWN, UNKNOWN, why, seen=False)
+
+
+def state_of(manifest: SetupManifest, where: str = "the manifest") -> J0State:
+    """The manifest's J0 state (its j0_state, or an older manifest's keys: J0State.from_json)."""
+    if not manifest.present & {"j0", "j0_state"}:
+        return J0State(UNKNOWN, UNKNOWN, "the manifest says nothing of J0", seen=False)
+    return J0State.from_json(manifest.to_json(), where)
+
+
 def j0_said(manifest: SetupManifest) -> str:
     """J0's state as `j0 bench run` prints it, saying how it is known: "as run" where the
     server's log or `j0 status --json` showed the file that ran (with what was asked, where that
     differs), else "as asked" (--j0) and "not verified"."""
-    m = manifest
+    m, state = manifest, state_of(manifest)
     shown = {"--log": m.server_log, "--status-json": m.status_json}.get(m.j0_source or "")
-    if shown is not None and m.j0 in (ON, OFF):
-        said = f"{m.j0}, as run ({m.j0_source} {shown}: {m.j0_from})"
-        if m.j0_asked in (ON, OFF) and m.j0_asked != m.j0:
-            said += f"; {m.j0_asked} as asked"
+    if shown is not None and state.seen and state.ran in ON_OFF:
+        said = f"{state.ran}, as run ({m.j0_source} {shown}: {state.why})"
+        if state.asked in ON_OFF and state.asked != state.ran:
+            said += f"; {state.asked} as asked"
         return said
     looked = (
         f"{m.j0_source} {shown} does not show which file ran"
         if shown is not None
         else "no --log or --status-json showed the file that ran"
     )
-    if m.j0_asked in (ON, OFF):
-        return f"{m.j0_asked}, as asked (--j0 {m.j0_asked}); not verified: {looked}"
+    if state.asked in ON_OFF:
+        return f"{state.asked}, as asked (--j0 {state.asked}); not verified: {looked}"
     return f"unknown: not asked (--j0), not verified: {looked}"
 
 

@@ -124,6 +124,7 @@ class LogFacts:
     route: str | None = None  # "plugin" where the identity came from the plugin's line
     variant: str | None = None  # the plugin's variant (article / prefix-safe)
     seed: int | None = None  # the plugin's J0 seed
+    plugin_j0: str | None = None  # the plugin's j0= ("on" / "off": its speculator_options)
     running_sha256: str | None = None  # the plugin's kernel text (differs with another seed)
     speculator_sha256: str | None = None
     speculator_path: str | None = None
@@ -314,5 +315,6 @@ def _plugin_line(message: str, line: str, facts: LogFacts) -> None:
         m["commit"],
     )
     facts.route, facts.variant, facts.seed = "plugin", m["variant"], int(m["seed"])
+    facts.plugin_j0 = m["j0"]
     facts.running_sha256 = m["running"]
     facts.lines["identity"] = line

@@ -17,7 +17,7 @@ from typing import Any
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.edge.fields import NUMBER, FieldTable, checked_object, read_document, shown, write_document
-from j0.engine.j0_ran import ON_OFF
+from j0.engine.j0_state import ON_OFF
 from j0.errors import INPUT_LACKS, J0Error
 
 SCENARIOS_JSON = "scenarios.json"

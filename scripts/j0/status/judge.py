@@ -10,6 +10,7 @@ both the article's setup; which one runs is reported.
 from __future__ import annotations
 
 from j0.checks import Check
+from j0.engine.j0_state import UNKNOWN, J0State, j0_ran
 from j0.engine.server_log import LogFacts
 from j0.pins import Pins
 from j0.status import log_checks, server_checks
@@ -36,6 +37,13 @@ def judge(
     return [finding.check for finding in findings], report_of(facts, log, pins, reasons)
 
 
+def j0_state(log: LogFacts | None) -> J0State:
+    """J0 as run by the one rule (j0.engine.j0_state); without a log, not seen."""
+    if log is None:
+        return J0State(UNKNOWN, UNKNOWN, "no server log read", seen=False)
+    return j0_ran(log)
+
+
 def report_of(
     facts: ServerFacts, log: LogFacts | None, pins: Pins, reasons: list[str]
 ) -> StatusReport:
@@ -48,6 +56,7 @@ def report_of(
         model=facts.model,
         max_model_len=facts.max_model_len,
         j0=log.j0 if log else None,
+        j0_state=j0_state(log).to_json(),
         pool_shape=log.pool_shape if log else None,
         draft_kv_dtypes=log.draft_kv_dtypes if log else None,
         spec_kv_cache_dtype=log.spec_kv_cache_dtype if log else None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from j0.article.identity import PREFIX_SAFE
 from j0.edge.fields import ANY_VALUE, NULL, NUMBER, FieldTable, checked_object, list_of, one_of
-from j0.engine.j0_ran import ON_OFF
+from j0.engine.j0_state import ON_OFF, J0State
 
 JsonValue = Any  # whatever JSON holds: the log's own value, not checked
 
@@ -26,7 +26,8 @@ class StatusReport:
     healthy: bool = False
     model: str | None = None
     max_model_len: int | None = None
-    j0: str | None = None  # "on" / "off"
+    j0: str | None = None  # "on" / "off": the J0 file's DFLASH_CTX_NOISE line
+    j0_state: dict[str, Any] | None = None  # J0State.to_json(): J0 as run, by the one rule
     pool_shape: list[int] | None = None
     draft_kv_dtypes: list[str] | None = None
     spec_kv_cache_dtype: str | None = None
@@ -58,8 +59,17 @@ class StatusReport:
         checked = checked_object(value, FIELD_TABLE, source)
         return cls(**{name: checked[name] for name in FIELD_TABLE if name in checked})
 
+    def state(self) -> J0State:
+        """J0 as run (J0State.from_json: this report's j0_state, or an older report's identity
+        and DFLASH_CTX_NOISE line judged by the one rule)."""
+        return J0State.from_json(self.to_json(), "the status report")
+
     def mode(self) -> str:
-        return {"on": "J0 on", "off": "J0 off (the baseline)"}.get(str(self.j0), "J0 unknown")
+        """J0's state as the verdict says it: by the one rule (j0.engine.j0_state), so a log
+        without an identity line, or naming another file, is "J0 unknown" whatever the patch
+        line says, and vLLM's unpatched file "J0 off"."""
+        ran = self.state().ran
+        return {"on": "J0 on", "off": "J0 off (the baseline)"}.get(ran, "J0 unknown")
 
     def verdict(self) -> str:
         """The last line of `j0 status`: the article's setup or not, and why not."""
@@ -92,6 +102,7 @@ FIELD_TABLE: FieldTable = {
     "model": ((str, NULL), False),
     "max_model_len": ((int, NULL), False),
     "j0": (one_of(ON_OFF, or_null=True), False),
+    "j0_state": ((dict, NULL), False),
     "pool_shape": (list_of((int,), or_null=True), False),
     "draft_kv_dtypes": (list_of((str,), or_null=True), False),
     "spec_kv_cache_dtype": ((str, NULL), False),

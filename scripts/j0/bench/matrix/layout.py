@@ -22,7 +22,7 @@ from typing import Any
 from j0.compose.server import Setting
 from j0.edge.fields import FieldTable, checked_object, read_document, shown, write_document
 from j0.engine import server_log
-from j0.engine.j0_ran import STATES, UNKNOWN, J0Ran, asked_differs, j0_ran
+from j0.engine.j0_state import OFF, ON, STATES, UNKNOWN, J0State, j0_ran, not_applicable
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision
 
@@ -72,15 +72,16 @@ class SettingRun:
     finished: str | None = None
     seconds: float | None = None
     shards: list[dict[str, Any]] = field(default_factory=list)
-    ran: J0Ran | None = None  # J0 on/off as the server's log shows it (judge_ran)
+    ran: J0State | None = None  # J0 as asked and as the server's log shows it (judge_ran)
 
     def to_json(self) -> dict[str, Any]:
-        seen = self.ran.to_json() if self.ran is not None else {}
+        ran = self.ran
         return {
             **self.setting.to_json(),
-            "j0_ran": seen.get("j0"),
-            "speculator_identity": seen.get("speculator_identity"),
-            "j0_from": seen.get("j0_from"),
+            "j0_ran": ran.ran if ran is not None else None,
+            "speculator_identity": ran.identity if ran is not None else None,
+            "j0_from": ran.why if ran is not None else None,
+            "j0_state": self.j0_state().to_json(),
             "status": self.status,
             "error": self.error,
             "results": self.results,
@@ -93,17 +94,30 @@ class SettingRun:
             "shards": self.shards,
         }
 
+    def j0_state(self) -> J0State:
+        """J0 as asked and as run: judge_ran's, else the baseline's (not applicable) or none
+        read (unknown)."""
+        if self.ran is not None:
+            return self.ran
+        if self.setting.baseline:
+            return not_applicable("the baseline")
+        asked = ON if self.setting.j0 else OFF
+        return J0State(asked, UNKNOWN, "no server log was read", seen=False)
+
 
 def judge_ran(run: SettingRun, logs: list[str]) -> None:
     """Label the setting's J0 state from the server's log of each of its runs (compose: one;
-    k8s: one per shard), never from what was asked (j0.engine.j0_ran); a setting whose server did
+    k8s: one per shard), never from what was asked (j0.engine.j0_state); a setting whose server did
     not run J0 as asked fails, saying what ran. The baseline has no J0 to judge."""
     if run.setting.baseline or not logs:
         return
-    seen = [j0_ran(server_log.parse(text, f"{run.setting.name}/{SERVER_LOG}")) for text in logs]
-    differs = [d for d in (asked_differs(run.setting.j0, r) for r in seen) if d]
-    states = {r.j0 for r in seen}
-    run.ran = seen[0] if len(states) == 1 else J0Ran(UNKNOWN, None, "its shards' logs differ")
+    where = f"{run.setting.name}/{SERVER_LOG}"
+    seen = [j0_ran(server_log.parse(text, where)).asking(run.setting.j0) for text in logs]
+    differs = [d for d in (r.differs() for r in seen) if d]
+    states = {r.ran for r in seen}
+    run.ran = (
+        seen[0] if len(states) == 1 else J0State(seen[0].asked, UNKNOWN, "its shards' logs differ")
+    )
     if differs:
         run.status = "failed"
         run.error = "; ".join(x for x in (run.error, f"{run.setting.name}: {differs[0]}") if x)
@@ -172,6 +186,7 @@ class SettingEntry:
     prefix_caching: bool | None = None
     baseline: bool = False
     j0_ran: str | None = None
+    state: J0State | None = None  # J0 as asked and as run (J0State.from_json: any of its shapes)
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> SettingEntry:
@@ -189,7 +204,8 @@ class SettingEntry:
                 f'{where}: \'j0_ran\' is {shown(ran)}, expected "on", "off", "unknown" or null',
                 INPUT_LACKS,
             )
-        return cls(**{key: value[key] for key in ENTRY_FIELDS if key in value})
+        kept = {key: value[key] for key in ENTRY_FIELDS if key in value and key != "j0_state"}
+        return cls(**kept, state=J0State.from_json(value, where))
 
 
 # What a reader takes from a setting's entry: (types, required). tests/bench/test_matrix_record.py
@@ -201,6 +217,7 @@ ENTRY_FIELDS: FieldTable = {
     "prefix_caching": ((bool,), False),
     "baseline": ((bool,), False),
     "j0_ran": ((str, type(None)), False),
+    "j0_state": ((dict,), False),
 }
 J0_RAN_VALUES = (*STATES, None)
 

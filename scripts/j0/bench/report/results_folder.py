@@ -20,17 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.bench import results
+from j0.bench.manifest import state_of
 from j0.bench.request_entry import RequestEntry
 from j0.bench.results import BenchResult
-from j0.engine.j0_ran import ON_OFF, STATES
+from j0.engine.j0_state import NOT_APPLICABLE, ON_OFF, STATES, J0State
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
     from j0.bench.matrix.layout import SettingEntry
 
-J0_STATES = STATES
-# Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
-SEEN_SOURCES = ("--log", "--status-json")
 _NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
 BASELINE_NAME = "baseline"
 
@@ -137,41 +135,42 @@ def _excluded(
     }
 
 
-def _seen_j0(setting: Setting, matrix: SettingEntry | None) -> str | None:
-    """J0's state as the file that ran shows it (j0.engine.j0_ran): matrix.json's `j0_ran` (read
-    from the setting's server log), else a manifest whose `j0` came from --log or --status-json;
-    None where nothing shows it."""
-    if matrix and matrix.j0_ran in J0_STATES:
-        return str(matrix.j0_ran)
+def _recorded_j0(setting: Setting, matrix: SettingEntry | None) -> list[J0State]:
+    """What records J0's state, first first: matrix.json's entry (J0 as its server's log showed
+    it), the result's manifest (--log, --status-json, else --j0)."""
     manifest = setting.docs[0].manifest
-    if manifest.j0_source in SEEN_SOURCES and manifest.j0 in J0_STATES:
-        return str(manifest.j0)
-    return None
+    states = [matrix.state] if matrix and matrix.state else []
+    if manifest.present & {"j0", "j0_state"}:
+        states.append(state_of(manifest, f"{setting.files[0]}: manifest"))
+    return states
 
 
 def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
     if matrix:
         setting.k = matrix.num_speculative_tokens
         setting.baseline = matrix.baseline
-        setting.j0 = "on" if matrix.j0 else "off"
         if matrix.prefix_caching is not None:
             setting.prefix_caching = "on" if matrix.prefix_caching else "off"
     if setting.name == BASELINE_NAME:
         setting.baseline = True
     if setting.baseline:
-        setting.k, setting.j0 = 0, "n/a"
+        setting.k, setting.j0 = 0, NOT_APPLICABLE
         return
-    manifest = setting.docs[0].manifest
-    asked = setting.j0 if setting.j0 != "unknown" else manifest.j0_asked
-    seen = _seen_j0(setting, matrix)
-    if seen is not None:  # the label comes from the file that ran, not from what was asked
-        if asked in ON_OFF and asked != seen:
+    records = _recorded_j0(setting, matrix)
+    # the label comes from the file that ran where one showed it, never from what was asked
+    seen = next((s for s in records if s.seen and s.ran in STATES), None)
+    recorded = next((s.asked for s in records if s.asked in ON_OFF), None)
+    named = J0State.from_name(setting.name)
+    asked = recorded or (named.asked if named else None)
+    if seen is not None:
+        if recorded is not None and recorded != seen.ran:
             setting.notes.append(
-                f"J0 {asked} was asked, but the file that ran says J0 {seen}: labelled J0 {seen}"
+                f"J0 {recorded} was asked, but the file that ran says J0 {seen.ran}: "
+                f"labelled J0 {seen.ran}"
             )
-        setting.j0, setting.j0_as = seen, "run"
-    elif setting.j0 == "unknown" and manifest.j0 in ON_OFF:
-        setting.j0 = manifest.j0
+        setting.j0, setting.j0_as = seen.ran, "run"
+    elif asked is not None:
+        setting.j0, setting.j0_as = asked, "asked"  # --j0, matrix.json's or the name: not verified
     if setting.k is None:
         ks = {(r.speculative_decoding or {}).get("num_spec_tokens") for r in setting.requests} - {
             None
@@ -182,7 +181,3 @@ def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
     if match:
         if setting.k is None:
             setting.k = int(match["k"])
-        if setting.j0 == "unknown" and seen is None:
-            setting.j0 = match["j0"].lower()
-    if setting.j0_as is None and setting.j0 in ON_OFF:
-        setting.j0_as = "asked"  # --j0, matrix.json's or the folder's name: not verified

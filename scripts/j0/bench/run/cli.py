@@ -22,7 +22,7 @@ from j0.commands import (
     writes,
 )
 from j0.edge.atomic import refuse_own_inputs
-from j0.engine.j0_ran import ON_OFF
+from j0.engine.j0_state import ON_OFF
 
 if TYPE_CHECKING:
     from j0.bench.run.options import RunOptions

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.article.variants import VARIANTS
+from j0.engine.j0_state import ON_OFF, J0State
 from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
@@ -24,24 +25,44 @@ if TYPE_CHECKING:
     from j0.dumps import load
 
 
-def variant_from_log(path: Path) -> str:
+@dataclass(frozen=True)
+class LogRead:
+    """What `j0 dumps check --log FILE` reads of a server's log: J0 as it ran (the one rule,
+    j0.engine.j0_state), the identity line's kind, and the plugin's J0 seed (None: the image's
+    file, whose seed is the pinned one)."""
+
+    path: Path
+    state: J0State
+    identity: str | None
+    seed: int | None
+
+
+def log_read(path: Path) -> LogRead:
+    from j0.engine.j0_state import j0_ran
+    from j0.engine.server_log import parse
+
+    text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
+    facts = parse(text, f"--log {path}")
+    return LogRead(path, j0_ran(facts), facts.identity, facts.seed)
+
+
+def variant_from_log(log: Path | LogRead) -> str:
     """The speculator.py a server ran, from its log's identity line (`j0-entrypoint: ...
     identity=KIND`, or the vLLM plugin's `j0-plugin: ... identity=KIND`, KIND then carrying its
     release: article-0.34.0): article or prefix-safe; anything else is refused (exit 2)."""
-    from j0.engine.server_log import parse, role_of
+    from j0.engine.server_log import role_of
 
-    text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
-    facts = parse(text, str(path))
-    if facts.identity is None:
+    read = log if isinstance(log, LogRead) else log_read(log)
+    if read.identity is None:
         raise J0Error(
-            f"--log {path}: no `j0-entrypoint: ... identity=...` line; expected the log of a "
+            f"--log {read.path}: no `j0-entrypoint: ... identity=...` line; expected the log of a "
             "server started by the image's entrypoint or `j0 engine-check --here`",
             INPUT_LACKS,
         )
-    role = role_of(facts.identity)
+    role = role_of(read.identity)
     if role not in VARIANTS:
         raise J0Error(
-            f"--log {path}: identity={facts.identity}; expected article or prefix-safe (a "
+            f"--log {read.path}: identity={read.identity}; expected article or prefix-safe (a "
             "speculator.py with J0)",
             INPUT_LACKS,
         )
@@ -51,20 +72,31 @@ def variant_from_log(path: Path) -> str:
 def seed_from_log(path: Path) -> int | None:
     """The J0 seed the vLLM plugin's identity line names (`seed=N`); None in a log without it
     (the image's file: its seed is the pinned one)."""
-    from j0.engine.server_log import parse
-
-    text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
-    return parse(text, str(path)).seed
+    return log_read(path).seed
 
 
-def settle_variant(given: str | None, log: Path | None) -> str | None:
+def settle_variant(given: str | None, log: Path | LogRead | None) -> str | None:
     """--variant and --log together must agree; either alone says it; neither: unknown."""
     if given is not None and given not in VARIANTS:
         raise J0Error(f"--variant {given!r}: expected article or prefix-safe", USAGE)
     from_log = variant_from_log(log) if log is not None else None
     if given and from_log and given != from_log:
-        raise J0Error(f"--variant {given}, but {log} says identity={from_log}", USAGE)
+        where = log.path if isinstance(log, LogRead) else log
+        raise J0Error(f"--variant {given}, but {where} says identity={from_log}", USAGE)
     return given or from_log
+
+
+def refuse_other_server(dumps_j0: str, read: LogRead | None, folder: Path) -> None:
+    """Dumps of J0 on (off) checked with the log of a server that ran J0 off (on), by the one
+    rule: not that server's dumps (exit 2). A log that does not show J0's state says nothing."""
+    if read is None or read.state.ran not in ON_OFF or dumps_j0 not in ON_OFF:
+        return
+    if read.state.ran != dumps_j0:
+        raise J0Error(
+            f"--log {read.path} says J0 {read.state.ran} ({read.state.why}), but the dumps in "
+            f"{folder} are J0 {dumps_j0}: they are not that server's dumps",
+            INPUT_LACKS,
+        )
 
 
 def _token_list(item: Any) -> list[int] | None:

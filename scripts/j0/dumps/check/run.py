@@ -155,18 +155,24 @@ def _checked(options: CheckOptions) -> CheckReport:
         raise J0Error(
             f"--mask-token {options.mask_token}: expected a token id, 0 to 2^31 - 1", USAGE
         )
-    from j0.dumps.check.own_prefix import read_prompts, seed_from_log, settle_variant
+    from j0.dumps.check.own_prefix import (
+        log_read,
+        read_prompts,
+        refuse_other_server,
+        settle_variant,
+    )
 
-    variant = settle_variant(options.variant, options.log)
+    read = log_read(options.log) if options.log is not None else None
+    variant = settle_variant(options.variant, read)
     prompts = read_prompts(options.prompts) if options.prompts is not None else None
     seed = options.seed
-    if seed is None and options.log is not None:
-        seed = seed_from_log(options.log)  # the plugin's seed= (None: the image's file)
+    if seed is None and read is not None:
+        seed = read.seed  # the plugin's seed= (None: the image's file)
     if seed is None:
         from j0.pins import load_pins
 
         seed = load_pins().j0_seed
-    return check_dir(
+    report = check_dir(
         options.folder,
         seed,
         skip_requests=options.skip_requests,
@@ -176,3 +182,5 @@ def _checked(options: CheckOptions) -> CheckReport:
         variant=variant,
         prompts=prompts,
     )
+    refuse_other_server(report.j0, read, options.folder)
+    return report

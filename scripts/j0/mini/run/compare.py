@@ -18,7 +18,7 @@ from typing import Any
 
 from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_result
 from j0.engine import spec_counts
-from j0.engine.j0_ran import ON_OFF
+from j0.engine.j0_state import ON_OFF
 from j0.measure import repetition, stats
 from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import DFLASH, NGRAM, SettingRecord
@@ -308,8 +308,12 @@ def _pooled_by_context(s: SettingRecord) -> str:
 def _j0_as_run(s: SettingRecord) -> str:
     if s.kind != DFLASH:
         return "n/a"
-    j0 = s.j0 if s.has("j0") else "?"
-    return f"{j0} ({s.j0_from if s.has('j0_from') else 'no server log'})"
+    if not s.has("j0") and not s.has("j0_state"):
+        return "? (no server log)"
+    state = s.state()
+    if not state.seen:  # an older run's record: what was asked
+        return f"{state.asked} ({state.why})"
+    return f"{state.ran} ({state.why})"
 
 
 def sampling_words(summary: RunSummary) -> str:

@@ -1,7 +1,7 @@
 """One setting of `j0 mini run`: start the server (drafter, draft tokens, J0 on/off), wait for
 /health, `j0 bench run` on the prompts, then with J0 on `j0 dumps check` on its dumps, with J0 off
 the prompts again as token ids for the teacher-forced cross-check (run after the server stops).
-The setting's J0 label is what its server's log shows ran (j0.engine.j0_ran: the identity line,
+The setting's J0 label is what its server's log shows ran (j0.engine.j0_state: the identity line,
 the patch's DFLASH_CTX_NOISE line), never what was asked: where they differ, or J0 ran from
 another file than the --variant asked, the setting is a problem (exit 1), said in one line."""
 
@@ -260,29 +260,39 @@ def dump_pass(
 def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
     """Label the setting from its server's log; a problem where it did not run as asked."""
     from j0.engine import server_log
-    from j0.engine.j0_ran import OFF, ON, asked_differs, j0_ran
+    from j0.engine.j0_state import ON, j0_ran, not_applicable
     from j0.mini.run.preflight import WANTED, WORDS
 
     log = plan.folder / "server.log"
     text = log.read_text(errors="replace") if log.is_file() else ""
     ran = j0_ran(server_log.parse(text, f"{plan.name}/server.log"))
     if plan.kind != DFLASH:  # no DFlash drafter, no J0: nothing asked, nothing to flag
+        state = not_applicable(plan.kind, ran.identity, seen=True)
         outcome.summary.update(
             {
                 "j0": None,
                 "j0_asked": None,
-                "speculator_identity": ran.identity,
-                "j0_from": f"not applicable: {plan.kind} has no DFlash drafter",
+                "speculator_identity": state.identity,
+                "j0_from": state.why,
+                "j0_state": state.to_json(),
             }
         )
         return
-    outcome.summary.update(ran.to_json())
-    outcome.summary["j0_asked"] = ON if plan.j0 else OFF
-    differs = asked_differs(plan.j0, ran)
+    state = ran.asking(plan.j0)
+    outcome.summary.update(
+        {
+            "j0": state.ran,
+            "speculator_identity": state.identity,
+            "j0_from": state.why,
+            "j0_asked": state.asked,
+            "j0_state": state.to_json(),
+        }
+    )
+    differs = state.differs()
     want = WANTED[plan.variant]
-    if differs is None and ran.j0 == ON and ran.identity != want:
+    if differs is None and state.ran == ON and state.identity != want:
         differs = (
-            f"J0 ran from identity={ran.identity}, not {WORDS[want]} (--variant {plan.variant})"
+            f"J0 ran from identity={state.identity}, not {WORDS[want]} (--variant {plan.variant})"
         )
     if differs is not None and (plan.folder / "result.json").is_file():  # a measurement
         outcome.problems.append(f"{plan.name}: {differs}")

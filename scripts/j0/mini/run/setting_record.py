@@ -31,7 +31,7 @@ from j0.edge.fields import (
     shown,
     write_document,
 )
-from j0.engine.j0_ran import OFF, ON
+from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
 from j0.errors import INPUT_LACKS, J0Error
 
 SETTING_JSON = "setting.json"
@@ -58,6 +58,7 @@ SETTING_FIELDS: FieldTable = {
     "j0_asked": ((str, NULL), False),
     "speculator_identity": ((str, NULL), False),
     "j0_from": ((str,), False),
+    "j0_state": ((dict,), False),  # J0State.to_json(): the one form (j0 ... j0_from: older)
     "pooled_acceptance_length": ((*NUMBER, NULL), False),
     "per_request_mean_by_context": ((dict,), False),
     "requests_ok": ((int,), False),
@@ -94,6 +95,7 @@ class SettingRecord(KeptKeys):
     j0_asked: str | None = None
     speculator_identity: str | None = None
     j0_from: str | None = None
+    j0_state: dict[str, Any] | None = None
     pooled_acceptance_length: float | None = None
     per_request_mean_by_context: dict[str, float] | None = None
     requests_ok: int | None = None
@@ -106,14 +108,20 @@ class SettingRecord(KeptKeys):
     keys: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def state(self) -> J0State:
+        """J0 as asked and as run (J0State.from_json: this record's j0_state, or an older
+        record's keys; a record from a folder's name holds what was asked)."""
+        return J0State.from_json(self.to_json(), f"the setting {self.kind}")
+
     def ran_as_asked(self, j0: bool) -> bool:
         """A setting that ran J0 on (off) as asked: the label from its server's log (on, off;
-        j0.engine.j0_ran) and what was asked agree; an older run's record holds what was asked,
-        a bool, and no j0_asked."""
+        j0.engine.j0_state) and what was asked agree; an older run's record holds what was asked
+        (a boolean), not what ran."""
         want = ON if j0 else OFF
-        label = self.j0
-        ran = label == want if isinstance(label, str) else bool(label) == j0
-        return ran and (self.j0_asked if self.has("j0_asked") else want) == want
+        state = self.state()
+        if not state.seen:
+            return state.asked == want
+        return state.ran == want and state.asked in (want, UNKNOWN)
 
     @classmethod
     def checked(cls, value: Any, where: str) -> SettingRecord:
