@@ -31,7 +31,9 @@ from j0.engine.j0_state import J0State
 from j0.engine.server_log import parse
 from j0.mini.run.setting import SettingOutcome, SettingPlan, ran_as_asked
 from j0.mini.run.setting_record import SettingRecord
+from j0.serve import launch
 from servers.vllm.server import VllmStandIn
+from status.status_logs import ARTICLE_SHA, article_log
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -138,3 +140,40 @@ def everyone(server: VllmStandIn, log: Path, text: str, tmp_path: Path) -> dict[
     }
     said["j0 bench report"] = find_settings(tmp_path / "report")[0].j0
     return said
+
+
+DRAFTER_CONFIG = {
+    "architectures": ["DFlashDraftModel"],
+    "dflash_config": {"causal_head": True, "causal": True, "mask_token_id": 151669},
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [("article", "on"), ("prefix-safe", "on"), ("base", "off"), ("other", "unknown")],
+)
+def test_j0_serve_says_what_the_log_of_its_server_will(
+    kind: str, expected: str, tmp_path: Path
+) -> None:
+    """`j0 serve` with VLLM_DFLASH_CTX_NOISE=1 and the speculator.py vLLM will import of each
+    identity: its J0 (plan.j0, the line it logs) is what every command reads from the log that
+    server writes (its identity line, the patch's DFLASH_CTX_NOISE=1 line where the file has the
+    patch)."""
+    (tmp_path / "config.json").write_text(json.dumps(DRAFTER_CONFIG))
+    spec = json.dumps({"method": "dflash", "model": str(tmp_path), "num_speculative_tokens": 15})
+    args = ["Qwen/Test", "--speculative-config", spec, "--max-num-seqs", "4"]
+    plan = launch.plan_serve(args, {"VLLM_DFLASH_CTX_NOISE": "1"})
+    assert plan.j0 is not None and (plan.j0.asked, plan.j0.ran) == ("on", "unknown")
+    path = tmp_path / "speculator.py"
+    launch.confirm_j0(plan, path, kind)
+    assert (plan.j0.asked, plan.j0.ran, plan.j0.identity) == ("on", expected, kind)
+    line = next(f for f in plan.facts if f.startswith("VLLM_DFLASH_CTX_NOISE=1"))
+    assert str(path) in line and ("J0 is absent" in line) == (expected == "off")
+    lines = article_log(sha=ARTICLE_SHA, kind=kind).splitlines()
+    if kind == "base":  # vLLM's unpatched file writes no DFLASH_CTX_NOISE line
+        lines = [x for x in lines if "DFLASH_CTX_NOISE=" not in x or "j0 serve" in x]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines))
+    with VllmStandIn(num_spec_tokens=15, seed=1) as server:
+        said = everyone(server, log, log.read_text(), tmp_path)
+    assert said == dict.fromkeys(said, expected)

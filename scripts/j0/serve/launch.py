@@ -27,6 +27,7 @@ from j0.article.serving import (
 from j0.article.spec_config import tested_words
 from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.engine import server_log
+from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error, read_json_file
 from j0.serve import vllm_args
 from j0.serve.vllm_args import ServeArgs
@@ -50,6 +51,10 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     api_keys: list[str] = field(default_factory=list)  # given in args: masked where shown
     plugin: J0Options | None = None  # the plugin route's switches (method dflash_j0)
+    # J0 as asked (the switch, or the plugin's option) and as it will run: the one rule
+    # (j0.engine.j0_state) once the speculator.py vLLM will import is identified
+    j0: J0State | None = None
+    j0_fact: int | None = None  # where in `facts` the switch's J0 line is
 
 
 def _check_drafter(spec: ServeSpec, plan: Plan) -> None:
@@ -87,8 +92,11 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
             "speculator.py treats anything but '1' as off",
             USAGE,
         )
+    asked = ON if noise == "1" else OFF
+    why = f"VLLM_DFLASH_CTX_NOISE={noise}; the speculator.py vLLM will import is not identified yet"
+    plan.j0, plan.j0_fact = J0State(asked, UNKNOWN, why, seen=False), len(plan.facts)
     plan.facts.append(
-        f"VLLM_DFLASH_CTX_NOISE={noise}: " + ("J0 on" if noise == "1" else "J0 off (baseline)")
+        f"VLLM_DFLASH_CTX_NOISE={noise}: " + ("J0 on" if asked == ON else "J0 off (baseline)")
     )
     steps_raw = env.get("VLLM_DFLASH_DUMP_STEPS", "") or "0"
     if "VLLM_DFLASH_DUMP_STEPS" in env:
@@ -135,6 +143,8 @@ def _plugin_switches(spec: ServeSpec, plan: Plan) -> None:
     options = plan.plugin = spec.plugin
     assert options is not None
     state = "J0 on" if options.j0 else "J0 off (baseline)"
+    why = f"speculator_options j0={str(options.j0).lower()}: the plugin's `j0-plugin:` line says"
+    plan.j0 = J0State(ON if options.j0 else OFF, UNKNOWN, why, seen=False)
     plan.facts.append(
         f"plugin route: method dflash_j0, {state}, variant {options.variant}, seed "
         f"{options.seed}" + (", the J0 audit (a test instrument)" if options.audit else "")
@@ -152,13 +162,6 @@ def _plugin_switches(spec: ServeSpec, plan: Plan) -> None:
         )
     else:
         plan.facts.append("dumps: off")
-
-
-def j0_asked(spec: ServeSpec | None, env: Mapping[str, str]) -> bool:
-    """J0 on as asked: the plugin's option on its route, else VLLM_DFLASH_CTX_NOISE=1."""
-    if spec is not None and spec.plugin is not None:
-        return spec.plugin.j0
-    return env.get("VLLM_DFLASH_CTX_NOISE") == "1"
 
 
 def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: ServeSpec | None = None) -> None:
@@ -185,7 +188,7 @@ def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: ServeSpec | None = 
     on = given is None or bool(given)
     how = flag_of[bool(given)] if given is not None else "vLLM's default"
     plan.facts.append(f"prefix caching: {'on' if on else 'off'} ({how})")
-    if on and j0_asked(spec, plan.env):
+    if on and plan.j0 is not None and plan.j0.asked == ON:
         if spec is not None and spec.plugin is not None and spec.plugin.variant != "article":
             plan.facts.append(
                 "prefix caching with J0 on: safe with the prefix-safe variant (it fills a "
@@ -402,19 +405,23 @@ def plan_serve(
 
 
 def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
-    """Say what VLLM_DFLASH_CTX_NOISE=1 really runs: J0 needs the article's (patched) file. With
-    vLLM's unpatched file the switch does nothing and the baseline runs; say so rather than
-    "J0 on" above an identity line that says base."""
-    from j0.article.identity import ARTICLE, BASE, PREFIX_SAFE
-    from j0.article.serving import PREFIX_CACHING_WITH_J0
+    """Say what VLLM_DFLASH_CTX_NOISE=1 really runs, by the one rule (j0.engine.j0_state) for
+    the file vLLM will import (`kind`, its identity): J0 needs the article's (patched) file or
+    its prefix-safe variant, which log the switch as asked. With vLLM's unpatched file the switch
+    does nothing and the baseline runs; say so rather than "J0 on" above an identity line that
+    says base."""
+    from dataclasses import replace
 
-    noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
-    if noise_on not in plan.facts:
+    from j0.article.identity import PREFIX_SAFE
+    from j0.article.serving import PREFIX_CACHING_WITH_J0
+    from j0.engine.j0_state import j0_of
+
+    if plan.j0 is None or plan.j0.asked != ON or plan.j0_fact is None:
         return
-    at = plan.facts.index(noise_on)
-    if kind == ARTICLE:
-        plan.facts[at] = f"{noise_on} ({path} is the article's J0 file)"
-    elif kind == PREFIX_SAFE:
+    plan.j0 = replace(j0_of(kind, ON, str(path)).asking(True), seen=False)  # not run yet
+    at, ran = plan.j0_fact, plan.j0.ran
+    noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
+    if ran == ON and server_log.role_of(kind) == PREFIX_SAFE:
         plan.facts[at] = (
             f"{noise_on} ({path} is the prefix-safe variant of the article's J0 file, "
             "identity=prefix-safe: J0 reads each request's own tokens under prefix caching)"
@@ -426,7 +433,9 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
                 "prefix caching with J0 on: safe with this file (the prefix-safe variant fills "
                 "a request's cached positions from its own tokens)"
             )
-    elif kind == BASE:
+    elif ran == ON:
+        plan.facts[at] = f"{noise_on} ({path} is the article's J0 file)"
+    elif ran == OFF:
         plan.facts[at] = (
             f"VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: {path} is vLLM's unpatched "
             "speculator.py (identity=base), which ignores the switch: this runs the baseline"
@@ -448,12 +457,12 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
 def unknown_j0(plan: Plan) -> None:
     """VLLM_DFLASH_CTX_NOISE=1 where the speculator.py vLLM will import cannot be identified: J0
     was asked for, whether it runs is not known here."""
-    noise_on = "VLLM_DFLASH_CTX_NOISE=1: J0 on"
-    if noise_on in plan.facts:
-        plan.facts[plan.facts.index(noise_on)] = (
-            "VLLM_DFLASH_CTX_NOISE=1: J0 asked for; whether it runs is not known here (no "
-            "speculator.py to identify): the entrypoint's identity line says which file runs"
-        )
+    if plan.j0 is None or plan.j0.asked != ON or plan.j0_fact is None:
+        return
+    plan.facts[plan.j0_fact] = (
+        "VLLM_DFLASH_CTX_NOISE=1: J0 asked for; whether it runs is not known here (no "
+        "speculator.py to identify): the entrypoint's identity line says which file runs"
+    )
 
 
 def plugin_running(plan: Plan) -> None:
