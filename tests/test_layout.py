@@ -8,6 +8,7 @@ imports another only through its package `__init__`)."""
 from __future__ import annotations
 
 import ast
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -240,6 +241,42 @@ def test_no_call_through_the_front_door_below_the_roof() -> None:
         for path in sorted(PACKAGE.rglob("*.py"))
         if "__pycache__" not in path.parts and module_name(path) not in ROOF
         for use in front_door_uses(path)
+    ]
+    assert not uses, uses
+
+
+def front_door_processes(path: Path) -> list[str]:
+    """Where a module starts the `j0` command in a process of its own: a list or tuple holding
+    "-m" then "j0" (`python -m j0 COMMAND ...`); `-m j0.some.module` is not one."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.List | ast.Tuple):
+            continue
+        words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+        if any(a == "-m" and b == "j0" for a, b in itertools.pairwise(words)):
+            found.append(f"{module_name(path)}:{node.lineno}: runs `python -m j0`")
+    return found
+
+
+def test_front_door_process_finder_finds_a_planted_one(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "import sys\nA = [sys.executable, '-m', 'j0', 'image', 'identity']\n"
+        "B = (sys.executable, '-m', 'j0.engine.speculator_identity')\n"
+    )
+    found = front_door_processes(planted.rename(PACKAGE / "_planted_process.py"))
+    (PACKAGE / "_planted_process.py").unlink()
+    assert found == ["j0._planted_process:2: runs `python -m j0`"]
+
+
+def test_no_module_below_the_roof_runs_the_front_door() -> None:
+    """A floor or a command that needs another's work calls its face or a floor module, never
+    the `j0` command in a child process (issue 56: the local launcher ran `j0 image identity`)."""
+    uses = [
+        use
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in path.parts and module_name(path) not in ROOF
+        for use in front_door_processes(path)
     ]
     assert not uses, uses
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from j0.article.identity import identify
+from j0.engine.speculator_identity import identity_line
 from j0.engine_check import checks
 from j0.engine_check.requests import Exchange, parse_sse
-from j0.image.identity import identity_line
 from j0.pins import Pins
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,9 +1,9 @@
 """`j0 image identity --json` as a type: which speculator.py a Python's vLLM would import (its
 path, sha256 and identity) and, where asked, that vLLM's version and commit against the pin.
-`j0 image identity` writes it (j0.image.identity); `here_identity` (j0.engine.local_needs) reads
-it from a child process, and `j0 mini run` keeps it in its run folder (mini-run.json's
-`speculator`). The keys are the ones written, in their order (no engine: the file's three only),
-so a record read back is written as it was.
+`j0 image identity` writes it (j0.engine.speculator_identity); `here_identity`
+(j0.engine.local_needs) reads it from a child process, and `j0 mini run` keeps it in its run
+folder (mini-run.json's `speculator`). The keys are the ones written, in their order (no engine:
+the file's three only), so a record read back is written as it was.
 
 Standard library only.
 """

@@ -2,8 +2,8 @@
 with the GPU (`--image`), J0 on or off, with its log in a file; wait for /health with a bound.
 
 `--here` logs the identity line first exactly as the image's entrypoint does (`j0 image identity
---prefix j0-entrypoint`), then runs `python -m vllm.entrypoints.cli.main serve ARGS`. docker-py is
-imported only for `--image`.
+--prefix j0-entrypoint`; here its module, j0.engine.speculator_identity, not the command), then
+runs `python -m vllm.entrypoints.cli.main serve ARGS`. docker-py is imported only for `--image`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from j0.engine.endpoints import wait_for_health
 from j0.errors import CHECK_FAILED
 
 MAX_MODEL_LEN = 2048
+IDENTITY_MODULE = "j0.engine.speculator_identity"
 CONTAINER_WORK = "/j0-engine-check"
 
 
@@ -104,7 +105,9 @@ class LocalServer:
         server = setting.here()
         env = {**os.environ, **server.env()}
         serve = command or [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
-        identity = [sys.executable, "-m", "j0", "image", "identity", "--prefix", "j0-entrypoint"]
+        # The identity line as the image's entrypoint logs it, from the server's Python and
+        # environment (j0.engine.speculator_identity: the floor's module, not the `j0` command).
+        identity = [sys.executable, "-m", IDENTITY_MODULE, "--prefix", "j0-entrypoint"]
         with log.open("wb") as out:
             subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         self._out = log.open("ab")

@@ -82,10 +82,11 @@ def require_engine_contract(purpose: str) -> None:
 
 
 def here_identity(purpose: str, env: dict[str, str] | None = None) -> IdentityRecord:
-    """`j0 image identity --json` in a process of this Python with `env` (the server's, default
-    this one's): the speculator.py a server started the same way would import, as its identity
-    line will name it. One line and exit 69 where there is no vLLM to ask."""
-    command = [sys.executable, "-m", "j0", "image", "identity", "--json"]
+    """The identity record (`j0 image identity --json`'s, from j0.engine.speculator_identity) in a
+    process of this Python with `env` (the server's, default this one's): the speculator.py a
+    server started the same way would import, as its identity line will name it. One line and
+    exit 69 where there is no vLLM to ask."""
+    command = [sys.executable, "-m", "j0.engine.speculator_identity", "--json"]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, check=False
     )

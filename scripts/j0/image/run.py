@@ -69,11 +69,6 @@ class IdentityOptions:
 
 
 def run_identity(options: IdentityOptions) -> Identified:
-    from j0.image.identity import identity_json, identity_line, installed_engine, installed_identity
-    from j0.pins import load_pins
+    from j0.engine.speculator_identity import identified
 
-    pins = load_pins()
-    path, identity = installed_identity(pins)
-    engine = installed_engine()
-    line = identity_line(path, identity, engine, pins)
-    return Identified(f"{options.prefix}: {line}", identity_json(path, identity, engine, pins))
+    return Identified(*identified(options.prefix))
