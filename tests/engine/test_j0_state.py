@@ -113,3 +113,23 @@ def test_what_is_not_a_j0_state_is_named(value: Any, said: str) -> None:
     with pytest.raises(J0Error) as caught:
         J0State.from_json(value, "test")
     assert caught.value.exit_code == INPUT_LACKS and said in str(caught.value)
+
+
+def test_only_the_one_rule_tells_which_files_run_j0() -> None:
+    """The identities that run J0 (j0.article.identity.J0_KINDS) are read only by the one rule
+    (j0.engine.j0_state): a command that wanted to decide J0 from an identity line by itself
+    would need them, and fails here."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "scripts" / "j0"
+    users = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "__pycache__" not in path.parts
+        and any(
+            isinstance(node, ast.Name | ast.alias)
+            and (getattr(node, "id", None) or getattr(node, "name", None)) == "J0_KINDS"
+            for node in ast.walk(ast.parse(path.read_text()))
+        )
+    )
+    assert users == ["article/identity.py", "engine/j0_state.py"]

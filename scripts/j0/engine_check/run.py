@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j0.article.identity import ARTICLE
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.spec_config import SpecConfig
 from j0.engine.endpoints import first_model, get_text
+from j0.engine.j0_state import ON
 from j0.engine.launcher import (
     MAX_MODEL_LEN,
     ContainerServer,
@@ -158,7 +160,7 @@ def status_check(run: Run) -> checks.Check:
     status = run.status
     if status is None:
         return checks.Check.of(name, False, f"no JSON from `j0 status` (exit {run.status_exit})")
-    j0_ok = status.j0 == "on" and status.identity == "article"
+    j0_ok = status.state().ran == ON and status.identity == ARTICLE  # the one rule
     other = [r for r in status.reasons if not any(w in r.lower() for w in STATUS_EXPECTED_HERE)]
     if status.article_setup:
         return checks.Check.of(name, True, "the article's setup (J0 on)")

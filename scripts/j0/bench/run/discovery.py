@@ -137,6 +137,7 @@ async def discover(
         options=options,
         log=log,
     )
-    if built.j0_differs:
-        notes.append(f"{built.j0_differs}; recorded as J0 {built.j0}")
+    state = manifest.state_of(built)
+    if (differs := state.differs()) is not None:
+        notes.append(f"{differs}; recorded as J0 {state.ran}")
     return Discovery(model=model, chosen=chosen, manifest=built)
