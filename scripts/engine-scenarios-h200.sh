@@ -93,16 +93,17 @@ runs=(
 if [[ "${ROOMY:-0}" == 1 ]]; then runs+=("article-roomy article yes off on eager"); fi
 [[ -n "${PARALLEL:-}" ]] || parallel=${#runs[@]}  # all at once unless PARALLEL says otherwise
 
-flags_of() {  # flags_of CACHING MODE PORT [BLOCKS]: the server's flags (the model comes first)
-  local caching=$1 mode=$2 port=$3 cache_blocks=${4:-$blocks} spec
-  spec=$(PYTHONPATH="$PWD/scripts" python3 -m j0.article.serving "${draft:-DRAFT}" "$tokens")
-  echo --served-model-name target --speculative-config "$spec" --max-num-seqs 4 \
-    --max-model-len 1024 --max-num-batched-tokens "$batched" \
-    --num-gpu-blocks-override "$cache_blocks" \
+# flags_of CACHING MODE PORT [BLOCKS]: the server's flags (the model comes first), one word a
+# line, printed by j0's ServerSetting (j0.article.server_flags): the speculative config and
+# vLLM's spelling of each flag are written there, not here.
+flags_of() {
+  local caching=$1 mode=$2 port=$3 cache_blocks=${4:-$blocks} eager=()
+  [[ $mode == eager ]] && eager=(--eager)
+  PYTHONPATH="$PWD/scripts" python3 -m j0.article.server_flags --drafter "${draft:-DRAFT}" \
+    --tokens "$tokens" --served-model-name target --max-model-len 1024 \
+    --max-num-batched-tokens "$batched" --num-gpu-blocks-override "$cache_blocks" \
     --kv-cache-memory-bytes 2147483648 --gpu-memory-utilization "$util" --host 127.0.0.1 \
-    --port "$port" --enable-prompt-tokens-details \
-    "$([[ $caching == on ]] && echo --enable-prefix-caching || echo --no-enable-prefix-caching)" \
-    "$([[ $mode == eager ]] && echo --enforce-eager)"
+    --port "$port" --prefix-caching "$caching" --no-spec-metrics "${eager[@]}"
 }
 
 blocks_of() { [[ $1 == article-roomy ]] && echo "$roomy_blocks" || echo "$blocks"; }
@@ -115,9 +116,9 @@ if [[ "$dry" == --dry-run ]]; then
   n=0
   for run in "${runs[@]}"; do
     read -r name file audited caching j0 mode <<< "$run"
+    mapfile -t flags < <(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")
     echo "$name: file=$file audited=$audited J0=$j0 caching=$caching mode=$mode" \
-      "port=$((port0 + n)): vllm serve TARGET" \
-      "$(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")$(only_of "$name")"
+      "port=$((port0 + n)): vllm serve TARGET ${flags[*]}$(only_of "$name")"
     n=$((n + 1))
   done
   echo "dry run: ${#runs[@]} servers, $parallel at once, then the scenarios, then" \
@@ -207,19 +208,19 @@ trap 'exit 143' TERM  # the servers (their own sessions) are stopped on the way 
 
 start_server() {  # start_server N NAME FILE AUDITED CACHING J0 MODE: its process group's id
   local n=$1 name=$2 file=$3 audited=$4 caching=$5 j0=$6 mode=$7 out tree source_file
+  local -a flags
   out=$results/$name
   mkdir -p "$out"
   source_file=$work/files/$file.py
   [[ $audited == yes ]] && source_file=$work/files/audit-$file.py
   tree=$(tree_for "$name" "$source_file")
-  # shellcheck disable=SC2046 # flags_of's words are the flags, split on purpose
+  mapfile -t flags < <(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")
   (
     export PYTHONPATH="$tree:$scripts_dir"
     python3 -m j0 image identity --prefix j0-entrypoint || true
     VLLM_DFLASH_CTX_NOISE=$([[ $j0 == on ]] && echo 1 || echo 0) \
       VLLM_DFLASH_AUDIT=$([[ $audited == yes ]] && echo "$out/audit") \
-      exec setsid python3 -m vllm.entrypoints.cli.main serve "$target" \
-      $(flags_of "$caching" "$mode" $((port0 + n)) "$(blocks_of "$name")")
+      exec setsid python3 -m vllm.entrypoints.cli.main serve "$target" "${flags[@]}"
   ) > "$out/server.log" 2>&1 &
   server_pid=$!
 }

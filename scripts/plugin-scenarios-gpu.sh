@@ -47,33 +47,31 @@ runs=(
   "j0off-cache-eager article no on off eager"
 )
 
-spec_of() {  # spec_of VARIANT AUDIT_DIR J0: the speculative config (JSON)
-  python3 -c 'import json, sys
-draft, n, variant, audit, j0 = sys.argv[1:]
-options = {"j0": j0 == "on", "variant": variant}
-if audit:
-    options["audit_dir"] = audit
-print(json.dumps({"method": "dflash_j0", "model": draft, "num_speculative_tokens": int(n),
-                  "kv_cache_dtype": "auto", "speculator_options": options}))' \
-    "${draft:-DRAFT}" "$tokens" "$1" "$2" "$3"
-}
-
-flags_of() {  # flags_of CACHING MODE PORT
-  echo --served-model-name target --max-num-seqs 4 --max-model-len 1024 \
-    --max-num-batched-tokens "$batched" --num-gpu-blocks-override "$blocks" \
-    --kv-cache-memory-bytes 2147483648 --gpu-memory-utilization "$util" --host 127.0.0.1 \
-    --port "$3" --enable-prompt-tokens-details \
-    "$([[ $1 == on ]] && echo --enable-prefix-caching || echo --no-enable-prefix-caching)" \
-    "$([[ $2 == eager ]] && echo --enforce-eager)"
+# flags_of VARIANT AUDIT_DIR J0 CACHING MODE PORT: the server's flags (the model comes first), one
+# word a line, printed by j0's ServerSetting (j0.article.server_flags): the speculative config
+# (method dflash_j0, J0's switches in its speculator_options) and vLLM's spelling of each flag
+# are written there, not here.
+flags_of() {
+  local variant=$1 audit=$2 j0=$3 caching=$4 mode=$5 port=$6 more=()
+  [[ -n $audit ]] && more+=(--option "audit_dir=$audit")
+  [[ $mode == eager ]] && more+=(--eager)
+  PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}" python3 -m j0.article.server_flags \
+    --method dflash_j0 --drafter "${draft:-DRAFT}" --tokens "$tokens" \
+    --option "j0=$([[ $j0 == on ]] && echo true || echo false)" --option "variant=$variant" \
+    --served-model-name target --max-model-len 1024 --max-num-batched-tokens "$batched" \
+    --num-gpu-blocks-override "$blocks" --kv-cache-memory-bytes 2147483648 \
+    --gpu-memory-utilization "$util" --host 127.0.0.1 --port "$port" --prefix-caching "$caching" \
+    --no-spec-metrics "${more[@]}"
 }
 
 if [[ "$dry" == --dry-run ]]; then
   n=0
   for run in "${runs[@]}"; do
     read -r name variant audited caching j0 mode <<< "$run"
-    audit=$([[ $audited == yes ]] && echo "RESULTS/$name/audit")
-    echo "$name: vllm serve TARGET --speculative-config '$(spec_of "$variant" "$audit" "$j0")'" \
-      "$(flags_of "$caching" "$mode" $((port0 + n)))"
+    audit=""  # (a failing $(...) here ended the dry run under set -e at the first J0-off run)
+    [[ $audited == yes ]] && audit="RESULTS/$name/audit"
+    mapfile -t flags < <(flags_of "$variant" "$audit" "$j0" "$caching" "$mode" $((port0 + n)))
+    echo "$name: vllm serve TARGET ${flags[*]}"
     n=$((n + 1))
   done
   exit 0
@@ -111,10 +109,10 @@ run_one() {  # run_one N NAME VARIANT AUDITED CACHING J0 MODE (the server, then 
   out=$results/$name url="http://127.0.0.1:$((port0 + n))"
   mkdir -p "$out"
   [[ $audited == yes ]] && audit=$out/audit
-  # shellcheck disable=SC2046 # flags_of's words are the flags, split on purpose
-  setsid python3 -m vllm.entrypoints.cli.main serve "$target" \
-    --speculative-config "$(spec_of "$variant" "$audit" "$j0")" \
-    $(flags_of "$caching" "$mode" $((port0 + n))) > "$out/server.log" 2>&1 &
+  local -a flags
+  mapfile -t flags < <(flags_of "$variant" "$audit" "$j0" "$caching" "$mode" $((port0 + n)))
+  setsid python3 -m vllm.entrypoints.cli.main serve "$target" "${flags[@]}" \
+    > "$out/server.log" 2>&1 &
   pid=$!
   echo "$pid" > "$out/server.pid"
   for _ in $(seq "${START_WAIT:-400}"); do

@@ -92,17 +92,16 @@ trap stop_server EXIT
 # serve TARGET DRAFT CACHING(on|off) DUMPS LOG: identity line first (as the image's entrypoint and
 # `j0 engine-check --here` write it), then vLLM in its own process group; waits for /health.
 serve() {
-  local target=$1 draft=$2 caching=$3 dumps=$4 log=$5 flag=--enable-prefix-caching
-  [[ $caching == on ]] || flag=--no-enable-prefix-caching
-  local spec
-  spec=$(python3 -m j0.article.serving "$draft" "${TOKENS:-7}")  # article/serving writes it
+  local target=$1 draft=$2 caching=$3 dumps=$4 log=$5
+  local -a flags
+  # The flags (the speculative config with them) as j0's ServerSetting writes them.
+  mapfile -t flags < <(python3 -m j0.article.server_flags --drafter "$draft" \
+    --tokens "${TOKENS:-7}" --served-model-name target --max-model-len 2048 \
+    --gpu-memory-utilization 0.3 --host 127.0.0.1 --port "$port" --prefix-caching "$caching" \
+    --eager)
   python3 -m j0 image identity --prefix j0-entrypoint > "$log" 2>&1
   VLLM_DFLASH_CTX_NOISE=1 VLLM_DFLASH_DUMP="$dumps" VLLM_DFLASH_DUMP_STEPS=200 \
-    setsid python3 -m vllm.entrypoints.cli.main serve "$target" --served-model-name target \
-    --speculative-config "$spec" --max-num-seqs 4 --max-model-len 2048 \
-    --gpu-memory-utilization 0.3 --host 127.0.0.1 --port "$port" \
-    --per-request-spec-decode-metrics detailed --enable-prompt-tokens-details "$flag" \
-    --enforce-eager >> "$log" 2>&1 &
+    setsid python3 -m vllm.entrypoints.cli.main serve "$target" "${flags[@]}" >> "$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do
     if curl -fsS -o /dev/null "http://127.0.0.1:$port/health"; then return 0; fi

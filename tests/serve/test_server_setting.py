@@ -197,6 +197,7 @@ def servers(draw: st.DrawFn) -> ServerSetting:
         num_gpu_blocks_override=draw(st.none() | small),
         extra_args=tuple(draw(st.lists(words, max_size=4))),
         eager=draw(st.booleans()),
+        spec_metrics=spec is None or draw(st.booleans()),
         j0=draw(st.booleans()),
         dump_dir=draw(st.text(max_size=8)),
         dump_steps=draw(small),

@@ -69,6 +69,9 @@ class ServerSetting:
     num_gpu_blocks_override: int | None = None
     extra_args: tuple[str, ...] = ()  # what else vLLM gets (--served-model-name NAME, ...)
     eager: bool = False
+    # With a speculative config: ask for the per-request spec-decode metrics (False: a GPU
+    # script's server that never did; without a config they are never asked for)
+    spec_metrics: bool = True
     j0: bool = False
     dump_dir: str = ""
     dump_steps: int = 0
@@ -94,7 +97,7 @@ class ServerSetting:
             *given("--max-model-len", self.max_model_len),
             *given("--kv-cache-dtype", self.kv_cache_dtype),
             *given("--gpu-memory-utilization", self.gpu_memory_utilization),
-            *(SPEC_METRICS if spec is not None else ()),
+            *(SPEC_METRICS if spec is not None and self.spec_metrics else ()),
             PROMPT_TOKENS_DETAILS,
             *given("--host", self.host),
             *given("--port", self.port),
@@ -205,6 +208,7 @@ def _read(args: list[str], env: dict[str, str], where: str, speculative: bool) -
     metrics = values.pop(SPEC_METRICS[0], None)
     if speculative and metrics is not None and (raw is None or metrics != SPEC_METRICS[1]):
         other = [*other, SPEC_METRICS[0], metrics]  # not as args() writes it: kept as given
+        metrics = None
     prefix = [f for f in flags if f in PREFIX_CACHING_FLAGS]
     knob = env.pop(PREFIX_KNOB, None)
     if knob not in (None, "0", "1"):
@@ -228,6 +232,7 @@ def _read(args: list[str], env: dict[str, str], where: str, speculative: bool) -
         **{name: _int(values, flag, where) for flag, name in INT_OPTIONS.items()},
         extra_args=tuple(other),
         eager=EAGER in flags,
+        spec_metrics=raw is None or metrics is not None,
         j0=noise == "1",
         dump_dir=env.pop(DUMP, ""),
         dump_steps=int(steps),

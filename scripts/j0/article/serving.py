@@ -160,25 +160,7 @@ def target_model(args: Sequence[str]) -> str | None:
     return option_value(args, "--model")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m j0.article.serving DRAFTER_DIR TOKENS`: the article's speculative config on
-    stdout, for the H200 scripts (scripts/engine-scenarios-h200.sh, prefix-safe-h200.sh), so that
-    the one place that writes the speculative config writes theirs too."""
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or not args[1].isdigit() or int(args[1]) < 1:
-        print("usage: python -m j0.article.serving DRAFTER_DIR TOKENS (>= 1)", file=sys.stderr)
-        return 64
-    print(SpecConfig.article(args[0], int(args[1])).to_json())
-    return 0
-
-
 def default_image_tag(pins: Pins) -> str:
     """The tag `j0 image build` gives the article's image (compose's J0_IMAGE is its own), which
     the Kubernetes manifests name too: j0/vllm-openai:<vLLM commit[:8]>-j0."""
     return f"j0/vllm-openai:{pins.vllm_commit[:8]}-j0"
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
