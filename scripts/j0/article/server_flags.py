@@ -22,6 +22,19 @@ from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, ServerSetting
 from j0.article.spec_config import ARTICLE_METHODS, DFLASH, DRAFT_KV_CACHE_DTYPE, SpecConfig
 
 USAGE_EXIT = 64
+# The options whose value is the ServerSetting field of the same name.
+SAME_NAMED = (
+    "max_model_len",
+    "gpu_memory_utilization",
+    "port",
+    "max_num_seqs",
+    "kv_cache_dtype",
+    "host",
+    "max_num_batched_tokens",
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
+    "eager",
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,23 +91,14 @@ def setting_of(args: argparse.Namespace) -> ServerSetting:
     spec = None
     if args.tokens is not None:
         spec = SpecConfig(args.method, args.tokens, args.drafter, DRAFT_KV_CACHE_DTYPE, options)
+    served = args.served_model_name
     return ServerSetting(
         model="",
         spec=spec,
-        max_model_len=args.max_model_len,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        port=args.port,
-        max_num_seqs=args.max_num_seqs,
-        kv_cache_dtype=args.kv_cache_dtype,
-        host=args.host,
+        # the options of the same name as the setting's fields, as given
+        **{name: getattr(args, name) for name in SAME_NAMED},
         prefix_caching=None if args.prefix_caching is None else args.prefix_caching == "on",
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
-        num_gpu_blocks_override=args.num_gpu_blocks_override,
-        extra_args=()
-        if args.served_model_name is None
-        else ("--served-model-name", args.served_model_name),
-        eager=args.eager,
+        extra_args=() if served is None else ("--served-model-name", served),
         spec_metrics=not args.no_spec_metrics,
     )
 
