@@ -204,3 +204,27 @@ def test_the_log_must_name_a_j0_file_and_agree_with_variant(
     empty.write_text("INFO nothing here\n")
     assert main(["dumps", "check", folder, "--log", str(empty)]) == 2
     assert "no `j0-entrypoint: ... identity=...` line" in capsys.readouterr().err
+
+
+def test_the_log_must_show_the_dumps_own_j0(
+    variant_sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dumps of J0 on checked with the log of a server whose J0 file logged DFLASH_CTX_NOISE=0
+    (J0 off, by the one rule of j0.engine.j0_state) are not that server's dumps: exit 2, naming
+    both; a log that leaves J0 unknown (no DFLASH_CTX_NOISE line) says nothing of it."""
+    folder = str(variant_sets / "prefix-j0-on")
+    log = server_log(tmp_path, PREFIX_SAFE_SHA, "prefix-safe")
+    off = tmp_path / "off.log"
+    off.write_text(
+        log.read_text().replace("DFLASH_CTX_NOISE=1 pool=(4, 64)", "DFLASH_CTX_NOISE=0 pool=(1, 1)")
+    )
+    capsys.readouterr()
+    assert main(["dumps", "check", folder, "--log", str(off)]) == 2
+    err = capsys.readouterr().err
+    assert f"--log {off} says J0 off (identity=prefix-safe, DFLASH_CTX_NOISE=0)" in err
+    assert "are J0 on: they are not that server's dumps" in err
+    unknown = tmp_path / "unknown.log"
+    unknown.write_text(log.read_text().splitlines()[0] + "\n")
+    main(["dumps", "check", folder, "--log", str(unknown)])  # no --prompts: UNVERIFIABLE
+    said = capsys.readouterr()
+    assert "UNVERIFIABLE" in said.out and "not that server's dumps" not in said.out + said.err

@@ -46,11 +46,6 @@ class J0State:
         if self.asked not in ASKED or self.ran not in RAN:
             raise ValueError(f"J0State({self.asked!r}, {self.ran!r}): not a J0 state")
 
-    @property
-    def j0(self) -> str:
-        """J0 as run (the label a setting carries)."""
-        return self.ran
-
     def to_json(self) -> dict[str, str | None]:
         """The one JSON form: {"asked", "ran", "why", "identity", "seen"}."""
         return {
