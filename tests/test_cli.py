@@ -158,3 +158,35 @@ def test_every_help_page_ends_with_the_exit_code_table() -> None:
     assert {"j0 overlay", "j0 drafter", "j0 dumps check", "j0 engine-check"} <= set(every)
     lacking = {prog for prog, p in every.items() if "69  " not in p.format_help()}
     assert lacking == set(), sorted(lacking)
+
+
+def _help_pages(parser: argparse.ArgumentParser, prog: str) -> dict[str, str]:
+    """Every help page under `parser`, by its command line, as argparse prints it."""
+    found = {prog: parser.format_help()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found |= _help_pages(sub, f"{prog} {name}")
+    return found
+
+
+def test_a_command_alone_is_parsed_as_in_the_whole_parser() -> None:
+    """`j0 COMMAND ...` builds the parser of that command alone (j0.cli.command_parser): the
+    table of which module registers which command is what the modules register, and every help
+    page (every option, default and choice) of the command is the whole parser's, word for word;
+    `j0 --help`, `j0` alone and an unknown name get the whole parser."""
+    from j0 import cli
+
+    registered = {}
+    for module in cli.COMMAND_MODULES:
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        __import__(module, fromlist=["register"]).register(subparsers)
+        registered |= dict.fromkeys(subparsers.choices, module)
+    assert registered == cli.MODULE_OF
+    whole = _help_pages(build_parser(), "j0")
+    for command in cli.MODULE_OF:
+        alone = _help_pages(cli.command_parser([command, "--help"]), "j0")
+        mine = {prog: page for prog, page in whole.items() if prog.startswith(f"j0 {command}")}
+        assert {prog: page for prog, page in alone.items() if prog != "j0"} == mine, command
+    for argv in (["--help"], [], ["nope"], ["--version"]):
+        assert set(_help_pages(cli.command_parser(argv), "j0")) == set(whole), argv

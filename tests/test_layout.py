@@ -8,6 +8,7 @@ imports another only through its package `__init__`)."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import subprocess
 import sys
@@ -17,6 +18,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "scripts" / "j0"
+
+
+# Most tests here read every module's syntax tree: the trees are made once per file's text
+# (`parsed`) and the module's tests run in one worker, so that each file is parsed once per run,
+# not once per test (about 7 s of CPU before, spread over the workers).
+pytestmark = pytest.mark.xdist_group("layout")
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename=filename)
+
+
+def parsed(path: Path, text: str | None = None) -> ast.Module:
+    """`path`'s syntax tree, as ast.parse makes it from the file's text as it is now (a tree is
+    kept by text, so a changed or planted file is parsed again)."""
+    return _tree(path.read_text() if text is None else text, str(path))
 
 
 def module_name(path: Path) -> str:
@@ -29,7 +47,7 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -106,7 +124,7 @@ def test_every_run_function_takes_its_options() -> None:
         for run in sorted(command.rglob("run.py")):
             if "__pycache__" in run.parts:
                 continue
-            tree = ast.parse(run.read_text(), filename=str(run))
+            tree = parsed(run)
             functions = [
                 node
                 for node in tree.body
@@ -135,7 +153,7 @@ def test_every_folder_of_modules_is_a_package() -> None:
 def test_every_package_has_a_two_line_docstring() -> None:
     for package in top_packages():
         for init in sorted(package.rglob("__init__.py")):
-            doc = ast.get_docstring(ast.parse(init.read_text()))
+            doc = ast.get_docstring(parsed(init))
             assert doc and len(doc.splitlines()) >= 2, f"{init}: no two-line docstring"
 
 
@@ -196,7 +214,7 @@ def front_door_uses(path: Path) -> list[str]:
     name = module_name(path)
     own = ".".join(name.split(".")[:2])
     found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -249,7 +267,7 @@ def front_door_processes(path: Path) -> list[str]:
     """Where a module starts the `j0` command in a process of its own: a list or tuple holding
     "-m" then "j0" (`python -m j0 COMMAND ...`); `-m j0.some.module` is not one."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if not isinstance(node, ast.List | ast.Tuple):
             continue
         words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
@@ -290,7 +308,7 @@ def oversized(path: Path) -> list[str]:
     found = []
     if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
         found.append(f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_MODULE_LINES})")
-    for node in ast.walk(ast.parse(text, filename=str(path))):
+    for node in ast.walk(parsed(path, text)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             if length > MAX_UNIT_LINES:
@@ -415,7 +433,7 @@ def test_every_face_name_resolves() -> None:
         if "__pycache__" in init.parts:
             continue
         dotted = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
-        tree = ast.parse(init.read_text())
+        tree = parsed(init)
         names: list[str] = []
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(
