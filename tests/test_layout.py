@@ -26,7 +26,7 @@ PACKAGE = ROOT / "scripts" / "j0"
 pytestmark = pytest.mark.xdist_group("layout")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(text: str, filename: str) -> ast.Module:
     return ast.parse(text, filename=filename)
 

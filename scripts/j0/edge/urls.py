@@ -17,7 +17,12 @@ from __future__ import annotations
 import base64
 import re
 import urllib.parse
-import urllib.request
+from typing import TYPE_CHECKING
+
+# urllib.request (http.client, email, ssl) is imported where a request is made, not at every j0
+# start (j0.cli imports this module through j0.edge.redaction).
+if TYPE_CHECKING:
+    import urllib.request
 
 MASK = "***"
 # scheme://userinfo@ : userinfo is anything up to the first @ before the host's end
@@ -66,6 +71,8 @@ def request_of(
 ) -> urllib.request.Request:
     """urllib's request of `url` without its userinfo; the credentials, if any, as a Basic
     Authorization header that no redirect carries, unless `headers` authorise already."""
+    import urllib.request
+
     bare, basic = split(url)
     req = urllib.request.Request(bare, data=data, headers=dict(headers or {}))
     if basic and not req.has_header("Authorization"):
