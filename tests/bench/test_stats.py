@@ -7,14 +7,26 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as sps
 
 from j0.measure import stats
+
+# scipy (about 1 s of CPU to import) only in the tests that use it, and those in one worker (with
+# tests/mini/test_sets.py): every worker imported it when it collected this module before.
+pytestmark = pytest.mark.xdist_group("scipy")
+
+
+def sps() -> Any:
+    """scipy.stats, imported when first used."""
+    from scipy import stats as scipy_stats
+
+    return scipy_stats
+
 
 # eighths: every sum of them is exact in floating point, so ties are ties in both codes
 eighths = st.integers(min_value=-40, max_value=40).map(lambda i: i / 8)
@@ -22,7 +34,7 @@ eighths = st.integers(min_value=-40, max_value=40).map(lambda i: i / 8)
 
 def scipy_sign_flip(diffs: list[float], exact: bool = True) -> float:
     zeros = np.zeros(len(diffs))
-    result = sps.permutation_test(
+    result = sps().permutation_test(
         (np.asarray(diffs), zeros),
         lambda x, y, axis: np.mean(x - y, axis=axis),
         permutation_type="samples",
@@ -100,9 +112,11 @@ def test_the_bootstrap_interval_is_near_scipys() -> None:
     diffs = rng.normal(0.1, 0.2, size=48)
     cells = [(float(d), 1) for d in diffs]
     mine = stats.bootstrap(cells)["ci"]
-    theirs = sps.bootstrap(
-        (diffs,), np.mean, method="percentile", n_resamples=10_000, random_state=7
-    ).confidence_interval
+    theirs = (
+        sps()
+        .bootstrap((diffs,), np.mean, method="percentile", n_resamples=10_000, random_state=7)
+        .confidence_interval
+    )
     # the endpoints of two 10,000-resample intervals: within a tenth of the standard error
     se = statistics.stdev(diffs) / math.sqrt(len(diffs))
     assert mine[0] == pytest.approx(theirs.low, abs=0.1 * se)
@@ -117,9 +131,11 @@ def test_the_cluster_bootstrap_of_equal_clusters_is_scipys_of_their_means() -> N
     labels = [f"file{i:02d}" for i in range(16) for _ in range(3)]
     mine = stats.bootstrap(stats.units(diffs, labels))["ci"]
     means = values.mean(axis=1)
-    theirs = sps.bootstrap(
-        (means,), np.mean, method="percentile", n_resamples=10_000, random_state=9
-    ).confidence_interval
+    theirs = (
+        sps()
+        .bootstrap((means,), np.mean, method="percentile", n_resamples=10_000, random_state=9)
+        .confidence_interval
+    )
     se = statistics.stdev(means) / math.sqrt(len(means))
     assert mine[0] == pytest.approx(theirs.low, abs=0.1 * se)
     assert mine[1] == pytest.approx(theirs.high, abs=0.1 * se)

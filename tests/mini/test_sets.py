@@ -13,10 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scipy import stats
 
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini import sets
+
+# scipy (about 1 s of CPU to import) only in the tests that use it, in one worker with
+# tests/bench/test_stats.py: every worker imported it when it collected this module before.
+pytestmark = pytest.mark.xdist_group("scipy")
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "docs" / "results" / "mini-h200"
@@ -27,6 +30,8 @@ def test_equal_sets_without_spread() -> None:
     # three sets, effects 0.1, 0.3, 0.2, each with se 0.1: weights 100, fixed mean 0.2,
     # Q = 100 (0.01 + 0.01) = 2 = k - 1, so tau^2 = 0; the Hartung-Knapp variance
     # 100 (0.01 + 0.01) / (2 x 300) = 1/300, the same as 1 / sum(w)
+    from scipy import stats
+
     combined = sets.combine([0.1, 0.3, 0.2], [0.1, 0.1, 0.1])
     half = stats.t.ppf(0.975, 2) * math.sqrt(1 / 300)
     assert combined["tau2"] == 0.0
@@ -38,6 +43,8 @@ def test_two_sets_far_apart() -> None:
     # effects 0 and 1, se 0.1 each: Q = 100 (0.25 + 0.25) = 50, C = 200 - 20000 / 200 = 100,
     # tau^2 = (50 - 1) / 100 = 0.49; weights 1 / 0.5 = 2 each, mean 0.5; the Hartung-Knapp
     # variance 2 (0.25 + 0.25) / (1 x 4) = 0.25, t with 1 degree of freedom
+    from scipy import stats
+
     combined = sets.combine([0.0, 1.0], [0.1, 0.1])
     assert combined["tau2"] == pytest.approx(0.49)
     assert combined["effect"] == pytest.approx(0.5)
