@@ -71,7 +71,8 @@ def test_the_docker_tests_run_in_one_worker_per_group(tmp_path: Path) -> None:
 
 def test_modules_with_docker_then_slow_tests_come_first_each_kept_whole(tmp_path: Path) -> None:
     """The order the workers are handed tests (tests/worker_plan.py): a module with a Docker test,
-    then one with a slow test, then the rest, each module's tests together and in their order."""
+    then one with a slow test, then one whose tests share a worker (an xdist_group), then the
+    rest, each module's tests together and in their order."""
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "pytest.ini").write_text(
@@ -86,6 +87,8 @@ def test_modules_with_docker_then_slow_tests_come_first_each_kept_whole(tmp_path
     (suite / "test_b_slow.py").write_text(marked.format("slow"))
     (suite / "test_c_docker.py").write_text(marked.format("docker"))
     (suite / "test_d_plain.py").write_text(plain)
+    grouped = 'import pytest\n\npytestmark = pytest.mark.xdist_group("g")\n\n' + plain
+    (suite / "test_e_grouped.py").write_text(grouped)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
         cwd=suite, capture_output=True, text=True, timeout=120,
@@ -97,5 +100,5 @@ def test_modules_with_docker_then_slow_tests_come_first_each_kept_whole(tmp_path
         f"test_{module}.py::test_{name}"
         for module in ("c_docker", "b_slow")
         for name in ("first", "second", "third")
-    ] + [f"test_{module}.py::test_{name}" for module in ("a_plain", "d_plain")
+    ] + [f"test_{module}.py::test_{name}" for module in ("e_grouped", "a_plain", "d_plain")
          for name in ("first", "second")], order  # fmt: skip

@@ -5,10 +5,11 @@ it in a suite of its own.
 - Every test marked `docker` is put in a group that pytest-xdist sends to one worker, in order:
   the group "docker", unless its module names another group starting with "docker"
   (`pytest.mark.xdist_group("docker-w")`).
-- The modules with Docker tests, then those with tests marked `slow`, come first in the order the
-  workers are handed tests, the rest after them: a long test handed out last keeps one worker
-  busy while the others have nothing left (the run's tail); handed out first, the short tests
-  fill in around it.
+- The modules with Docker tests, then those with tests marked `slow`, then those whose tests share
+  one worker (an `xdist_group` of their own: the modules that build vLLM's parser, say), come
+  first in the order the workers are handed tests, the rest after them: a long test or group
+  handed out last keeps one worker busy while the others have nothing left (the run's tail);
+  handed out first, the short tests fill in around it.
 """
 
 from __future__ import annotations
@@ -35,16 +36,25 @@ def group_docker_tests(items: list[pytest.Item]) -> None:
 
 
 def longest_first(items: list[pytest.Item]) -> None:
-    """The modules with Docker tests first, then those with slow tests, then the rest; each module
-    whole and in its collected order (a stable sort, the same in every worker, as pytest-xdist
-    requires; a module kept whole sets up its module fixtures once where the tests run in one
-    process)."""
+    """The modules with Docker tests first, then those with slow tests, then those in a group of
+    one worker (a fast-subset run has no slow test: the group of vLLM's parser, 25 s in one
+    worker, came three quarters of the way through it), then the rest; each module whole and in
+    its collected order (a stable sort, the same in every worker, as pytest-xdist requires; a
+    module kept whole sets up its module fixtures once where the tests run in one process)."""
+
     def module(item: pytest.Item) -> str:
         return item.module.__name__ if item.module else ""
 
     has_docker = {module(item) for item in items if item.get_closest_marker("docker")}
     has_slow = {module(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: (module(item) not in has_docker, module(item) not in has_slow))
+    grouped = {module(item) for item in items if item.get_closest_marker("xdist_group")}
+    items.sort(
+        key=lambda item: (
+            module(item) not in has_docker,
+            module(item) not in has_slow,
+            module(item) not in grouped,
+        )
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
