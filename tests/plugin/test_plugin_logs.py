@@ -42,7 +42,7 @@ def test_bench_labels_j0_as_the_plugin_ran_it(tmp_path: Path, pins: Pins, j0: st
         seed=20261031,
     )
     seen = read_log(log)
-    assert seen.ran.j0 == j0
+    assert seen.ran.ran == j0
     assert seen.overlay_identity == "article-0.34.0"
     assert seen.vllm_commit == "62d4bc3c7"
 

@@ -206,7 +206,7 @@ def _compose(options: MatrixOptions, record: MatrixRecord, prompts_file: Path, c
         if log.is_file():
             judge_ran(run, [log.read_text(errors="replace")])
             if run.ran is not None:
-                say(f"{run.setting.name}: J0 {run.ran.j0}, its server's log says ({run.ran.why})")
+                say(f"{run.setting.name}: J0 {run.ran.ran}, its server's log says ({run.ran.why})")
         record.write()
     return _finish(record)
 
