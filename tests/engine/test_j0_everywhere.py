@@ -97,7 +97,7 @@ def mini_says(folder: Path, text: str) -> str:
     """setting.json's J0 for a J0-on setting of `j0 mini run` whose server wrote `text`."""
     folder.mkdir(parents=True)
     (folder / "server.log").write_text(text)
-    plan = SettingPlan(drafter="j0", k=15, j0=True, max_model_len=2048, folder=folder)
+    plan = SettingPlan(drafter="j0", tokens=15, j0=True, max_model_len=2048, folder=folder)
     outcome = SettingOutcome(summary={"kind": "dflash"})
     ran_as_asked(plan, outcome)
     record = SettingRecord.checked(json.loads(json.dumps(outcome.summary)), "setting.json")

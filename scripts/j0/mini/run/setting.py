@@ -26,7 +26,7 @@ class SettingPlan:
     (vLLM's n-gram speculator, `prompt_lookup_max` in speculative_extra) or baseline (none)."""
 
     drafter: str | None
-    k: int
+    tokens: int  # draft tokens (mini-run.json's `k`)
     j0: bool
     max_model_len: int
     folder: Path
@@ -45,7 +45,7 @@ class SettingPlan:
         if self.kind == BASELINE:
             return BASELINE
         if self.kind == NGRAM:
-            return f"{NGRAM}/k{self.k}"
+            return f"{NGRAM}/k{self.tokens}"
         return f"drafter-{self.drafter}/{self.folder.name}"
 
 
@@ -124,7 +124,7 @@ def run_setting(
     setting = ServeSetting(
         target=options.out / "target",
         draft=draft,
-        spec=spec_config(plan.kind, plan.k, draft, plan.speculative_extra),
+        spec=spec_config(plan.kind, plan.tokens, draft, plan.speculative_extra),
         graphs=options.graphs,
         j0=plan.j0,
         dumps=plan.folder / "dumps",
@@ -191,7 +191,7 @@ def run_setting(
         {
             "kind": plan.kind,
             "drafter": plan.drafter,
-            "k": plan.k if speculative else None,
+            "k": plan.tokens if speculative else None,
             "j0": plan.j0 if plan.kind == DFLASH else None,
             "seed": plan.seed,
             "slots": plan.slots,
@@ -232,7 +232,7 @@ def dump_pass(
     measured requests, several at a time, are not dumped, except where one runs alone at the
     end; were the budget left for those, their dumps would start mid-request (unverifiable).
     Each verify step is one dumped step; where a response does not say its steps, the fewest it
-    could have taken are counted (max_tokens / (k + 1))."""
+    could have taken are counted (max_tokens / (tokens + 1))."""
     sent = steps = 0
     for prompt in prompts:
         if steps >= options.dump_steps + sent:
@@ -252,7 +252,8 @@ def dump_pass(
             "speculative_decoding"
         ) or {}
         per_step = spec.get("per_step_accepted") if isinstance(spec, dict) else None
-        steps += len(per_step) if isinstance(per_step, list) else options.max_tokens // (plan.k + 1)
+        fewest = options.max_tokens // (plan.tokens + 1)  # each step commits tokens + 1 at most
+        steps += len(per_step) if isinstance(per_step, list) else fewest
         sent += 1
     return {"requests": sent, "verify_steps": steps, "dump_steps": options.dump_steps}
 
@@ -408,7 +409,7 @@ def crosscheck_line(
             options.out / "target",
             options.out / f"drafter-{plan.drafter}",
             responses,
-            plan.k,
+            plan.tokens,
             device_mod.pick(options.device),
             temperature=temperature,
         )
