@@ -299,6 +299,65 @@ def test_no_module_below_the_roof_runs_the_front_door() -> None:
     assert not uses, uses
 
 
+# `vllm serve`'s options that j0 writes into a server's command line (issue 56 item 2): a list
+# that holds one is a command line being written, which only the server setting does
+# (compose.serve.yaml is the other place; tests/compose/test_compose_render.py holds them equal).
+VLLM_SERVE_FLAGS = {
+    "--speculative-config",
+    "--max-num-seqs",
+    "--max-model-len",
+    "--kv-cache-dtype",
+    "--gpu-memory-utilization",
+    "--per-request-spec-decode-metrics",
+    "--enable-prompt-tokens-details",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--max-num-batched-tokens",
+    "--kv-cache-memory-bytes",
+    "--num-gpu-blocks-override",
+    "--enforce-eager",
+}
+VLLM_ARGV_WRITERS = {
+    "j0.article.server_setting": "ServerSetting.args(): the one writer",
+    # `j0 image smoke` checks that the image's entrypoint passes words through to a stand-in
+    # `vllm serve` unchanged; no server runs them.
+    "j0.image.smoke": "the entrypoint's pass-through check",
+}
+
+
+def vllm_argv_lists(path: Path) -> list[str]:
+    """Where a module writes a list holding one of `vllm serve`'s options (VLLM_SERVE_FLAGS)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.List):
+            words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            if flags := sorted(words & VLLM_SERVE_FLAGS):
+                found.append(f"{module_name(path)}:{node.lineno}: a list of {flags}")
+    return found
+
+
+def test_the_vllm_argv_finder_finds_a_planted_list(tmp_path: Path) -> None:
+    planted = PACKAGE / "_planted_argv.py"
+    planted.write_text(
+        "A = ['m', '--max-num-seqs', '4']\nB = ('--max-num-seqs', 4)\nC = ['--max-num-seqs=4']\n"
+    )
+    try:
+        found = vllm_argv_lists(planted)
+    finally:
+        planted.unlink()
+    assert found == ["j0._planted_argv:1: a list of ['--max-num-seqs']"]
+
+
+def test_vllm_argv_is_written_only_by_the_server_setting() -> None:
+    uses = [
+        use
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in path.parts and module_name(path) not in VLLM_ARGV_WRITERS
+        for use in vllm_argv_lists(path)
+    ]
+    assert not uses, uses
+
+
 MAX_UNIT_LINES = 200
 MAX_MODULE_LINES = 600
 
