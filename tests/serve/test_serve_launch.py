@@ -420,18 +420,25 @@ def test_j0_serve_execs_the_entrypoint_with_the_same_arguments(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    ("which", "fact", "warned"),
+    ("which", "fact", "warned", "ran"),
     [
-        ("article", "VLLM_DFLASH_CTX_NOISE=1: J0 on (", False),
-        ("base", "VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: ", True),
-        ("other", "VLLM_DFLASH_CTX_NOISE=1: J0 on only if ", False),
+        ("article", "VLLM_DFLASH_CTX_NOISE=1: J0 on (", False, "on"),
+        ("base", "VLLM_DFLASH_CTX_NOISE=1, but J0 is absent: ", True, "off"),
+        ("other", "VLLM_DFLASH_CTX_NOISE=1: J0 on only if ", False, "unknown"),
     ],
 )
 def test_j0_on_is_said_only_where_the_running_file_has_it(
-    tmp_path: Path, article_file: Path, base_file: Path, which: str, fact: str, warned: bool
+    tmp_path: Path,
+    article_file: Path,
+    base_file: Path,
+    which: str,
+    fact: str,
+    warned: bool,
+    ran: str,
 ) -> None:
     """`j0 serve` names the speculator.py that vLLM will import (a site-packages of ours, first
-    on PYTHONPATH) and says "J0 on" only for the article's file."""
+    on PYTHONPATH) and says "J0 on" only for the article's file; its --json's j0_state says the
+    same by the one rule (base: off, another file: unknown)."""
     folder = drafter(tmp_path)
     site = tmp_path / "site"
     target = site / "vllm" / "v1" / "worker" / "gpu" / "spec_decode" / "dflash" / "speculator.py"
@@ -440,7 +447,7 @@ def test_j0_on_is_said_only_where_the_running_file_has_it(
     source = {"article": article_file, "base": base_file}.get(which)
     target.write_bytes(source.read_bytes() if source else b"# my own speculator\n")
     none = str(tmp_path / "none")
-    options = ["--dry-run", "--api-key-file", os.devnull, "--overlay-mount", none]
+    options = ["--dry-run", "--json", "--api-key-file", os.devnull, "--overlay-mount", none]
     result = subprocess.run(
         [sys.executable, "-m", "j0", "serve", *options, "--", *serve_args(folder)],
         env={
@@ -460,6 +467,8 @@ def test_j0_on_is_said_only_where_the_running_file_has_it(
     assert line.startswith("j0 serve: " + fact), line
     assert str(target) in line
     assert ("J0 was asked for" in result.stderr) is warned
+    state = json.loads(result.stdout)["j0_state"]
+    assert (state["asked"], state["ran"], state["seen"]) == ("on", ran, False)
 
 
 def test_drop_own_pythonpath_keeps_the_rest(tmp_path: Path) -> None:

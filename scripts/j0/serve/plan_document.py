@@ -12,6 +12,9 @@ Keys (format_version 1), in the order they are written:
     switches                the J0, dump, prefix-caching and Hub settings vLLM's environment holds
                             (the ones `j0 serve` logs; never a key or a token)
     facts, warnings         the logged lines, without their "j0 serve: " prefix
+    j0_state                J0 as asked and as it will run with the speculator.py vLLM will
+                            import, by the one rule (j0.engine.j0_state; its one JSON form:
+                            asked, ran, why, identity, seen); null without a J0 switch
 
 Standard library only: this runs inside the image, on the base image's python3.
 """
@@ -51,6 +54,7 @@ class ServePlanDocument:
     switches: dict[str, str]
     facts: list[str]
     warnings: list[str]
+    j0_state: dict[str, Any] | None = None
 
     @classmethod
     def of(
@@ -64,6 +68,7 @@ class ServePlanDocument:
         switch_names: Sequence[str],
         facts: Sequence[str],
         warnings: Sequence[str],
+        j0_state: dict[str, Any] | None = None,
     ) -> ServePlanDocument:
         return cls(
             started=started,
@@ -72,6 +77,7 @@ class ServePlanDocument:
             switches={name: env[name] for name in switch_names if name in env},
             facts=list(facts),
             warnings=list(warnings),
+            j0_state=j0_state,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -84,4 +90,5 @@ class ServePlanDocument:
             "switches": self.switches,
             "facts": self.facts,
             "warnings": self.warnings,
+            "j0_state": self.j0_state,
         }

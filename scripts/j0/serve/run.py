@@ -72,6 +72,7 @@ class ServePlanned:
             switch_names=LOGGED_KNOBS,
             facts=self.plan.facts,
             warnings=self.plan.warnings,
+            j0_state=self.plan.j0.to_json() if self.plan.j0 is not None else None,
         )
 
 
