@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from j0.article.spec_config import KNOWN_KEYS, METHODS, SpecConfig, article_problem
+from j0.article.spec_config import KNOWN_KEYS, METHODS, LoggedSpec, SpecConfig, article_problem
 from j0.checks import OK
 from j0.engine.server_log import LogFacts
 from j0.errors import J0Error
@@ -158,3 +158,23 @@ def test_j0_serve_warns_where_the_rule_says(tokens: int, tmp_path: Path) -> None
     plan = serve_launch.plan_serve(args, {}, api_key_file=None)
     warned = any(w.startswith("num_speculative_tokens=") for w in plan.warnings)
     assert warned == (not articles_words("dflash", tokens))
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["method", "model", "num_speculative_tokens", "other"]), json_values
+    )
+    | st.none()
+)
+def test_what_a_log_says_is_read_as_said(value: dict[str, Any] | None) -> None:
+    """LoggedSpec: each field as the log or document said it, the rule on what was said."""
+    said = LoggedSpec.of(value)
+    given = value or {}
+    assert (said.method, said.drafter, said.tokens) == (
+        given.get("method"),
+        given.get("model"),
+        given.get("num_speculative_tokens"),
+    )
+    n = given.get("num_speculative_tokens")
+    assert said.whole_tokens == (n if type(n) is int else None)
+    assert (said.article_problem() is None) == articles_words(given.get("method"), n)

@@ -58,6 +58,37 @@ def kv_refusal(kv: object) -> str:
 
 
 @dataclass(frozen=True)
+class LoggedSpec:
+    """A speculative config as a server's log or a document says it, each field as said (any
+    JSON value, None where not said): for readers that report or compare what was said (j0
+    status, bench run's status check, a result's setup). SpecConfig.from_dict is for what must
+    be a config; vLLM's key names live here, not in the readers."""
+
+    method: object = None
+    drafter: object = None
+    tokens: object = None
+
+    @classmethod
+    def of(cls, value: Mapping[str, Any] | None) -> LoggedSpec:
+        said = value or {}
+        return cls(said.get("method"), said.get(MODEL), said.get(TOKENS))
+
+    def to_dict(self) -> dict[str, Any]:
+        """What was said under vLLM's keys (the log facts' form)."""
+        return {"method": self.method, MODEL: self.drafter, TOKENS: self.tokens}
+
+    @property
+    def whole_tokens(self) -> int | None:
+        """The draft tokens where said as a whole number, else None."""
+        n = self.tokens
+        return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+    def article_problem(self) -> str | None:
+        """The article's rule on what was said (article_problem)."""
+        return article_problem(self.method, self.tokens)
+
+
+@dataclass(frozen=True)
 class SpecConfig:
     """One `--speculative-config`. `drafter` is vLLM's `model` (None for ngram); `kv_cache_dtype`
     None where the config does not set it (the draft then inherits the target's)."""

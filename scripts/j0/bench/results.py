@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from j0.article.spec_config import LoggedSpec
 from j0.bench.client import Outcome
 from j0.bench.manifest import SetupManifest
 from j0.bench.metrics_crosscheck import MetricsCrosscheck
@@ -174,7 +175,7 @@ class BenchResult:
         by their sha256 in the request entries (`prompt_sha256`)."""
         m = self.manifest
         server, options, dataset = m.block("server"), m.block("options"), m.block("dataset")
-        spec, drafter = m.block("speculative_config"), m.block("drafter")
+        said, drafter = LoggedSpec.of(m.block("speculative_config")), m.block("drafter")
         found = {
             "model": m.model,
             "vllm_version": server.get("vllm_version"),
@@ -188,9 +189,9 @@ class BenchResult:
             "system_prompt_sha256": options.get("system_prompt_sha256"),
             "dataset_kind": dataset.get("kind"),
             "dataset_name": None if dataset.get("kind") == "jsonl" else dataset.get("name"),
-            "speculative_method": spec.get("method"),
-            "speculative_drafter": spec.get("model"),
-            "num_speculative_tokens": spec.get("num_speculative_tokens"),
+            "speculative_method": said.method,
+            "speculative_drafter": said.drafter,
+            "num_speculative_tokens": said.tokens,
             "num_speculative_tokens_seen": m.num_speculative_tokens_seen or None,
             "drafter_repo": drafter.get("repo"),
             "drafter_revision": drafter.get("revision"),

@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from j0.article.spec_config import LoggedSpec
 from j0.errors import J0Error, parse_json
 
 # What `docker compose logs --no-color` puts before each line of a service ("server-1  | ").
@@ -293,11 +294,7 @@ def _vllm_record(record: re.Match[str], line: str, facts: LogFacts) -> None:
         if facts.vllm_version is None:
             facts.vllm_version = m["version"]
         if m["n"] and facts.speculative_config is None:
-            facts.speculative_config = {
-                "method": m["method"],
-                "model": m["draft"],
-                "num_speculative_tokens": int(m["n"]),
-            }
+            facts.speculative_config = LoggedSpec(m["method"], m["draft"], int(m["n"])).to_dict()
             facts.lines["speculative_config"] = line[:300]
 
 

@@ -9,6 +9,7 @@ both the article's setup; which one runs is reported.
 
 from __future__ import annotations
 
+from j0.article.spec_config import LoggedSpec
 from j0.checks import Check
 from j0.engine.j0_state import UNKNOWN, J0State, j0_ran
 from j0.engine.server_log import LogFacts
@@ -66,7 +67,7 @@ def report_of(
         vllm_version=(log.vllm_version if log else None) or facts.version,
         vllm_commit=log.vllm_commit if log else None,
         vllm_commit_pinned=pins.vllm_commit,
-        num_speculative_tokens=(spec or {}).get("num_speculative_tokens"),
+        num_speculative_tokens=LoggedSpec.of(spec).tokens,
         speculative_config=spec,
         max_num_seqs=log.max_num_seqs if log else None,
         spec_decode_counters=before is not None and "drafts" in before,

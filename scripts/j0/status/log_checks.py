@@ -8,7 +8,7 @@ import json
 
 from j0.article.identity import PREFIX_SAFE
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
-from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, TOKENS, article_problem
+from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, LoggedSpec
 from j0.checks import FAIL, OK
 from j0.engine.server_log import LogFacts, role_of
 from j0.engine.vllm_version import VllmVersion
@@ -222,7 +222,7 @@ def spec_config(log: LogFacts) -> Finding:
             "spec-config", FAIL, f"no speculative config in {log.source}", "no speculative config"
         )
     words = json.dumps(spec, separators=(",", ":"))
-    problem = article_problem(spec.get("method"), spec.get(TOKENS))  # the rule j0 serve applies
+    problem = LoggedSpec.of(spec).article_problem()  # the rule j0 serve applies
     if problem is not None:
         return Finding.of("spec-config", FAIL, words, problem)
     return Finding.of("spec-config", OK, words)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from j0.article.spec_config import LoggedSpec
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
@@ -75,10 +76,10 @@ def refuse_another_server(
 
 
 def status_k(status: SeenRun) -> int | None:
-    value = status.status.num_speculative_tokens if status.status is not None else None
-    if value is None:
-        value = (status.speculative_config or {}).get("num_speculative_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    said = status.status.num_speculative_tokens if status.status is not None else None
+    if said is None:
+        said = LoggedSpec.of(status.speculative_config).tokens
+    return LoggedSpec(tokens=said).whole_tokens
 
 
 def refuse_another_k(status: SeenRun, entries: Sequence[RequestEntry]) -> None:
