@@ -319,11 +319,11 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     after the fix has its baseline). Seen failing before: the
     flag was in every server's arguments."""
     from j0.article.spec_config import SpecConfig
-    from j0.engine.launcher import ServeSetting
+    from j0.engine.launcher import ServerStart
 
     def args(method: str | None) -> list[str]:
         spec = None if method is None else SpecConfig(method, 7, None if method == "ngram" else "d")  # type: ignore[arg-type]
-        setting = ServeSetting(
+        setting = ServerStart(
             target=tmp_path / "t",
             draft=tmp_path / "d",
             spec=spec,

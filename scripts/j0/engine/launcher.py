@@ -27,7 +27,7 @@ CONTAINER_WORK = "/j0-engine-check"
 
 
 @dataclass(frozen=True)
-class ServeSetting:
+class ServerStart:
     """One server start: the models, the speculative config (its drafter the host's path of
     `draft`; None: the baseline), CUDA graphs or eager, J0 on or off, the dumps; as the route's
     server sees its paths, the ServerSetting of j0.article.server_setting (server())."""
@@ -99,7 +99,7 @@ class Server(Protocol):
 class LocalServer:
     """vLLM of this Python in a process of its own; its output goes to LOG."""
 
-    def __init__(self, setting: ServeSetting, log: Path, command: list[str] | None = None) -> None:
+    def __init__(self, setting: ServerStart, log: Path, command: list[str] | None = None) -> None:
         self.url = f"http://127.0.0.1:{setting.port}"
         self.log = log
         server = setting.here()
@@ -140,7 +140,7 @@ class ContainerServer:
 
     def __init__(
         self,
-        setting: ServeSetting,
+        setting: ServerStart,
         log: Path,
         image: str,
         work: Path,

@@ -23,7 +23,7 @@ from j0.engine.launcher import (
     ContainerServer,
     LocalServer,
     Server,
-    ServeSetting,
+    ServerStart,
     wait_healthy,
 )
 from j0.engine_check import checks
@@ -65,7 +65,7 @@ class EngineCheckOptions:
 class Run:
     """One server start's evidence."""
 
-    setting: ServeSetting
+    setting: ServerStart
     log: str = ""
     exchanges: list[Exchange] = field(default_factory=list)
     metrics_before: str = ""
@@ -93,10 +93,10 @@ def serve_setting(
     work: Path,
     extra_env: dict[str, str],
     **scenario: Any,
-) -> ServeSetting:
+) -> ServerStart:
     """One server of the check: the options' draft length, graphs, dump steps and port, J0 on or
     off with its own dump folder under `work`; `scenario` adds the scenario mode's settings."""
-    return ServeSetting(
+    return ServerStart(
         target=target,
         draft=draft,
         spec=SpecConfig.article(str(draft), options.tokens),
@@ -110,7 +110,7 @@ def serve_setting(
     )
 
 
-def start(options: EngineCheckOptions, setting: ServeSetting, work: Path) -> Server:
+def start(options: EngineCheckOptions, setting: ServerStart, work: Path) -> Server:
     log = work / f"server-{setting.name}.log"
     if options.here:
         return LocalServer(setting, log, options.server_command)
@@ -121,7 +121,7 @@ def start(options: EngineCheckOptions, setting: ServeSetting, work: Path) -> Ser
 
 
 def serve_and_ask(
-    options: EngineCheckOptions, setting: ServeSetting, work: Path, say: Callable[[str], None]
+    options: EngineCheckOptions, setting: ServerStart, work: Path, say: Callable[[str], None]
 ) -> Run:
     run = Run(setting)
     say(
@@ -289,7 +289,7 @@ def run_engine_check(
 
 def serve_scenarios(
     options: EngineCheckOptions,
-    setting: ServeSetting,
+    setting: ServerStart,
     chosen: ScenarioSettings,
     work: Path,
     say: Callable[[str], None],

@@ -94,7 +94,7 @@ KV_CACHE_BYTES = 2 * 1024**3  # per server where several share the GPU
 
 
 def memory_share(servers: int) -> dict[str, Any]:
-    """ServeSetting's memory fields for one of `servers` servers at once on one GPU."""
+    """ServerStart's memory fields for one of `servers` servers at once on one GPU."""
     if servers <= 1:
         return {}
     return {
@@ -114,14 +114,14 @@ def run_setting(
     from j0.bench import RunOptions
     from j0.bench import run_bench as run
     from j0.engine.endpoints import first_model
-    from j0.engine.launcher import LocalServer, ServeSetting, wait_healthy
+    from j0.engine.launcher import LocalServer, ServerStart, wait_healthy
 
     outcome = SettingOutcome()
     lines: list[str] = []
     plan.folder.mkdir(parents=True)
     speculative = plan.kind != BASELINE
     draft = options.out / f"drafter-{plan.drafter}"
-    setting = ServeSetting(
+    setting = ServerStart(
         target=options.out / "target",
         draft=draft,
         spec=spec_config(plan.kind, plan.tokens, draft, plan.speculative_extra),

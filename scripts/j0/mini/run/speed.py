@@ -85,8 +85,8 @@ def best_dflash(summary: dict[str, Any], tokens: int) -> str:
 def serve_setting(
     name: str, options: SpeedOptions, port: int, length: int, share: dict, dumps: Path
 ) -> Any:
-    """The ServeSetting of a setting named as the run names them (no dumps: 0 steps)."""
-    from j0.engine.launcher import ServeSetting
+    """The ServerStart of a setting named as the run names them (no dumps: 0 steps)."""
+    from j0.engine.launcher import ServerStart
     from j0.mini.run.setting import spec_config
 
     kind, drafter, j0 = BASELINE, "mask", False
@@ -102,7 +102,7 @@ def serve_setting(
         )
     draft = options.out / f"drafter-{drafter}"
     lookup = {"prompt_lookup_max": 4} if kind == NGRAM else {}
-    return ServeSetting(
+    return ServerStart(
         target=options.out / "target",
         draft=draft,
         spec=spec_config(kind, options.tokens, draft, lookup),
