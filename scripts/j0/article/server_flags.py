@@ -13,13 +13,13 @@ Standard library only: the scripts run it on the GPU machine's python3.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, ServerSetting
 from j0.article.spec_config import ARTICLE_METHODS, DFLASH, DRAFT_KV_CACHE_DTYPE, SpecConfig
+from j0.errors import J0Error, parse_json
 
 USAGE_EXIT = 64
 # The options whose value is the ServerSetting field of the same name.
@@ -76,8 +76,8 @@ def parser() -> argparse.ArgumentParser:
 def option_value(text: str) -> Any:
     """A --option's VALUE: JSON where it reads as JSON (true, 7), else the text (a folder)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return parse_json(text, "--option")
+    except J0Error:
         return text
 
 
