@@ -17,8 +17,10 @@ session gets its own copy, so no test can alter the cache. Delete the cache free
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -76,3 +78,67 @@ def cached_folder(
     out = workdir / name
     shutil.copytree(cached, out, ignore=shutil.ignore_patterns(".complete"))
     return out
+
+
+J0 = ROOT / "scripts" / "j0"
+_J0_NAME = re.compile(r"j0(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _j0_file(name: str) -> Path | None:
+    """The file of j0 module `name` (a package's __init__.py), or None where there is none."""
+    base = J0.parent.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _j0_names(path: Path, package: str) -> set[str]:
+    """Every j0 module `path` may load: its imports at any depth (inside functions too, so a
+    package face's lazy imports count), relative ones resolved against `package`, `from M import
+    N` as M and M.N, and every string constant that names a j0 module (`python -m j0.x` in an
+    argument list, with its __main__; `"-m", "j0"` in a list as the package's __main__)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found |= {base, *(f"{base}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _J0_NAME.fullmatch(node.value):
+                found |= {node.value, f"{node.value}.__main__"}
+        elif isinstance(node, ast.List | ast.Tuple):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "-m" and b == "j0" for a, b in itertools.pairwise(words)):
+                found |= {"j0", "j0.__main__"}
+    return {name for name in found if name == "j0" or name.startswith("j0.")}
+
+
+def j0_code(*starts: Path) -> list[Path]:
+    """The files of j0's code that running the files `starts` can read: the j0 modules they
+    import, at any depth, with the __init__.py of every package on the way (an import runs
+    them). Sound because j0 names the j0 modules it imports in its source: below the entry point
+    no module imports j0 by a computed name (tests/test_layout.py), and a constant name counts
+    here. A cache keyed by these files is made again when any of them changes, and only then."""
+    seen: dict[Path, None] = {}
+    todo = [(path.resolve(), "") for path in starts]
+    while todo:
+        path, package = todo.pop()
+        if path in seen:
+            continue
+        seen[path] = None
+        for name in _j0_names(path, package):
+            parts = name.split(".")
+            for end in range(1, len(parts) + 1):  # the packages on the way, then the module
+                module = ".".join(parts[:end])
+                found = _j0_file(module)
+                if found is not None and found not in seen:
+                    own = module if found.name == "__init__.py" else module.rpartition(".")[0]
+                    todo.append((found, own))
+    return sorted(p for p in seen if p.is_relative_to(J0))

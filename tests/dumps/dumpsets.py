@@ -53,16 +53,14 @@ BROKEN = [
 ]
 
 _CACHE: dict[str, Path] = {}
-# The j0 code simulate.py runs (j0.selfcheck and what it imports), hashed into the cache key.
-SIMULATED_CODE = ("scripts/j0/selfcheck", "scripts/j0/reference", "scripts/j0/article")
 
 
 def cache_key(inputs: list[Path], options: object) -> str:
-    """A sha256 of `inputs`' bytes, `options` (JSON), the simulation's code and its stack."""
-    files = [*inputs, HERE / "simulate.py", Path(__file__).resolve()]
-    files += sorted((ROOT / "scripts" / "j0").glob("*.py"))
-    for folder in SIMULATED_CODE:
-        files += sorted((ROOT / folder).rglob("*.py"))
+    """A sha256 of `inputs`' bytes, `options` (JSON), the simulation's code (simulate.py, this
+    file, and the j0 code they import: content_cache.j0_code; a change elsewhere in j0 keeps the
+    sets) and its stack."""
+    own = [HERE / "simulate.py", Path(__file__).resolve()]
+    files = [*inputs, *own, *content_cache.j0_code(*own)]
     return content_cache.key(files, options, ("torch", "triton", "numpy", "vllm"))
 
 

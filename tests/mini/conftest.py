@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 SMOKE = {"smoke": True, "device": "cpu", "budget": 3.0, "progress": False}
-# What the smoke training reads: all of j0's code (the miniature imports across the package), this
-# file, and the stack that runs it.
+# What the smoke training reads: j0's code that j0.mini.train.run imports (content_cache.j0_code),
+# this file, and the stack that runs it.
 SMOKE_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "dflash", "numpy")
 
 
@@ -29,12 +29,14 @@ def _train_smoke(tmp: Path) -> Path:
 @pytest.fixture(scope="session")
 def smoke_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The smoke miniature's folder (target and drafters, mini.json): trained once and cached by
-    content (tests/content_cache.py: the key takes in every file under scripts/j0/, so a change
-    to the code trains it again); each session reads a copy of its own. About 14 s of training
-    per pytest worker that needs it, before the cache."""
+    content (tests/content_cache.py: the key takes in every file of j0's code the training
+    imports, so a change to that code trains it again, and a change elsewhere in j0 does not);
+    each session reads a copy of its own. About 14 s of training per pytest worker that needs
+    it, before the cache."""
     import content_cache
 
-    files = [*sorted((ROOT / "scripts" / "j0").rglob("*.py")), Path(__file__).resolve()]
+    training = ROOT / "scripts" / "j0" / "mini" / "train" / "run.py"
+    files = [*content_cache.j0_code(training), Path(__file__).resolve()]
     key = content_cache.key(files, SMOKE, SMOKE_PACKAGES)
     work = tmp_path_factory.mktemp("mini")
     return content_cache.cached_folder("mini-smoke", key, work, _train_smoke, name="out")
