@@ -178,3 +178,20 @@ def test_what_a_log_says_is_read_as_said(value: dict[str, Any] | None) -> None:
     n = given.get("num_speculative_tokens")
     assert said.whole_tokens == (n if type(n) is int else None)
     assert (said.article_problem() is None) == articles_words(given.get("method"), n)
+
+
+@given(
+    st.text(min_size=1, max_size=20),
+    st.integers(1, 10**6),
+    st.dictionaries(extra_keys, json_values, max_size=3),
+)
+def test_j0_serve_reads_the_one_written_form_back(drafter: str, tokens: int, extra: dict) -> None:
+    """What to_json writes, `j0 serve`'s reader (parse_speculative_config) takes as the same
+    value: the article's form without a note, each key the article did not set with one."""
+    from j0.article.serving import parse_speculative_config
+
+    config = SpecConfig("dflash", tokens, drafter, "auto", extra=extra)
+    spec = parse_speculative_config(config.to_json())
+    assert spec.config == config and spec.plugin is None
+    assert len(spec.notes) == len(extra)
+    assert all("which the article's did not" in note for note in spec.notes)
