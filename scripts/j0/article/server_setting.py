@@ -3,10 +3,10 @@
 `args()` is `vllm serve`'s command line and `env()` the J0 switches of its environment, written
 here once for every route that starts a server: compose's servers as j0 renders them (the
 matrix, the Kubernetes manifests; compose.serve.yaml is the other place, held equal by a test),
-the local launcher (engine-check, mini) and the GPU scripts (`python3 -m j0.article.server_setting`
-prints their flags). `from_args()` reads what `args()` and `env()` wrote (a compose project's
-rendered server, a recorded plan) back into the value; `problems()` says where it is not the
-article's setup (the speculative config's rule, the request slots).
+the local launcher (engine-check, mini) and the GPU scripts (`python3 -m j0.article.server_flags`
+prints their flags). `from_args()` reads a command line of these options back into the value
+(compose's rendered server, from which the matrix makes its baseline); `problems()` says where
+it is not the article's setup (the speculative config's rule, the request slots).
 
 Standard library only: `j0 serve` runs inside the image, on the base image's python3.
 """

@@ -1,9 +1,9 @@
-"""The article's serving rules, which `j0 serve` enforces and bench and doctor read.
-
-The speculative config key for key (method dflash, the drafter's folder, the draft-token count,
-the draft's KV cache dtype "auto"), the draft-token counts the article tested (15 and 7),
---max-num-seqs 4, and prefix caching (vLLM 0.33's default on; with J0 on it lets J0 draw another
-request's tokens). Also reading options out of a `vllm serve` command line.
+"""The article's serving rules as `j0 serve` enforces them: a `--speculative-config` read as a
+SpecConfig (j0.article.spec_config) and refused where it contradicts the article's setup
+(another method, no drafter folder, a draft KV cache dtype other than "auto"), with notes for
+what differs without contradicting it (ServeSpec); prefix caching with J0 on (vLLM 0.33's
+default on: it lets J0 draw another request's tokens). Also reading options out of a `vllm
+serve` command line, and the article image's default tag.
 
 Standard library only: `j0 serve` runs inside the image, on the base image's python3.
 """
