@@ -340,3 +340,42 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     for method in ("dflash", "ngram"):
         spec = args(method)
         assert spec[spec.index("--per-request-spec-decode-metrics") + 1] == "detailed"
+
+
+def test_a_server_start_is_the_launchers_command_line_on_each_route(tmp_path: Path) -> None:
+    """engine-check's server (the article's config, eager, a scenario's flags): its command line
+    and switches as the launcher wrote them before ServerSetting (typed from that form), with
+    the paths of the route it runs on; the drafter in the config is the route's too."""
+    from j0.article.spec_config import SpecConfig
+    from j0.engine.launcher import ServerStart
+
+    start = ServerStart(
+        target=tmp_path / "t",
+        draft=tmp_path / "d",
+        spec=SpecConfig.article(str(tmp_path / "d"), 15),
+        graphs=False,
+        j0=True,
+        dumps=tmp_path / "dumps",
+        dump_steps=3,
+        port=8123,
+        extra_env={"VLLM_DFLASH_AUDIT": "/a"},
+        max_num_batched_tokens=256,
+        prefix_caching=True,
+    )
+    server = start.server("/w/t", "/w/d", "/w/dumps")
+    spec = '{"method":"dflash","model":"/w/d","num_speculative_tokens":15,"kv_cache_dtype":"auto"}'
+    assert server.args() == [
+        "/w/t", "--speculative-config", spec, "--max-num-seqs", "4", "--max-model-len", "2048",
+        "--gpu-memory-utilization", "0.3", "--per-request-spec-decode-metrics", "detailed",
+        "--enable-prompt-tokens-details", "--host", "127.0.0.1", "--port", "8123",
+        "--enable-prefix-caching", "--max-num-batched-tokens", "256", "--enforce-eager",
+    ]  # fmt: skip
+    assert server.env() == {
+        "VLLM_DFLASH_CTX_NOISE": "1",
+        "VLLM_DFLASH_DUMP": "/w/dumps",
+        "VLLM_DFLASH_DUMP_STEPS": "3",
+        "VLLM_DFLASH_AUDIT": "/a",
+    }
+    here = start.here()
+    assert here.args()[0] == str(tmp_path / "t") and here.spec == start.spec
+    assert here.env()["VLLM_DFLASH_DUMP"] == str(tmp_path / "dumps")
