@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.edge.fields import read_document, write_document
+from j0.edge.document import Document, absent, attribute, written_unless
+from j0.edge.fields import Rule, read_document, write_document
 from j0.errors import INPUT_LACKS, J0Error
 
 EXPECTED = "the setting.json of `j0 mini run`"
@@ -86,3 +89,63 @@ def test_what_is_written_is_read_back_as_it_was(
     write_document(path, value, indent)
     back = read_document(path, EXPECTED)
     assert back == value and list(back) == list(value)
+
+
+# A typed document declared once (j0.edge.document): the checks come from the annotations.
+
+
+@dataclass(frozen=True)
+class _Inner(Document):
+    n: int
+
+
+@dataclass(frozen=True)
+class _Doc(Document):
+    name: str
+    share: float | None = None
+    tags: list[str] = field(default_factory=list)
+    word: Literal["on", "off"] | None = None
+    rule: Annotated[int, Rule("an even number", lambda v: v % 2 == 0)] = 0
+    left_out: str | None = absent()
+    flag: bool = written_unless(False)
+    inner: _Inner | None = None
+    inners: list[_Inner] = field(default_factory=list)
+    free: Any = None
+    seen: str = attribute(default="not a key")
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ({}, "doc: no 'name' (expected a string)"),
+        ({"name": 1}, "doc: 'name' is 1, expected a string"),
+        ({"name": "a", "share": True}, "doc: 'share' is true, expected a number or null"),
+        ({"name": "a", "tags": ["x", 2]}, "doc: 'tags' is [\"x\", 2], expected a list of strings"),
+        ({"name": "a", "word": "maybe"}, 'doc: \'word\' is "maybe", expected "on", "off" or null'),
+        ({"name": "a", "rule": 3}, "doc: 'rule' is 3, expected an even number"),
+        ({"name": "a", "left_out": None}, "doc: 'left_out' is null, expected a string"),
+        ({"name": "a", "inner": {"n": "1"}}, "doc: inner: 'n' is \"1\", expected a whole number"),
+        ({"name": "a", "inners": [{"n": 1}, {}]}, "doc: inners[1]: no 'n' (expected a whole"),
+        ([], "doc: [], expected an object"),
+    ],
+)
+def test_a_document_is_checked_by_its_annotations_naming_key_value_and_expected(
+    value: object, said: str
+) -> None:
+    with pytest.raises(J0Error) as caught:
+        _Doc.from_json(value, "doc")
+    assert str(caught.value).startswith(said), str(caught.value)
+    assert caught.value.exit_code == INPUT_LACKS
+
+
+def test_a_document_is_written_in_its_order_and_read_back_as_it_was() -> None:
+    doc = _Doc("a", share=2, tags=["t"], inner=_Inner(1), inners=[_Inner(2)], free={"x": [1]})
+    written = doc.to_json()
+    assert json.dumps(written) == (
+        '{"name": "a", "share": 2, "tags": ["t"], "word": null, "rule": 0, '
+        '"inner": {"n": 1}, "inners": [{"n": 2}], "free": {"x": [1]}}'
+    )
+    assert _Doc.from_json(json.loads(json.dumps(written)), "doc") == doc
+    flagged = _Doc("b", left_out="here", flag=True).to_json()
+    assert (flagged["left_out"], flagged["flag"]) == ("here", True)
+    assert _Doc.from_json({"name": "c", "unknown": 1}, "doc") == _Doc("c")

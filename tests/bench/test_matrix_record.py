@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.bench.matrix.layout import ENTRY_FIELDS, SettingEntry, SettingRun, read_settings
+from j0.bench.matrix.layout import SettingEntry, SettingRun, read_settings
 from j0.compose.server import Setting
 from j0.errors import INPUT_LACKS, J0Error
 
@@ -25,10 +25,8 @@ matrix_settings = st.builds(
 @given(matrix_settings)
 def test_what_the_writer_writes_the_reader_takes_back(setting: Setting) -> None:
     written = SettingRun(setting, status="ok").to_json()
-    assert set(ENTRY_FIELDS) <= set(written) | {"baseline"}  # baseline: written when true
-    for key, (types, _) in ENTRY_FIELDS.items():
-        if key in written:
-            assert isinstance(written[key], types), key
+    assert list(written)[:4] == ["name", "num_speculative_tokens", "j0", "prefix_caching"]
+    assert ("baseline" in written) is setting.baseline  # baseline: written when true
     entry = SettingEntry.from_json(json.loads(json.dumps(written)), "matrix.json: settings[0]")
     assert (entry.name, entry.num_speculative_tokens, entry.j0, entry.prefix_caching) == (
         setting.name,
@@ -71,7 +69,8 @@ def test_a_missing_key_a_record_that_is_not_json_or_not_a_list_is_named(tmp_path
     for text, said in [
         (json.dumps({"settings": [{"name": "k7-j0-on", "j0": True}]}), "no 'num_speculative"),
         (json.dumps({"settings": ["k7-j0-on"]}), 'settings[0]: "k7-j0-on", expected an object'),
-        (json.dumps({"settings": {"k7": GOOD}}), "'settings' is not a list"),
+        (json.dumps({"settings": {"k7": GOOD}}), "'settings' is {\"k7\""),
+        (json.dumps(["k7-j0-on"]), 'matrix.json: ["k7-j0-on"], expected an object'),
         ('{"settings": [', "not JSON (Expecting value"),
     ]:
         path.write_text(text)

@@ -14,16 +14,17 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from j0.compose.server import Setting
-from j0.edge.fields import FieldTable, checked_object, read_document, shown, write_document
+from j0.edge.document import Document, absent, attribute, by_key, written_unless
+from j0.edge.fields import Rule, is_of, one_of, read_document, write_document
 from j0.engine import server_log
 from j0.engine.j0_state import OFF, ON, STATES, UNKNOWN, J0State, j0_ran, not_applicable
-from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import checkout_revision
 
 MATRIX_JSON = "matrix.json"
@@ -74,25 +75,24 @@ class SettingRun:
     shards: list[dict[str, Any]] = field(default_factory=list)
     ran: J0State | None = None  # J0 as asked and as the server's log shows it (judge_ran)
 
+    def entry(self) -> SettingEntry:
+        """The setting's entry in matrix.json."""
+        ran, setting = self.ran, self.setting
+        return SettingEntry(
+            name=setting.name,
+            num_speculative_tokens=setting.tokens,
+            j0=setting.j0,
+            prefix_caching=setting.prefix_caching,
+            baseline=setting.baseline,
+            j0_ran=ran.ran if ran is not None else None,
+            speculator_identity=ran.identity if ran is not None else None,
+            j0_from=ran.why if ran is not None else None,
+            j0_state=self.j0_state().to_json(),
+            **by_key(vars(self), SettingEntry),  # how it ran: status, error, results, ...
+        )
+
     def to_json(self) -> dict[str, Any]:
-        ran = self.ran
-        return {
-            **self.setting.to_json(),
-            "j0_ran": ran.ran if ran is not None else None,
-            "speculator_identity": ran.identity if ran is not None else None,
-            "j0_from": ran.why if ran is not None else None,
-            "j0_state": self.j0_state().to_json(),
-            "status": self.status,
-            "error": self.error,
-            "results": self.results,
-            "server_log": self.server_log,
-            "server_args": self.server_args,
-            "server_env": self.server_env,
-            "started": self.started,
-            "finished": self.finished,
-            "seconds": self.seconds,
-            "shards": self.shards,
-        }
+        return self.entry().to_json()
 
     def j0_state(self) -> J0State:
         """J0 as asked and as run: judge_ran's, else the baseline's (not applicable) or none
@@ -123,6 +123,72 @@ def judge_ran(run: SettingRun, logs: list[str]) -> None:
         run.error = "; ".join(x for x in (run.error, f"{run.setting.name}: {differs[0]}") if x)
 
 
+@dataclass(frozen=True)
+class SettingEntry(Document):
+    """One of matrix.json's `settings`, as SettingRun.entry() writes it and read_settings reads
+    it: the setting as asked, J0 as its server's log showed it (j0_ran; None where no log was
+    read) and how it ran. prefix_caching is None where the record does not say (a record written
+    by hand); `baseline` is written where true; `state` (no key) is J0 as asked and as run,
+    J0State.from_json of the entry (any of its shapes)."""
+
+    name: str
+    num_speculative_tokens: Annotated[int, WHOLE_NUMBER]
+    j0: bool
+    prefix_caching: bool | None = absent()
+    baseline: bool = written_unless(False)
+    j0_ran: Annotated[str | None, one_of(STATES, or_null=True)] = None
+    speculator_identity: str | None = None
+    j0_from: str | None = None
+    j0_state: dict[str, Any] | None = None
+    status: str = "pending"
+    error: str | None = None
+    results: list[str] = field(default_factory=list)
+    server_log: str | None = None
+    server_args: list[str] = field(default_factory=list)
+    server_env: dict[str, str] = field(default_factory=dict)
+    started: str | None = None
+    finished: str | None = None
+    seconds: float | None = None
+    shards: list[dict[str, Any]] = field(default_factory=list)
+    state: J0State | None = attribute(default=None)
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> SettingEntry:
+        """The entry, or J0Error naming `where`, the key, its value and what was expected."""
+        entry = super().from_json(value, where)
+        return dataclasses.replace(entry, state=J0State.from_json(value, where))
+
+
+WHOLE_NUMBER = Rule("a whole number >= 0", lambda v: is_of(v, (int,)) and v >= 0)
+
+
+@dataclass(frozen=True)
+class MatrixJson(Document):
+    """OUT/matrix.json: what MatrixRecord writes and read_settings reads. Every key but the
+    settings may be left out (a record written by hand)."""
+
+    kind: str = KIND
+    format: int = FORMAT_VERSION
+    backend: str | None = absent()
+    created: str | None = absent()
+    finished: str | None = None
+    j0_revision: str | None = absent()
+    prefix_caching: bool | None = absent()
+    prefix_caching_note: str | None = absent()
+    dataset: str | None = None
+    requests: int | None = None
+    max_tokens: int | None = None
+    shards: int | None = absent()
+    settings: list[SettingEntry] = field(default_factory=list)
+    prompts: dict[str, Any] = field(default_factory=dict)
+    baseline: bool = False
+    repeats: int = 1
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    dry_run: bool = False
+    k8s: dict[str, Any] | None = absent()
+
+
 @dataclass
 class MatrixRecord:
     """OUT/matrix.json, rewritten (atomically) after every change so a crash leaves a record."""
@@ -146,92 +212,42 @@ class MatrixRecord:
     created: str = field(default_factory=now)
     finished: str | None = None
 
+    def document(self) -> MatrixJson:
+        """The record as matrix.json holds it."""
+        return MatrixJson(
+            backend=self.backend,
+            created=self.created,
+            finished=self.finished,
+            j0_revision=self.j0_revision,
+            prefix_caching=self.prefix_caching,
+            prefix_caching_note=PREFIX_CACHING_ON if self.prefix_caching else PREFIX_CACHING_OFF,
+            dataset=self.dataset,
+            requests=self.requests,
+            max_tokens=self.max_tokens,
+            shards=self.shards,
+            settings=[run.entry() for run in self.runs],
+            prompts=self.prompts,
+            baseline=self.baseline,
+            repeats=self.repeats,
+            system_prompt=self.system_prompt,
+            system_prompt_file=self.system_prompt_file,
+            dry_run=self.dry_run,
+            k8s=self.k8s,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": KIND,
-            "format": FORMAT_VERSION,
-            "backend": self.backend,
-            "created": self.created,
-            "finished": self.finished,
-            "j0_revision": self.j0_revision,
-            "prefix_caching": self.prefix_caching,
-            "prefix_caching_note": PREFIX_CACHING_ON if self.prefix_caching else PREFIX_CACHING_OFF,
-            "dataset": self.dataset,
-            "requests": self.requests,
-            "max_tokens": self.max_tokens,
-            "shards": self.shards,
-            "settings": [run.to_json() for run in self.runs],
-            "prompts": self.prompts,
-            "baseline": self.baseline,
-            "repeats": self.repeats,
-            "system_prompt": self.system_prompt,
-            "system_prompt_file": self.system_prompt_file,
-            "dry_run": self.dry_run,
-            **({} if self.k8s is None else {"k8s": self.k8s}),
-        }
+        return self.document().to_json()
 
     def write(self) -> None:
         write_document(self.out / MATRIX_JSON, self.to_json(), indent=2)
 
 
-@dataclass(frozen=True)
-class SettingEntry:
-    """One of matrix.json's `settings` as a reader takes it (SettingRun.to_json writes it): the
-    setting as asked, and J0 as its server's log showed it (j0_ran; None where no log was read).
-    prefix_caching is None where the record does not say (a record written by hand)."""
-
-    name: str
-    num_speculative_tokens: int
-    j0: bool
-    prefix_caching: bool | None = None
-    baseline: bool = False
-    j0_ran: str | None = None
-    state: J0State | None = None  # J0 as asked and as run (J0State.from_json: any of its shapes)
-
-    @classmethod
-    def from_json(cls, value: Any, where: str) -> SettingEntry:
-        """The entry, or J0Error naming `where`, the key, its value and what was expected."""
-        checked_object(value, ENTRY_FIELDS, where)
-        if value["num_speculative_tokens"] < 0:
-            raise J0Error(
-                f"{where}: 'num_speculative_tokens' is {value['num_speculative_tokens']}, "
-                "expected a whole number >= 0",
-                INPUT_LACKS,
-            )
-        ran = value.get("j0_ran")
-        if ran not in J0_RAN_VALUES:
-            raise J0Error(
-                f'{where}: \'j0_ran\' is {shown(ran)}, expected "on", "off", "unknown" or null',
-                INPUT_LACKS,
-            )
-        kept = {key: value[key] for key in ENTRY_FIELDS if key in value and key != "j0_state"}
-        return cls(**kept, state=J0State.from_json(value, where))
-
-
-# What a reader takes from a setting's entry: (types, required). tests/bench/test_matrix_record.py
-# holds it to what SettingRun.to_json writes.
-ENTRY_FIELDS: FieldTable = {
-    "name": ((str,), True),
-    "num_speculative_tokens": ((int,), True),
-    "j0": ((bool,), True),
-    "prefix_caching": ((bool,), False),
-    "baseline": ((bool,), False),
-    "j0_ran": ((str, type(None)), False),
-    "j0_state": ((dict,), False),
-}
-J0_RAN_VALUES = (*STATES, None)
-
-
 def read_settings(out: Path) -> dict[str, SettingEntry]:
     """OUT/matrix.json's settings by name, typed; {} where there is no matrix.json (a folder of
     `j0 bench run` results alone). J0Error for a record that is not valid JSON or whose entries
-    have other types than SettingRun.to_json writes (named: file, entry, key, value)."""
+    have other types than MatrixJson says (named: file, entry, key, value)."""
     path = out / MATRIX_JSON
     if not path.is_file():
         return {}
     doc = read_document(path, f"the {MATRIX_JSON} of `j0 bench matrix`")
-    items = doc.get("settings", []) if isinstance(doc, dict) else None
-    if not isinstance(items, list):
-        raise J0Error(f"{path}: 'settings' is not a list of settings", INPUT_LACKS)
-    entries = [SettingEntry.from_json(v, f"{path}: settings[{i}]") for i, v in enumerate(items)]
-    return {entry.name: entry for entry in entries}
+    return {entry.name: entry for entry in MatrixJson.from_json(doc, str(path)).settings}
