@@ -526,14 +526,6 @@ def test_torch_cuda_names_the_variant_folder(cuda: str | None, variant: str) -> 
     assert variant_of_cuda(cuda) == variant
 
 
-def test_the_engine_records_field_table_is_its_fields() -> None:
-    from dataclasses import fields
-
-    from j0.image.engine_step import ENGINE_FIELDS, EngineRecord
-
-    assert list(ENGINE_FIELDS) == [f.name for f in fields(EngineRecord)]
-
-
 def test_the_build_step_reads_the_engine_record_typed_and_refuses_other_kinds(
     tmp_path: Path,
 ) -> None:

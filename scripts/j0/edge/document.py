@@ -15,7 +15,8 @@ What an annotation says:
     Annotated[X, Rule(...)]         the Rule in place of X's (a test the kinds cannot say)
     a Document, list[a Document]    an object (each item) read by that type, `where` naming it
 
-A field without a default is a key the document must have; `attribute()` declares a field that
+A field without a default is a key the document must have (every key, where the class says
+EVERY_KEY_NEEDED); `attribute()` declares a field that
 is no key (a path, a value derived where it is read); `written_unless(v)` a key written only
 where its value is not `v`. Standard library only.
 """
@@ -29,7 +30,7 @@ import sys
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from j0.edge.fields import ANY_VALUE, NULL, NUMBER, FieldTable, Kinds, Rule, list_of, one_of
 
@@ -125,7 +126,9 @@ def keys_of(cls: type[Document]) -> tuple[Key, ...]:
         if f.metadata.get(_KEY, True) is False:
             continue
         kinds, reader, many = _kinds(_hint(cls, f), bool(f.metadata.get(_ABSENT)))
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        required = cls.EVERY_KEY_NEEDED or (
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
         unless = f.metadata.get(_UNLESS, ALWAYS)
         found.append(Key(f.name, kinds, required, reader, many, unless))
     return tuple(found)
@@ -148,6 +151,9 @@ def table_of(cls: type[Document]) -> FieldTable:
 
 class Document:
     """The base of a typed document (a dataclass): `from_json` and `to_json` from its keys."""
+
+    # True: a reader needs every key, whatever its default (the defaults are the writer's).
+    EVERY_KEY_NEEDED: ClassVar[bool] = False
 
     @classmethod
     def checked(cls, value: Any, where: str) -> dict[str, Any]:

@@ -39,17 +39,18 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from j0.edge import urls
-from j0.edge.fields import FieldTable, checked_object, shown, write_document
+from j0.edge.document import Document
+from j0.edge.fields import Rule, write_document
 from j0.engine import wheel_cuda, wheel_index
 from j0.engine.base_sources import installed_vllm_dir
 from j0.engine.torch_version import TorchVersion, installed_torch
 from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
-from j0.errors import INPUT_LACKS, J0Error
+from j0.errors import J0Error
 from j0.pins import ENGINES, Pins, load_pins, wheel_index_for
 
 PROG = "j0 image engine step"
@@ -68,10 +69,13 @@ class WheelFacts:
 
 
 @dataclass(frozen=True)
-class EngineRecord:
-    """What the step did, for the manifest (keys as written into it)."""
+class EngineRecord(Document):
+    """What the step did, for the manifest (keys as written into it; a reader needs every one:
+    the manifest must not claim a route that did not run)."""
 
-    route: str
+    EVERY_KEY_NEEDED = True
+
+    route: Annotated[str, Rule("wheel or image", lambda value: value in ENGINES)]
     wheel_index: str = ""
     # The CUDA variant of the base's torch (cu130 for torch.version.cuda 13.0), and the index of
     # the folder the wheel came from: that variant's folder, or the root (vLLM's default variant)
@@ -84,7 +88,7 @@ class EngineRecord:
     # The wheel's own CUDA ("13.0", "13": the major alone) and what said it (its local version
     # label, its Requires-Dist), read from the wheel (j0.engine.wheel_cuda).
     wheel_cuda: str = ""
-    wheel_cuda_from: list[str] = field(default_factory=list)
+    wheel_cuda_from: list[Any] = field(default_factory=list)
     wheel_name: str = ""
     wheel_url: str = ""
     wheel_sha256: str = ""
@@ -96,45 +100,11 @@ class EngineRecord:
     # `pip check` after the install: "ok" (nothing about the wheel's project), and the lines it
     # printed about the base's other packages (not the wheel's requirements: not refused).
     pip_check: str = ""
-    pip_check_other: list[str] = field(default_factory=list)
+    pip_check_other: list[Any] = field(default_factory=list)
     # The base's torch, from its torch/version.py (both routes).
     torch_version: str = ""
     torch_cuda: str | None = None
     torch_version_file: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """/opt/j0/engine.json, as the step writes it (and the manifest's `engine` holds it)."""
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, value: Any, where: str) -> EngineRecord:
-        """The record the build step reads back, or J0Error (exit 2) naming `where`, the key and
-        its value: the manifest must not claim a route that did not run."""
-        checked_object(value, ENGINE_FIELDS, where)
-        if value["route"] not in ENGINES:
-            raise J0Error(
-                f"{where}: 'route' is {shown(value['route'])}, expected wheel or image", INPUT_LACKS
-            )
-        return cls(**{key: value[key] for key in ENGINE_FIELDS})
-
-
-# engine.json's keys as to_json writes every one of them: (kinds, needed).
-# tests/image/test_wheel_route.py holds it to EngineRecord's fields.
-ENGINE_FIELDS: FieldTable = {
-    **{key: ((str,), True) for key in ("route", "wheel_index", "wheel_variant")},
-    **{key: ((str,), True) for key in ("wheel_variant_index", "wheel_folder")},
-    **{key: ((str,), True) for key in ("wheel_folder_why", "wheel_cuda")},
-    "wheel_cuda_from": ((list,), True),
-    **{key: ((str,), True) for key in ("wheel_name", "wheel_url")},
-    **{key: ((str,), True) for key in ("wheel_sha256", "wheel_sha256_pinned", "engine_version")},
-    **{key: ((str,), True) for key in ("engine_commit", "installer")},
-    "requires_dist": ((int,), True),
-    "pip_check": ((str,), True),
-    "pip_check_other": ((list,), True),
-    "torch_version": ((str,), True),
-    "torch_cuda": ((str, type(None)), True),
-    "torch_version_file": ((str,), True),
-}
 
 
 def check_sha256(facts: WheelFacts, pinned: str, from_index: str, index: str) -> None:

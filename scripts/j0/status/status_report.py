@@ -1,32 +1,32 @@
 """What `j0 status` found, as one type: the flat object `j0 status --json` prints (and
 `j0 bench run --status-json FILE` and the engine check read), its fields in the printed order.
 
-`to_json()` is that object; `from_json()` reads one back, checked against FIELD_TABLE (the typed
-documents' one helper, j0.edge.fields): unknown keys ignored, a missing key read as its default, a
+`to_json()` is that object; `from_json()` reads one back, checked against the fields' annotations
+(a typed document, j0.edge.document): unknown keys ignored, a missing key read as its default, a
 value of another kind a J0Error naming the key, the value and what was expected. Standard library
 only.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from j0.article.identity import PREFIX_SAFE
-from j0.edge.fields import ANY_VALUE, NULL, NUMBER, FieldTable, checked_object, list_of, one_of
+from j0.edge.document import Document
+from j0.edge.fields import one_of
 from j0.engine.j0_state import ON_OFF, J0State
 
 JsonValue = Any  # whatever JSON holds: the log's own value, not checked
 
 
 @dataclass
-class StatusReport:
+class StatusReport(Document):
     url: str = ""
     healthy: bool = False
     model: str | None = None
     max_model_len: int | None = None
-    j0: str | None = None  # "on" / "off": the J0 file's DFLASH_CTX_NOISE line
+    j0: Annotated[str | None, one_of(ON_OFF, or_null=True)] = None  # the J0 file's line
     j0_state: dict[str, Any] | None = None  # J0State.to_json(): J0 as run, by the one rule
     pool_shape: list[int] | None = None
     draft_kv_dtypes: list[str] | None = None
@@ -49,15 +49,11 @@ class StatusReport:
     article_setup: bool = False
     reasons: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        """The object `j0 status --json` prints, keys in this order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
     @classmethod
-    def from_json(cls, value: Any, source: str = "the status JSON") -> StatusReport:
-        """The report in `value` (an object as `to_json()` gives); `source` names it in errors."""
-        checked = checked_object(value, FIELD_TABLE, source)
-        return cls(**{name: checked[name] for name in FIELD_TABLE if name in checked})
+    def from_json(cls, value: Any, where: str = "the status JSON") -> StatusReport:
+        """The report in `value` (an object as `to_json()` gives, the keys in the order `j0
+        status --json` prints them); `where` names it in errors."""
+        return super().from_json(value, where)
 
     def state(self) -> J0State:
         """J0 as run (J0State.from_json: this report's j0_state, or an older report's identity
@@ -93,35 +89,3 @@ class StatusReport:
         return f"==> NOT the article's setup ({self.mode()}){last}: " + shown(
             "; ".join(self.reasons)
         )
-
-
-# Every key, with what its value may be; the report is checked against it where it is read.
-FIELD_TABLE: FieldTable = {
-    "url": ((str,), False),
-    "healthy": ((bool,), False),
-    "model": ((str, NULL), False),
-    "max_model_len": ((int, NULL), False),
-    "j0": (one_of(ON_OFF, or_null=True), False),
-    "j0_state": ((dict, NULL), False),
-    "pool_shape": (list_of((int,), or_null=True), False),
-    "draft_kv_dtypes": (list_of((str,), or_null=True), False),
-    "spec_kv_cache_dtype": ((str, NULL), False),
-    "speculator_sha256": ((str, NULL), False),
-    "speculator_path": ((str, NULL), False),
-    "identity": ((str, NULL), False),
-    "vllm_version": ((str, NULL), False),
-    "vllm_commit": ((str, NULL), False),
-    "vllm_commit_pinned": ((str,), False),
-    "num_speculative_tokens": (ANY_VALUE, False),
-    "speculative_config": ((dict, NULL), False),
-    "max_num_seqs": ((int, NULL), False),
-    "spec_decode_counters": ((bool,), False),
-    "spec_decode_drafts_delta": ((*NUMBER, NULL), False),
-    "spec_decode_draft_tokens_delta": ((*NUMBER, NULL), False),
-    "spec_decode_accepted_delta": ((*NUMBER, NULL), False),
-    "log_source": ((str, NULL), False),
-    "log_startups": ((int, NULL), False),
-    "article_setup": ((bool,), False),
-    "reasons": (list_of((str,)), False),
-}
-assert list(FIELD_TABLE) == [f.name for f in dataclasses.fields(StatusReport)]

@@ -9,27 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import sysconfig
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from j0.edge.fields import FieldTable, checked_object, read_document, write_document
+from j0.edge.document import Document
+from j0.edge.fields import read_document, write_document
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.sizes import HELDOUT_ONE_IN, MAX_FILE_BYTES, MIN_FILE_BYTES
 
-# One of corpus.json's files, as SourceFile.to_json writes it: (kinds, needed).
-# tests/mini/test_corpus.py holds it to the fields.
-FILE_FIELDS: FieldTable = {
-    "root": ((str,), True),
-    "relative": ((str,), True),
-    "size": ((int,), True),
-    "sha256": ((str,), True),
-    "heldout": ((bool,), True),
-}
-
 
 @dataclass(frozen=True)
-class SourceFile:
+class SourceFile(Document):
+    """One of corpus.json's files (a typed document: every key needed)."""
+
     root: str
     relative: str
     size: int
@@ -39,15 +31,6 @@ class SourceFile:
     @property
     def path(self) -> Path:
         return Path(self.root) / self.relative
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, value: Any, where: str) -> SourceFile:
-        """The file, or J0Error naming `where`, the key, its value and what was expected."""
-        checked_object(value, FILE_FIELDS, where)
-        return cls(**{key: value[key] for key in FILE_FIELDS})
 
 
 @dataclass(frozen=True)
