@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# J0 under real serving (issue 30): every scenario of j0.engine_check.scenarios (one stream,
+# J0 under real serving (issue 30): every scenario of j0.engine_check.scenarios.sender (one stream,
 # chunked prefill, prefix hits A A B A, 4 streams at once with chunked prefill and preemption,
 # prefix hits at once) on vLLM's real engine, for the article's speculator.py (prefix caching off
 # and on) and the prefix-safe variant (caching on), J0 on with the audit (overlay/
@@ -244,7 +244,7 @@ send() {  # send N PID NAME FILE AUDITED CACHING J0 MODE
   elapsed "$name up"
   [[ $audited == yes ]] && audit=(--audit "$results/$name/audit")
   [[ $j0 == off ]] && file=any
-  PYTHONPATH="$site:$scripts_dir" timeout "${SEND_WAIT:-240}" python3 -m j0.engine_check.scenarios \
+  PYTHONPATH="$site:$scripts_dir" timeout "${SEND_WAIT:-240}" python3 -m j0.engine_check.scenarios.sender \
     --url "$url" --model target --out "$results/$name" --label "$name" --file "$file" \
     --caching "$caching" --j0 "$j0" --mode "$mode" "${audit[@]}" "${only[@]}" \
     > "$results/$name/scenarios.txt" 2>&1 || rc=$?
@@ -279,5 +279,5 @@ for run in "${runs[@]}"; do
     --json "$results/$name/audit.json" > "$results/$name/audit.txt" 2>&1 || true
   echo "$name: $(head -c 300 "$results/$name/audit.txt")"
 done
-PYTHONPATH="$site:$scripts_dir" python3 -m j0.engine_check.scenario_table "$results"
+PYTHONPATH="$site:$scripts_dir" python3 -m j0.engine_check.scenarios.table "$results"
 elapsed "done: $results/table.md"

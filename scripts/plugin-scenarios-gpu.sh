@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 55, item 5: J0 through the vLLM plugin (method dflash_j0) in vLLM 0.34.0's real engine,
-# every serving scenario of j0.engine_check.scenarios (single, chunked, prefix, concurrency-4,
+# every serving scenario of j0.engine_check.scenarios.sender (single, chunked, prefix, concurrency-4,
 # prefix-4), eager and with CUDA graphs: the article variant without prefix caching and the
 # prefix-safe variant with it, J0 on with the audit (speculator_options.audit_dir), and J0 off to
 # compare outputs. Not run yet: prepared on a machine without a GPU (docs/plugin.md).
@@ -123,7 +123,7 @@ run_one() {  # run_one N NAME VARIANT AUDITED CACHING J0 MODE (the server, then 
   elapsed "$name up"
   local flags=()
   [[ -n "$audit" ]] && flags=(--audit "$audit")
-  PYTHONPATH="${PYTHONPATH:-}:$scripts_dir" timeout "${SEND_WAIT:-300}" python3 -m j0.engine_check.scenarios \
+  PYTHONPATH="${PYTHONPATH:-}:$scripts_dir" timeout "${SEND_WAIT:-300}" python3 -m j0.engine_check.scenarios.sender \
     --url "$url" --model target --out "$out" --label "$name" \
     --file "$([[ $j0 == off ]] && echo any || echo "$variant")" --caching "$caching" \
     --j0 "$j0" --mode "$mode" "${flags[@]}" > "$out/scenarios.txt" 2>&1 || rc=$?
@@ -155,5 +155,5 @@ for run in "${runs[@]}"; do
     --json "$results/$name/audit.json" > "$results/$name/audit.txt" 2>&1 || true
   echo "$name: $(head -c 300 "$results/$name/audit.txt")"
 done
-PYTHONPATH="${PYTHONPATH:-}:$scripts_dir" python3 -m j0.engine_check.scenario_table "$results"
+PYTHONPATH="${PYTHONPATH:-}:$scripts_dir" python3 -m j0.engine_check.scenarios.table "$results"
 elapsed "done: $results/table.md"

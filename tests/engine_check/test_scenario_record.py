@@ -1,4 +1,4 @@
-"""scenarios.json as a type (j0.engine_check.scenario_record): its field tables are its fields,
+"""scenarios.json as a type (j0.engine_check.scenarios.record): its field tables are its fields,
 the H200's recorded runs read and write back byte for byte, and a file of other kinds is refused
 naming the file, the part, the key and the value."""
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine_check import scenario_record as record
-from j0.engine_check import scenario_table
+from j0.engine_check.scenarios import record, table
 from j0.errors import J0Error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +91,6 @@ def test_the_table_names_the_file_and_key_of_a_bad_run(tmp_path: Path, capsys) -
     value["scenarios"][0]["preemptions"] = "none"
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "scenarios.json").write_text(json.dumps(value))
-    assert scenario_table.main([str(tmp_path)]) == 2
+    assert table.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "r/scenarios.json: scenarios[0]: 'preemptions' is \"none\", expected a number" in err

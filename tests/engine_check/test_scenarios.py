@@ -1,5 +1,6 @@
-"""The serving scenarios' sender (j0.engine_check.scenarios), the results table over several runs
-(j0.engine_check.scenario_table) and scripts/engine-scenarios-h200.sh's checks, on the CPU.
+"""The serving scenarios' sender (j0.engine_check.scenarios.sender), the results table over
+several runs (j0.engine_check.scenarios.table) and scripts/engine-scenarios-h200.sh's checks, on
+the CPU.
 
 The sender runs against our vLLM stand-in on 127.0.0.1 (tests/servers/vllm/server.py:
 completions with `return_token_ids`, prefix caching by 16-token blocks, /metrics as
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine_check import scenario_table, scenarios
+from j0.engine_check.scenarios import sender, table
 from servers.vllm.server import VllmStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,10 +35,10 @@ def test_the_sender_runs_every_scenario_and_records_it(tmp_path: Path) -> None:
     with VllmStandIn(model="target", num_spec_tokens=7, seed=3, max_model_len=4096) as vllm:
         args = ["--url", vllm.url, "--model", "target", "--out", str(out), "--label", "x"]
         args += ["--file", "article", "--caching", "on", "--j0", "on", "--mode", "eager"]
-        assert scenarios.main([*args, "--audit", str(audit), "--max-tokens", "8"]) == 0
+        assert sender.main([*args, "--audit", str(audit), "--max-tokens", "8"]) == 0
         records = list(vllm.records)
     run = json.loads((out / "scenarios.json").read_text())
-    assert [s["name"] for s in run["scenarios"]] == [s.name for s in scenarios.SCENARIOS]
+    assert [s["name"] for s in run["scenarios"]] == [s.name for s in sender.SCENARIOS]
     by_name = {s["name"]: s for s in run["scenarios"]}
     assert [len(s["requests"]) for s in run["scenarios"]] == [3, 1, 4, 4, 4]
     assert len(records) == 16 and all(r.max_tokens == 8 for r in records)
@@ -54,12 +55,12 @@ def test_the_sender_runs_every_scenario_and_records_it(tmp_path: Path) -> None:
 
 def test_preemptions_are_read_from_metrics() -> None:
     # vLLM's own /metrics text, recorded on the H200: the counter is there, at 0.
-    assert scenarios.preemptions_in(RECORDED_METRICS.read_text()) == 0.0
-    assert scenarios.preemptions_in("# TYPE other_total counter\nother_total 3.0\n") is None
+    assert sender.preemptions_in(RECORDED_METRICS.read_text()) == 0.0
+    assert sender.preemptions_in("# TYPE other_total counter\nother_total 3.0\n") is None
     with VllmStandIn(model="target", num_spec_tokens=7) as vllm:
         vllm.engine.counters[0].preemptions = 3
         vllm.engine.counters[1].preemptions = 2
-        assert scenarios.preemptions(vllm.url) == 5.0
+        assert sender.preemptions(vllm.url) == 5.0
 
 
 # --- The table, from runs written here ---------------------------------------------------------
@@ -98,7 +99,7 @@ def _run(results: Path, label: str, file: str, caching: str, j0: str, mode: str,
     folder.mkdir(parents=True)
     lines = ['{"record": "start", "ctx_noise": true}\n'] if j0 == "on" else []
     entries = []
-    for s in scenarios.SCENARIOS:
+    for s in sender.SCENARIOS:
         first = len(lines)
         if j0 == "on":
             slots = [0, 1, 2, 3] if s.concurrent else [3]
@@ -122,7 +123,7 @@ def _run(results: Path, label: str, file: str, caching: str, j0: str, mode: str,
 
 
 def _outputs(change: str | None = None) -> dict[str, list]:
-    made = {s.name: [[7, 8, 9] for _ in s.prompts] for s in scenarios.SCENARIOS}
+    made = {s.name: [[7, 8, 9] for _ in s.prompts] for s in sender.SCENARIOS}
     if change:
         made[change][0] = [7, 8, 10]
     return made
@@ -137,7 +138,7 @@ def test_the_table_gives_each_scenario_its_verdict(tmp_path: Path) -> None:
     _run(results, "j0off-nocache", "any", "off", "off", "eager", _outputs())
     _run(results, "j0off-cache", "any", "on", "off", "eager", _outputs())
     _run(results, "article-graphs", "article", "off", "on", "graphs", _outputs())
-    assert scenario_table.main([str(results)]) == 0
+    assert table.main([str(results)]) == 0
     rows = json.loads((results / "table.json").read_text())
     cell = {(r["run"], r["scenario"]): r for r in rows}
     ok = cell[("article-nocache", "single")]
@@ -164,22 +165,22 @@ def test_the_table_gives_each_scenario_its_verdict(tmp_path: Path) -> None:
     assert graphs == "WARN not comparable: no J0-off run with caching off, graphs"
     off = cell[("j0off-cache", "prefix")]
     assert "audit" not in off and off["outputs_vs_j0_off"] == "-" and off["cached_tokens"] == 48
-    table = (results / "table.md").read_text()
+    markdown = (results / "table.md").read_text()
     assert (
         "| article-cache | article | on | on | eager | prefix | FAIL | FAIL (known defect) |"
-        in table
+        in markdown
     )
-    assert "- `concurrency-4`: 4 streams at once" in table
+    assert "- `concurrency-4`: 4 streams at once" in markdown
 
 
 def test_the_table_refuses_what_is_not_a_run(tmp_path: Path, capsys) -> None:
-    assert scenario_table.main([str(tmp_path)]) == 2
+    assert table.main([str(tmp_path)]) == 2
     assert "no */scenarios.json" in capsys.readouterr().err
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "scenarios.json").write_text("{")
-    assert scenario_table.main([str(tmp_path)]) == 2
+    assert table.main([str(tmp_path)]) == 2
     assert "x/scenarios.json: not JSON" in capsys.readouterr().err
-    assert scenario_table.main([]) == 64
+    assert table.main([]) == 64
 
 
 # --- The GPU script, as far as it goes without a GPU -------------------------------------------
@@ -352,7 +353,7 @@ def test_the_whole_script_on_stand_in_servers(base_bytes: bytes, tmp_path: Path)
         "article-nocache", "article-cache", "prefix-safe-cache", "j0off-nocache", "j0off-cache",
         "article-graphs",
     }  # fmt: skip
-    assert len(rows) == 6 * len(scenarios.SCENARIOS)
+    assert len(rows) == 6 * len(sender.SCENARIOS)
     on = [r for r in rows if r["j0"] == "on"]
     assert {r["audit"]["verdict"] for r in on} == {"NOTHING TO JUDGE"}
     single = {r["run"]: r["outputs_vs_j0_off"] for r in rows if r["scenario"] == "single"}

@@ -21,8 +21,8 @@ from j0.commands import (
     writes,
 )
 from j0.edge.processes import owning
-from j0.engine_check.scenario_run import NAMES as SCENARIO_NAMES
-from j0.engine_check.scenario_run import ScenarioSettings
+from j0.engine_check.scenarios.check import NAMES as SCENARIO_NAMES
+from j0.engine_check.scenarios.check import ScenarioSettings
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 HELP = """\
@@ -189,7 +189,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def scenario_settings(args: argparse.Namespace) -> ScenarioSettings | None:
     """The scenarios and their server settings; a setting without --scenario, or --scenario
     without --here, is a usage error before anything starts."""
-    from j0.engine_check.scenario_run import choose
+    from j0.engine_check.scenarios.check import choose
 
     given = [
         flag

@@ -29,8 +29,8 @@ from j0.engine.launcher import (
 from j0.engine_check import checks
 from j0.engine_check.check_report import EngineCheckReport
 from j0.engine_check.requests import Exchange, exchange
-from j0.engine_check.scenario_record import ScenarioRecord
-from j0.engine_check.scenario_run import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
+from j0.engine_check.scenarios.check import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
+from j0.engine_check.scenarios.record import ScenarioRecord
 from j0.errors import J0Error
 from j0.pins import load_pins
 from j0.status import StatusOptions, StatusReport, run_status
@@ -57,7 +57,7 @@ class EngineCheckOptions:
     container_mounts: dict[str, str] = field(default_factory=dict)  # `--image` only, read-only
     models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
     image_source: str = "--image"  # where the image's name came from (for messages)
-    # --scenario: the serving scenarios (j0.engine_check.scenario_run) instead of the 3 prompts
+    # --scenario: the serving scenarios (j0.engine_check.scenarios.check) instead of the 3 prompts
     scenarios: ScenarioSettings | None = None
 
 
@@ -231,7 +231,7 @@ def run_engine_check(
     started = time.monotonic()
     with work_dir(options.keep) as work:
         if options.scenarios is not None:
-            from j0.engine_check.scenario_run import audited_tree
+            from j0.engine_check.scenarios.check import audited_tree
 
             # the audited file first: an installed file that is not the article's stops here
             env = {**os.environ, **options.extra_env}
@@ -295,7 +295,7 @@ def serve_scenarios(
     say: Callable[[str], None],
 ) -> tuple[Run, list[ScenarioRecord]]:
     """One server of the scenario check: start, send every chosen scenario, stop."""
-    from j0.engine_check.scenario_run import send
+    from j0.engine_check.scenarios.check import send
 
     run = Run(setting)
     flags = " ".join(setting.server("T", "D", "").args()[3:])
@@ -324,7 +324,7 @@ def scenario_check(
     """The scenarios on a J0-on server running the audited article's file (VLLM_DFLASH_AUDIT)
     and a J0-off server running the article's file, both with the settings the scenarios force;
     checks: identity, the patch's log lines, and one per scenario (audit, outputs on vs off)."""
-    from j0.engine_check.scenario_run import verdicts
+    from j0.engine_check.scenarios.check import verdicts
 
     pins = load_pins()
     started = time.monotonic()

@@ -1,11 +1,11 @@
 """The results table of scripts/engine-scenarios-h200.sh: scenario x file -> audit verdict, rows
 checked, mismatches, preemptions, outputs J0 on vs off.
 
-    python -m j0.engine_check.scenario_table RESULTS
+    python -m j0.engine_check.scenarios.table RESULTS
 
 RESULTS holds one folder per server run, each with the scenarios.json that
-j0.engine_check.scenarios wrote and, for J0 on, the audit's records in its `audit/` folder. Each
-J0-on scenario's audit verdict comes from the records written while it ran
+j0.engine_check.scenarios.sender wrote and, for J0 on, the audit's records in its `audit/`
+folder. Each J0-on scenario's audit verdict comes from the records written while it ran
 (j0.article.audit_records, the same reader as `j0 dumps audit`). Outputs are compared with the
 J0-off run of the same prefix caching and mode: token for token in single-stream scenarios;
 under concurrency they are "not comparable" (a WARN: vLLM's batch-dependent numerics can change
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.audit_records import read_folder, verdict
-from j0.engine_check.scenario_record import SCENARIOS_JSON, ScenarioRecord, ScenariosRun
+from j0.engine_check.scenarios.record import SCENARIOS_JSON, ScenarioRecord, ScenariosRun
 from j0.errors import INPUT_LACKS, J0Error
 
 # What the issue expects of each file: the article's file right without prefix caching and
@@ -44,7 +44,7 @@ def expected(run: ScenariosRun, scenario: ScenarioRecord) -> str:
 
 def load_runs(results: Path) -> list[tuple[Path, ScenariosRun]]:
     """Every RESULTS/*/scenarios.json, typed (J0Error, exit 2, naming the file, the part, the key
-    and the value of one that is not what j0.engine_check.scenarios writes)."""
+    and the value of one that is not what j0.engine_check.scenarios.sender writes)."""
     return [
         (path.parent, ScenariosRun.read(path))
         for path in sorted(results.glob(f"*/{SCENARIOS_JSON}"))
@@ -142,7 +142,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m j0.engine_check.scenario_table RESULTS", file=sys.stderr)
+        print("usage: python -m j0.engine_check.scenarios.table RESULTS", file=sys.stderr)
         return 64
     results = Path(args[0])
     try:

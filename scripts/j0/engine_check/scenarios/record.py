@@ -1,9 +1,9 @@
 """scenarios.json, one server run of the serving scenarios, as a type owned by its writer
-(j0.engine_check.scenarios): the run's settings, and per scenario what it forces, its requests
-(prompt length, cached tokens, output token ids), the preemptions counted and the audit's line
-ranges. scenario_table reads the files with `ScenariosRun.read`, `j0 engine-check --scenario`
-takes the records from memory; neither reads a key by guessing. A file of other kinds is refused
-naming the file, the scenario or request, the key, the value and what was expected.
+(j0.engine_check.scenarios.sender): the run's settings, and per scenario what it forces, its
+requests (prompt length, cached tokens, output token ids), the preemptions counted and the
+audit's line ranges. scenarios.table reads the files with `ScenariosRun.read`, `j0 engine-check
+--scenario` takes the records from memory; neither reads a key by guessing. A file of other
+kinds is refused naming the file, the scenario or request, the key, the value and what was expected.
 
 Standard library only.
 """

@@ -1,8 +1,8 @@
 """Serving scenarios for one running vLLM server (scripts/engine-scenarios-h200.sh; issue 30):
 what each forces, the requests it sends, and the evidence it records.
 
-    python -m j0.engine_check.scenarios --url http://127.0.0.1:8021 --model target --out DIR \
-        --label article-cache-on --file article --caching on --j0 on --mode eager \
+    python -m j0.engine_check.scenarios.sender --url http://127.0.0.1:8021 --model target \
+        --out DIR --label article-cache-on --file article --caching on --j0 on --mode eager \
         [--audit AUDIT_DIR] [--max-tokens 48] [--seed 30]
 
 The scenarios run one after the other on the same server:
@@ -21,8 +21,8 @@ count of each audit-*.jsonl are taken: the audit writes a step's line before the
 tokens return, so the lines written between two counts are that scenario's steps. DIR gets
 scenarios.json (the run's settings, and per scenario what it forces, its requests' prompt and
 output token ids, cached tokens, preemptions and audit line ranges; the type is
-j0.engine_check.scenario_record's ScenariosRun). The table over several runs is
-j0.engine_check.scenario_table's job.
+j0.engine_check.scenarios.record's ScenariosRun). The table over several runs is
+j0.engine_check.scenarios.table's job.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 from j0.commands import whole_number
 from j0.engine import endpoints
-from j0.engine_check.scenario_record import (
+from j0.engine_check.scenarios.record import (
     FILES,
     MODES,
     ON_OFF,
@@ -155,7 +155,7 @@ def run_scenario(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m j0.engine_check.scenarios")
+    parser = argparse.ArgumentParser(prog="python -m j0.engine_check.scenarios.sender")
     parser.add_argument("--url", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", type=Path, required=True)

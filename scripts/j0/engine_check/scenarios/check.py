@@ -1,6 +1,6 @@
-"""`j0 engine-check --scenario ...`: the serving scenarios of j0.engine_check.scenarios on the
-engine check's own two servers (J0 on with the audited article's file, J0 off with the article's
-file), and one verdict per scenario from the audit's records and the outputs on vs off.
+"""`j0 engine-check --scenario ...`: the serving scenarios of j0.engine_check.scenarios.sender
+on the engine check's own two servers (J0 on with the audited article's file, J0 off with the
+article's file), and one verdict per scenario from the audit's records and the outputs on vs off.
 
 The audited file (the article's + overlay/jetspec-j0-audit.patch, sha256-checked) is written into
 a tree of symbolic links to the installed vllm package whose speculator.py alone is a real file;
@@ -18,20 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from j0.checks import FAIL, OK, WARN, Check
-from j0.engine_check import scenario_table, scenarios
-from j0.engine_check.scenario_record import ScenarioRecord, ScenariosRun
+from j0.engine_check.scenarios import sender, table
+from j0.engine_check.scenarios.record import ScenarioRecord, ScenariosRun
 from j0.errors import INPUT_LACKS, J0Error
 from j0.pins import Pins
 
-NAMES = tuple(s.name for s in scenarios.SCENARIOS)
-CHUNKED_PROMPT = scenarios.LENGTHS["c700"]
+NAMES = tuple(s.name for s in sender.SCENARIOS)
+CHUNKED_PROMPT = sender.LENGTHS["c700"]
 # What the scenarios force by default (scripts/engine-scenarios-h200.sh's settings): 256-token
 # prefill chunks under the 500- and 700-token prompts, and 80 KV blocks of 16 (1280 tokens) that
 # four 500-token requests do not fit into, so the scheduler preempts.
 DEFAULT_BATCHED_TOKENS = 256
 DEFAULT_GPU_BLOCKS = 80
 SCENARIO_MAX_MODEL_LEN = 1024
-PREFIX = scenario_table.PREFIX_SCENARIOS  # the scenarios that run with prefix caching on
+PREFIX = table.PREFIX_SCENARIOS  # the scenarios that run with prefix caching on
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ScenarioSettings:
 
     def forced(self, name: str) -> str:
         """What scenario `name` forces, with the server settings that make it happen."""
-        text = next(s.forces for s in scenarios.SCENARIOS if s.name == name)
+        text = next(s.forces for s in sender.SCENARIOS if s.name == name)
         parts = []
         if name in ("chunked", "concurrency-4") and self.max_num_batched_tokens is not None:
             parts.append(f"--max-num-batched-tokens {self.max_num_batched_tokens}")
@@ -62,7 +62,7 @@ def choose(
     num_gpu_blocks_override: int | None,
     prefix_caching: bool | None,
 ) -> ScenarioSettings:
-    """The scenarios (`all` is every one, in scenarios.py's order) and their settings: each
+    """The scenarios (`all` is every one, in sender.py's order) and their settings: each
     setting a chosen scenario needs defaults to what forces it; one that cannot force it is a
     usage error naming the value."""
     from j0.errors import USAGE
@@ -150,10 +150,11 @@ def audited_tree(work: Path, env: dict[str, str], pins: Pins) -> Path:
 def send(
     url: str, model: str, settings: ScenarioSettings, max_tokens: int, audit: Path | None
 ) -> list[ScenarioRecord]:
-    """Every chosen scenario, one after the other, as j0.engine_check.scenarios sends them."""
-    prompts = scenarios.make_prompts(30)
-    chosen = [s for s in scenarios.SCENARIOS if s.name in settings.names]
-    return [scenarios.run_scenario(s, url, model, prompts, max_tokens, audit) for s in chosen]
+    """Every chosen scenario, one after the other, as j0.engine_check.scenarios.sender sends
+    them."""
+    prompts = sender.make_prompts(30)
+    chosen = [s for s in sender.SCENARIOS if s.name in settings.names]
+    return [sender.run_scenario(s, url, model, prompts, max_tokens, audit) for s in chosen]
 
 
 def verdicts(
@@ -173,9 +174,9 @@ def verdicts(
     found: list[Check] = []
     rows = []
     for scenario in on:
-        audit_row = scenario_table.audit_cell(audit, scenario)
-        outputs = scenario_table.compare_outputs(run, scenario, partner)
-        expected = scenario_table.expected(run, scenario)
+        audit_row = table.audit_cell(audit, scenario)
+        outputs = table.compare_outputs(run, scenario, partner)
+        expected = table.expected(run, scenario)
         bad = audit_row["verdict"] != "PASS" or outputs == "DIFFER"
         status = FAIL if bad else WARN if outputs.startswith("WARN") else OK
         row = {
