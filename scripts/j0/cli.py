@@ -112,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from j0.terminal import sink
+
     parser = command_parser(argv)
     args = parser.parse_args(argv)
     try:
@@ -119,17 +121,18 @@ def _run(argv: Sequence[str] | None) -> int:
             from j0.edge.own_inputs import refuse_writing_inputs
 
             refuse_writing_inputs(args.j0_parser, args)
-        return int(args.func(args))
+        with sink.installed(getattr(args, "json", None)):  # the run's output, as --json says
+            return int(args.func(args))
     except J0Error as exc:
-        print(f"j0: error: {exc}", file=sys.stderr)
+        sink.warn(f"j0: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("j0: interrupted", file=sys.stderr)
+        sink.warn("j0: interrupted")
         return 130
     except Exception as exc:  # a bug of ours: one line, exit 70, never read as "a check failed"
         if os.environ.get("J0_DEBUG") == "1":
             raise
-        print(internal_error_line(args.command, argv, exc), file=sys.stderr)
+        sink.warn(internal_error_line(args.command, argv, exc))
         return errors.INTERNAL
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from j0.errors import EXIT_CODE_TABLE
+from j0.terminal.sink import JSON_ON_STDOUT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -116,8 +116,8 @@ def group_examples(group: str) -> tuple[str, ...]:
 
 # The one --json of a command that prints its result: `--json` (or `--json -`) prints the result as
 # one JSON object on stdout in place of the text; `--json OUT` writes it into the file OUT and
-# prints the text as usual (the form of the commands whose --json OUT always was a file).
-JSON_ON_STDOUT = "-"
+# prints the text as usual (the form of the commands whose --json OUT always was a file). Where
+# each goes is the sink's to say (j0.terminal.sink, which the entry point makes from --json).
 
 
 def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -141,51 +141,11 @@ def check_json_output(json_to: str | None) -> None:
         check_output_path(Path(json_to))
 
 
-def emit_result(text: str, json_text: str, json_to: str | None) -> None:
-    """Print `text` (nothing where it is empty), or `json_text` in its place; and write
-    `json_text` into OUT where given."""
-    if json_to == JSON_ON_STDOUT:
-        print(json_text, flush=True)
-        return
-    if text:
-        print(text, flush=True)
-    if json_to is not None:
-        from pathlib import Path
-
-        from j0.edge.atomic import write_text_atomic
-
-        write_text_atomic(Path(json_to), json_text.rstrip("\n") + "\n")
-
-
 def json_file(json_to: str | None) -> Path | None:
     """The file a --json OUT names; None where there is none or the JSON goes to stdout."""
     from pathlib import Path
 
     return None if json_to in (None, JSON_ON_STDOUT) else Path(json_to)
-
-
-@contextmanager
-def text_unless_json_on_stdout(json_to: str | None) -> Iterator[None]:
-    """What is printed on stdout inside, dropped where --json alone puts the JSON in its place
-    (for the commands that print as they go: dumps, engine-check, image build, bench matrix)."""
-    if json_to != JSON_ON_STDOUT:
-        yield
-        return
-    import contextlib
-    import io
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        yield
-
-
-def emit_json(data: object, json_to: str | None) -> None:
-    """emit_result of a command whose text was printed as it went: `data` as JSON (indented by
-    2, a value JSON has no form for by its str) on stdout for --json alone, into OUT where given,
-    nothing where no --json."""
-    import json
-
-    if json_to is not None:
-        emit_result("", json.dumps(data, indent=2, default=str), json_to)
 
 
 # Every command's examples, as its --help shows them (one command line each, `# ...` after it

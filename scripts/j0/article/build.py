@@ -6,7 +6,6 @@ Standard library only (the image build runs patch_base on the base image's Pytho
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from j0.article.variants import ARTICLE_VARIANT, VariantPatch, check_variant_nam
 from j0.edge.atomic import sha256_bytes, sha256_file, write_bytes_atomic
 from j0.errors import J0Error
 from j0.pins import Pins, load_pins
+from j0.terminal import sink
 
 
 def check_patch_file(pins: Pins, release: str | None = None) -> None:
@@ -65,10 +65,9 @@ def patch_base(
     patched = apply_patch(base, pinned.patch_file, tool)
     patched_sha = sha256_bytes(patched)
     if drifted:
-        print(
+        sink.warn(
             f"warning: {origin}: base sha256 {base_sha} is not the pinned {pinned.base_sha256}; "
-            f"the patch applied cleanly, result sha256 {patched_sha} (not the article's file)",
-            file=sys.stderr,
+            f"the patch applied cleanly, result sha256 {patched_sha} (not the article's file)"
         )
     elif patched_sha != pinned.patched_sha256:
         raise J0Error(
@@ -142,10 +141,9 @@ def build_variant(
         return patch_article(article, origin, pins, patch, tool, release)
     check_variant_patch_file(patch, pins)
     result = apply_patch(article, patch.patch_file, tool)
-    print(
+    sink.warn(
         f"warning: {origin}: drifted base: the {variant} patch applied cleanly on top, result "
-        f"sha256 {sha256_bytes(result)} (not the pinned {patch.sha256})",
-        file=sys.stderr,
+        f"sha256 {sha256_bytes(result)} (not the pinned {patch.sha256})"
     )
     return result
 
@@ -358,5 +356,5 @@ def verdict_of(
 def verify_file(path: Path, pins: Pins, reference: bytes | None) -> int:
     """Print what the file is; return its exit code (Verdict)."""
     verdict = verdict_of(path, pins, reference)
-    print("\n".join(verdict.lines))
+    sink.say("\n".join(verdict.lines))
     return verdict.exit_code

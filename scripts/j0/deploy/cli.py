@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from j0.commands import FOLDER, add_command, add_json_option, check_json_output, emit_result, writes
+from j0.commands import FOLDER, add_command, add_json_option, check_json_output, writes
+from j0.terminal import sink
 
 RENDER_DESCRIPTION = """\
 Write the Kubernetes manifests for serving (deploy/k8s/serving/: PVC, Deployment, Service,
@@ -52,5 +53,5 @@ def _render(args: argparse.Namespace) -> int:
     check_json_output(args.json)
     done = run_render(RenderOptions(args.dir))
     text = "\n".join(f"wrote {path}" for path in done.written)
-    emit_result(text, json.dumps(done.to_json(), indent=1), args.json)
+    sink.result(text, json.dumps(done.to_json(), indent=1))
     return 0

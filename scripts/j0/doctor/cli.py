@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from j0.commands import add_command, add_json_option, check_json_output, emit_result
+from j0.commands import add_command, add_json_option, check_json_output
+from j0.terminal import sink
 
 DOCTOR_HELP = """\
 Say whether this host can run the article's `docker compose up`, before anything is pulled or
@@ -59,5 +60,5 @@ def run_doctor(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     report = doctor(DoctorOptions(plugin=args.plugin))
-    emit_result(report.text(), report.json(), args.json)
+    sink.result(report.text(), report.json())
     return 0 if report.ready else 1

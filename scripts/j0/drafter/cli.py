@@ -13,13 +13,11 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_json,
-    emit_result,
     reads,
-    text_unless_json_on_stdout,
     writes,
 )
 from j0.errors import J0Error
+from j0.terminal import sink
 
 FETCH_HELP = """\
 Download the JetSpec++ drafter for Qwen3.8-27B at one full commit and patch its config.json.
@@ -136,11 +134,10 @@ def run_fetch(args: argparse.Namespace) -> int:
     from j0.drafter.run import run_fetch as fetch
 
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        fetched = fetch(FetchOptions(args.repo_id, args.revision, args.dir))
-        for line in fetched.lines():
-            print(line)
-    emit_json(fetched.to_json(), args.json)
+    fetched = fetch(FetchOptions(args.repo_id, args.revision, args.dir))
+    for line in fetched.lines():
+        sink.say(line)
+    sink.emit_json(fetched.to_json())
     return 0
 
 
@@ -152,7 +149,7 @@ def run_patch_config(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     result = patch_config(PatchOptions(args.dir, args.patch))
-    emit_result("\n".join(result.lines()), json.dumps(result.to_json(), indent=1), args.json)
+    sink.result("\n".join(result.lines()), json.dumps(result.to_json(), indent=1))
     return 0
 
 
@@ -164,7 +161,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     checked = check(CheckOptions(args.dir))
-    emit_result("\n".join(checked.lines()), json.dumps(checked.to_json(), indent=1), args.json)
+    sink.result("\n".join(checked.lines()), json.dumps(checked.to_json(), indent=1))
     if not checked.causality.all_causal:
         raise J0Error("the draft is not causal everywhere", 1)
     return 0

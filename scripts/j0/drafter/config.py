@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
@@ -42,6 +41,7 @@ from j0.errors import (
     read_json_file,
     require_input_folder,
 )
+from j0.terminal import sink
 
 CONFIG_NAME = "config.json"
 ORIG_SUFFIX = ".orig"
@@ -326,7 +326,7 @@ class PatchResult:
 
 
 def _warn(message: str) -> None:
-    print(f"j0: warning: {message}", file=sys.stderr)
+    sink.warn(f"j0: warning: {message}")
 
 
 def load_patch(path: Path) -> dict[str, Any]:

@@ -4,9 +4,9 @@ its warnings (`j0: warning: ...`, on standard error), each one line and flushed 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
+from j0.terminal import sink
 from j0.terminal.escape import shown
 
 Log = Callable[[str], None]
@@ -14,8 +14,8 @@ Log = Callable[[str], None]
 
 def log(message: str) -> None:
     """One line, whatever Hub text it holds (file names, revisions: j0.terminal.escape)."""
-    print(f"j0 drafter: {shown(message)}", flush=True)
+    sink.say(f"j0 drafter: {shown(message)}", flush=True)
 
 
 def warn(message: str) -> None:
-    print(f"j0: warning: {shown(message)}", file=sys.stderr, flush=True)
+    sink.warn(f"j0: warning: {shown(message)}", flush=True)

@@ -4,7 +4,6 @@ for it (load, show, check, printing, compare, replay), imported when a subcomman
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from j0.article.variants import VARIANTS
@@ -13,15 +12,14 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_json,
     finite_number,
     json_file,
     reads,
-    text_unless_json_on_stdout,
     whole_number,
     writes,
 )
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
+from j0.terminal import sink
 
 GROUP_HELP = """\
 The patch's step dumps: with VLLM_DFLASH_DUMP=DIR and VLLM_DFLASH_DUMP_STEPS=N (compose:
@@ -223,8 +221,10 @@ def _console():  # type: ignore[no-untyped-def]
     rich_console = optional.require("rich.console", "j0 dumps", "dumps")
     # Piped output (logs, CI) gets 120 columns rather than rich's 80, so tables stay whole.
     # Findings are printed whole (soft wrap): one line each, for grep and logs.
-    width = None if sys.stdout.isatty() else 120
-    return rich_console.Console(highlight=False, width=width, soft_wrap=True)
+    # Its text goes where the run's sink sends text (nowhere under --json alone).
+    file = sink.current().text_stream()
+    width = None if file.isatty() else 120
+    return rich_console.Console(file=file, highlight=False, width=width, soft_wrap=True)
 
 
 def _need_torch() -> None:
@@ -257,9 +257,8 @@ def run_show(args: argparse.Namespace) -> int:
     from j0.dumps.run import run_show as show_folder
 
     shown = show_folder(ShowOptions(folder=args.dir))
-    with text_unless_json_on_stdout(args.json):
-        show.render(shown.summary, _console())
-    emit_json(shown.to_json(), args.json)
+    show.render(shown.summary, _console())
+    sink.emit_json(shown.to_json())
     return shown.exit_code
 
 
@@ -282,9 +281,8 @@ def run_check(args: argparse.Namespace) -> int:
     result = check.run_check(options)
     if result.report is None:
         raise J0Error(result.error or result.summary, result.exit_code)  # printed by j0.cli
-    with text_unless_json_on_stdout(args.json):
-        printing.render(result.report, _console())
-    emit_json(result.report.to_json(), args.json)
+    printing.render(result.report, _console())
+    sink.emit_json(result.report.to_json())
     return result.exit_code
 
 
@@ -294,9 +292,8 @@ def run_audit(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)  # before reading, not after
     audited = audit(AuditOptions(folder=args.dir))
-    with text_unless_json_on_stdout(args.json):
-        print(audited.text, file=sys.stdout if audited.exit_code == 0 else sys.stderr)
-    emit_json(audited.to_json(), args.json)
+    (sink.say if audited.exit_code == 0 else sink.warn)(audited.text)
+    sink.emit_json(audited.to_json())
     return audited.exit_code
 
 
@@ -308,12 +305,11 @@ def run_compare(args: argparse.Namespace) -> int:
     from j0.dumps.run import run_compare as compare_folders
 
     result = compare_folders(CompareOptions(a=args.a, b=args.b, rtol=args.rtol))
-    with text_unless_json_on_stdout(args.json):
-        compare.render(result, _console())
-    emit_json(result.to_json(), args.json)
+    compare.render(result, _console())
+    sink.emit_json(result.to_json())
     if args.plots is not None and result.pairs:
         optional_plots = compare.write_plots(result, args.plots)
-        print(f"plots: {', '.join(str(p) for p in optional_plots)}")
+        sink.say(f"plots: {', '.join(str(p) for p in optional_plots)}")
     return result.exit_code
 
 
@@ -337,10 +333,9 @@ def run_replay(args: argparse.Namespace) -> int:
             out=args.out,
         )
     )
-    with text_unless_json_on_stdout(args.json):
-        for line in report.lines():
-            print(line)
-    emit_json(report.to_json(), args.json)
+    for line in report.lines():
+        sink.say(line)
+    sink.emit_json(report.to_json())
     if not report.replayed_a_query:
         raise J0Error(f"{args.dir}: no query step could be replayed (see above)", INPUT_LACKS)
     return report.exit_code

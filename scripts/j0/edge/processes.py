@@ -23,10 +23,11 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from j0.terminal import sink
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 60.0  # SIGTERM to SIGKILL, for a server that frees the GPU as it stops
@@ -98,7 +99,7 @@ def owning_children() -> Iterator[None]:
             return
         stopping = True
         name = signal.Signals(number).name
-        print(f"j0: stopped by {name}: stopping the processes it started", file=sys.stderr)
+        sink.warn(f"j0: stopped by {name}: stopping the processes it started")
         raise SystemExit(128 + number)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}

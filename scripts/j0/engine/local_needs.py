@@ -16,6 +16,7 @@ from typing import Any
 
 from j0.engine.identity_record import IdentityRecord
 from j0.errors import UNAVAILABLE, J0Error, parse_json
+from j0.terminal import sink
 
 
 def gpu_present() -> bool:
@@ -73,11 +74,10 @@ def require_engine_contract(purpose: str) -> None:
     kind = identify(speculator.read_bytes(), pins).kind if speculator.is_file() else "absent"
     if kind in (PREFIX_SAFE, AUDIT):
         contract.require(site, f"{purpose} ({speculator}: identity={kind})")
-    print(
+    sink.warn(
         f"{purpose}: warning: the installed vLLM breaks the prefix-safe variant's contract "
         f"(the installed speculator.py is identity={kind}, which does not depend on it): "
-        + "; ".join(found),
-        file=sys.stderr,
+        + "; ".join(found)
     )
 
 

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from j0.commands import (
     FOLDER,
-    JSON_ON_STDOUT,
     MAX_PORT,
     add_command,
     add_json_option,
     check_json_output,
-    emit_json,
     finite_number,
     reads,
-    text_unless_json_on_stdout,
     whole_number,
     writes,
 )
@@ -24,6 +20,7 @@ from j0.edge.processes import owning
 from j0.engine_check.scenarios.check import NAMES as SCENARIO_NAMES
 from j0.engine_check.scenarios.check import ScenarioSettings
 from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.terminal import sink
 
 HELP = """\
 Prove J0 inside vLLM's real engine on this machine's GPU in a few minutes, before loading 27B
@@ -291,24 +288,20 @@ def run(args: argparse.Namespace) -> int:
         image_source=image_source,
         scenarios=chosen,
     )
-    with text_unless_json_on_stdout(args.json):
-        report = run_engine_check(options)
-        for check in report.checks:
-            print(f"  {report.word(check)} {check.name}: {check.detail}")
-        for row in report.scenarios or ():
-            print(f"  scenario {row['scenario']} forces: {row['forces']}")
-    emit_json(report.to_json(), args.json)
+    report = run_engine_check(options)
+    for check in report.checks:
+        sink.say(f"  {report.word(check)} {check.name}: {check.detail}")
+    for row in report.scenarios or ():
+        sink.say(f"  scenario {row['scenario']} forces: {row['forces']}")
+    sink.emit_json(report.to_json())
     failed = report.failed
-    stream = sys.stdout if not failed else sys.stderr
     if failed:
-        print(f"==> engine check FAILED ({report.seconds} s): {', '.join(failed)}", file=stream)
+        sink.warn(f"==> engine check FAILED ({report.seconds} s): {', '.join(failed)}")
         return 1
     what = (
         "the audit passed in every scenario"
         if report.scenarios
         else "J0 runs in vLLM's engine as the article says"
     )
-    say = args.json != JSON_ON_STDOUT
-    if say:
-        print(f"==> engine check PASSED ({report.seconds} s): {what}")
+    sink.say(f"==> engine check PASSED ({report.seconds} s): {what}")  # not under --json alone
     return 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from j0.engine.vllm_version import VllmVersion
 from j0.errors import J0Error, parse_json, require
 from j0.image.build_step import PIN_LABELS, engine_warning
 from j0.pins import ENGINES, Pins, checkout_origin, checkout_revision, load_pins
+from j0.terminal import sink
 
 DOCKERFILE = "docker/Dockerfile"
 MANIFEST = "/opt/j0/manifest.json"
@@ -188,7 +188,7 @@ def _engine_for_labels(
     write(f"==> {base}: {engine.describe()} (its {engine.path})\n")
     warning = engine_warning(engine, pins)
     if warning:
-        print(f"j0 image build: warning: {warning}", file=sys.stderr, flush=True)
+        sink.warn(f"j0 image build: warning: {warning}", flush=True)
     return engine
 
 
@@ -234,7 +234,7 @@ def build(
     base = base or pins.base_image_for(route)
     tag = tag or default_tag(pins) + ("" if variant == "article" else f"-{variant}")
     network = network or ("none" if route == "image" else "default")
-    write = echo or (lambda text: print(text, end="", flush=True))
+    write = echo or (lambda text: sink.say(text, end="", flush=True))
     client = docker_client(purpose="j0 image build")
     base_image = _ensure_base(client, base, pull, pins.vllm_image_fallback)
     labelled = _engine_for_labels(client, base, route, pins, write)

@@ -7,16 +7,14 @@ import argparse
 from j0.article.variants import VARIANTS
 from j0.checks import FAIL
 from j0.commands import (
-    JSON_ON_STDOUT,
     add_command,
     add_json_option,
     check_json_output,
-    emit_result,
     finite_number,
-    text_unless_json_on_stdout,
 )
 from j0.errors import J0Error
 from j0.pins import ENGINES
+from j0.terminal import sink
 
 IMAGE_HELP = """\
 The article's serving image: docker/Dockerfile with vLLM commit VLLM_COMMIT's engine (route wheel:
@@ -166,20 +164,19 @@ def run_build(args: argparse.Namespace) -> int:
     from j0.image.run import run_build as build
 
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        built = build(
-            ImageBuildOptions(
-                base=args.base,
-                tag=args.tag,
-                allow_base_drift=args.allow_base_drift,
-                pull=not args.no_pull,
-                engine=args.engine,
-                wheel_index=args.wheel_index,
-                network=args.network,
-                variant=args.variant,
-            )
+    built = build(
+        ImageBuildOptions(
+            base=args.base,
+            tag=args.tag,
+            allow_base_drift=args.allow_base_drift,
+            pull=not args.no_pull,
+            engine=args.engine,
+            wheel_index=args.wheel_index,
+            network=args.network,
+            variant=args.variant,
         )
-    emit_result("", json.dumps(built.to_json(), indent=1), args.json)
+    )
+    sink.result("", json.dumps(built.to_json(), indent=1))
     return 0
 
 
@@ -192,14 +189,12 @@ def run_smoke(args: argparse.Namespace) -> int:
     from j0.image.run import run_smoke as smoke
 
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        smoked = smoke(SmokeOptions(args.image, timeout=args.timeout))
+    smoked = smoke(SmokeOptions(args.image, timeout=args.timeout))
     if args.json is not None:
-        emit_result("", json.dumps(smoked.to_json(), indent=1), args.json)
+        sink.result("", json.dumps(smoked.to_json(), indent=1))
     if not smoked.passed:
         raise J0Error(f"smoke test of {smoked.image} failed: {', '.join(smoked.named(FAIL))}")
-    if args.json != JSON_ON_STDOUT:
-        print(smoked.last_line(), flush=True)
+    sink.say(smoked.last_line(), flush=True)  # not under --json alone
     return 0
 
 
@@ -209,5 +204,5 @@ def run_identity(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     identified = identify(IdentityOptions(prefix=args.prefix))
-    emit_result(identified.line, identified.json_text, args.json)
+    sink.result(identified.line, identified.json_text)
     return 0

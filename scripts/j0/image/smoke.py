@@ -23,6 +23,7 @@ from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS
 from j0.image.manifest import ImageManifest
 from j0.pins import Pins, load_pins
+from j0.terminal import sink
 
 PASSED, FAILED, SKIPPED, WARNED = OK, FAIL, SKIP, WARN
 # How the smoke test prints each status.
@@ -375,11 +376,11 @@ def smoke(image: str, timeout: float = 600.0) -> Smoked:
         lambda: check_import(run, pins, found, want),
         lambda: check_selfcheck(run),
     ]
-    print(f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})")
+    sink.say(f"==> smoke checks of {image} (network: none, no GPU; speculator.py: {want.words})")
     checks = []
     for step in steps:
         check = step()
         checks.append(check)
         detail = check.detail.replace("\n", "\n    ")
-        print(f"{check.name:<11} {LABELS[check.status]}: {detail}", flush=True)
+        sink.say(f"{check.name:<11} {LABELS[check.status]}: {detail}", flush=True)
     return Smoked(image, want.words, tuple(checks))

@@ -39,6 +39,7 @@ from j0.kube.objects import (
     volumes,
 )
 from j0.pins import Pins
+from j0.terminal import sink
 
 SERVING_NAME = "j0-vllm"
 SERVING_PVC = "j0-cache"
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m j0.kube.serving [DIR]`, as `j0 deploy render [DIR]`."""
     args = sys.argv[1:] if argv is None else argv
     for path in render_deploy(Path(args[0]) if args else None).written:
-        print(f"wrote {path}")
+        sink.say(f"wrote {path}")
     return 0
 
 

@@ -17,11 +17,8 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_json,
-    emit_result,
     finite_number,
     reads,
-    text_unless_json_on_stdout,
     whole_number,
     writes,
 )
@@ -30,6 +27,7 @@ from j0.errors import INPUT_LACKS, USAGE, J0Error
 from j0.mini.run.run import MiniRunOptions
 from j0.mini.train.batch import DRAFT_DATA, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
+from j0.terminal import sink
 
 if TYPE_CHECKING:
     from j0.mini.run.run import MiniRunResult
@@ -125,13 +123,11 @@ def _curves(args: argparse.Namespace) -> int:
 
     if not args.out.is_dir():
         what = "a file" if args.out.exists() else "no such folder"
-        raise J0Error(
-            f"{args.out}: {what}; expected a folder made by `j0 mini train`", INPUT_LACKS
-        )
+        raise J0Error(f"{args.out}: {what}; expected a folder made by `j0 mini train`", INPUT_LACKS)
     check_json_output(args.json)
     require("matplotlib", "j0 mini curves", extra="mini")
     plot = plot_curves(args.out / "logs")
-    emit_result(f"wrote {plot}", json.dumps({"plot": str(plot)}, indent=2), args.json)
+    sink.result(f"wrote {plot}", json.dumps({"plot": str(plot)}, indent=2))
     return 0
 
 
@@ -148,7 +144,7 @@ def _sets(args: argparse.Namespace) -> int:
         args.write.mkdir(parents=True, exist_ok=True)
         write_text_atomic(args.write / "sets.json", json.dumps(doc, indent=1) + "\n")
         write_text_atomic(args.write / "sets.md", text)
-    emit_result(text, json.dumps(doc, indent=2), args.json)
+    sink.result(text, json.dumps(doc, indent=2))
     return 0
 
 
@@ -158,28 +154,27 @@ def _speed(args: argparse.Namespace) -> int:
     from j0.mini.run.speed import SpeedOptions, run_speed
 
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        result = run_speed(
-            SpeedOptions(
-                out=args.out,
-                run_dir=args.run_dir,
-                tokens=args.tokens,
-                prompts=args.prompts,
-                repeats=args.repeats,
-                slots=args.slots,
-                max_tokens=args.max_tokens,
-                graphs=args.graphs,
-                port=args.port,
-                startup_timeout=args.startup_timeout,
-                settings=tuple(x.strip() for x in args.settings.split(",") if x.strip())
-                if args.settings
-                else None,
-                server_command=shlex.split(args.server_command) if args.server_command else None,
-            )
+    result = run_speed(
+        SpeedOptions(
+            out=args.out,
+            run_dir=args.run_dir,
+            tokens=args.tokens,
+            prompts=args.prompts,
+            repeats=args.repeats,
+            slots=args.slots,
+            max_tokens=args.max_tokens,
+            graphs=args.graphs,
+            port=args.port,
+            startup_timeout=args.startup_timeout,
+            settings=tuple(x.strip() for x in args.settings.split(",") if x.strip())
+            if args.settings
+            else None,
+            server_command=shlex.split(args.server_command) if args.server_command else None,
         )
+    )
     from j0.mini.run.speed import markdown
 
-    emit_result(markdown(result.doc), json.dumps(result.doc, indent=2), args.json)
+    sink.result(markdown(result.doc), json.dumps(result.doc, indent=2))
     return result.exit_code
 
 
@@ -188,7 +183,7 @@ def _numbers(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     outcome = check_numbers(args.readme, write=args.write)
-    emit_result(outcome.text, json.dumps(outcome.to_json(), indent=2), args.json)
+    sink.result(outcome.text, json.dumps(outcome.to_json(), indent=2))
     return outcome.exit_code
 
 
@@ -497,30 +492,29 @@ def _train(args: argparse.Namespace) -> int:
     from j0.mini.train.run import TrainOptions, run_train
 
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        result = run_train(
-            TrainOptions(
-                out=args.out,
-                budget=args.budget,
-                smoke=args.smoke,
-                seed=args.seed,
-                device=args.device,
-                labels=args.labels,
-                gamma=args.gamma,
-                progress=args.progress,
-                anchors=args.anchors,
-                draft_layers=args.draft_layers,
-                draft_lr=args.draft_lr,
-                draft_data=args.draft_data,
-                temperature=args.temperature,
-                rows=args.rows,
-                target_budget=args.target_budget,
-                gen_budget=args.gen_budget,
-                compile=args.compile,
-                corpus_mb=args.corpus_mb,
-            )
+    result = run_train(
+        TrainOptions(
+            out=args.out,
+            budget=args.budget,
+            smoke=args.smoke,
+            seed=args.seed,
+            device=args.device,
+            labels=args.labels,
+            gamma=args.gamma,
+            progress=args.progress,
+            anchors=args.anchors,
+            draft_layers=args.draft_layers,
+            draft_lr=args.draft_lr,
+            draft_data=args.draft_data,
+            temperature=args.temperature,
+            rows=args.rows,
+            target_budget=args.target_budget,
+            gen_budget=args.gen_budget,
+            compile=args.compile,
+            corpus_mb=args.corpus_mb,
         )
-    emit_json(result.to_json(), args.json)
+    )
+    sink.emit_json(result.to_json())
     return 0
 
 
@@ -535,11 +529,10 @@ def _run(args: argparse.Namespace) -> int:
     if not args.here:
         raise J0Error("j0 mini run: only --here is implemented (this Python's vLLM)", USAGE)
     check_json_output(args.json)
-    with text_unless_json_on_stdout(args.json):
-        result = _run_mini_run(args)
+    result = _run_mini_run(args)
     assert result.summary is not None  # run_mini_run returns a summarized run or raises
     text = (Path(result.summary.out) / "mini-run.md").read_text() + "\n" + result.verdict
-    emit_result(text, json.dumps(result.to_json(), indent=2, default=str), args.json)
+    sink.result(text, json.dumps(result.to_json(), indent=2, default=str))
     return result.exit_code
 
 

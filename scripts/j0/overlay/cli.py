@@ -11,10 +11,10 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_result,
     reads,
     writes,
 )
+from j0.terminal import sink
 
 BUILD_HELP = """\
 Make the article's speculator.py: take vLLM's unpatched file from one source, check its sha256
@@ -170,7 +170,7 @@ def run_build(args: argparse.Namespace) -> int:
             vllm=args.vllm,
         )
     )
-    emit_result(built.text(), json.dumps(built.to_json(), indent=1), args.json)
+    sink.result(built.text(), json.dumps(built.to_json(), indent=1))
     return 0
 
 
@@ -182,5 +182,5 @@ def run_verify(args: argparse.Namespace) -> int:
 
     check_json_output(args.json)
     verdict = verify(VerifyOptions(args.file, args.vllm))
-    emit_result("\n".join(verdict.lines), json.dumps(verdict.to_json(), indent=1), args.json)
+    sink.result("\n".join(verdict.lines), json.dumps(verdict.to_json(), indent=1))
     return verdict.exit_code

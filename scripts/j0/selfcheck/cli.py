@@ -19,6 +19,7 @@ from j0.commands import (
     writes,
 )
 from j0.edge.processes import owning
+from j0.terminal import sink
 
 DEFAULT_CASES = 24  # 25-40 s on a 2-core CPU with Triton's interpreter, vLLM's import included
 
@@ -165,7 +166,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _selfcheck(args: argparse.Namespace) -> int:
     """The check (its cases printed as they end), then its result document as --json says."""
-    from j0.commands import JSON_ON_STDOUT, check_json_output, emit_json
+    from j0.commands import JSON_ON_STDOUT, check_json_output
     from j0.selfcheck.run import SelfcheckOptions, run_selfcheck
 
     check_json_output(args.json)  # before the check, not after it
@@ -186,5 +187,5 @@ def _selfcheck(args: argparse.Namespace) -> int:
         )
     )
     if done.document is not None:
-        emit_json(done.document, args.json)
+        sink.emit_json(done.document)
     return done.exit_code

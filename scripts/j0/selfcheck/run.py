@@ -16,6 +16,7 @@ from typing import Any
 from j0.errors import UNAVAILABLE, InputLimit, J0Error, read_json_file
 from j0.pins import Pins, load_pins
 from j0.selfcheck import kernels as selfcheck
+from j0.terminal import sink
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def build_overlay(path: Path, pins: Pins) -> None:
     source = f"the installed vLLM {release}"
     if base is None:
         source = f"the pinned vllm=={release} wheel"
-    print(
+    sink.say(
         f"j0 selfcheck: {path} is not built yet; building it as `{command}` does (from {source}, "
         "every sha256 checked)",
         flush=True,
@@ -117,7 +118,7 @@ def build_overlay(path: Path, pins: Pins) -> None:
     if base is None:
         base = base_sources.from_wheel(pins, release=release)
     made = build_variant(base.data, base.origin, pins, variant, release=release)
-    print(f"j0 selfcheck: {write_overlay(made, path)}", flush=True)
+    sink.say(f"j0 selfcheck: {write_overlay(made, path)}", flush=True)
 
 
 def _installed_base(pins: Pins, base_sha256: str) -> Any:
@@ -243,7 +244,7 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
         )
     code, why = selfcheck.static_check(path)
     if code != selfcheck.OK:
-        print(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}", file=sys.stderr)
+        sink.warn(f"{'NO J0' if code == selfcheck.NO_J0 else 'FAIL'}: {why}")
         return Selfchecked(code)
     check_installed()
     check_release(path, pins, options.vllm)
@@ -296,7 +297,7 @@ def _file_to_check(options: SelfcheckOptions, pins: Pins) -> Path:
 def say(options: SelfcheckOptions, line: str) -> None:
     """A line of the text, which --json alone replaces by the JSON."""
     if not options.quiet:
-        print(line, flush=True)
+        sink.say(line, flush=True)
 
 
 def _checked(options: SelfcheckOptions, path: Path, device: str, json_out: Path | None) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from j0.commands import add_command, add_json_option, reads
 from j0.serve import launch as serve_launch
+from j0.terminal import sink
 
 DESCRIPTION = """\
 The server's entrypoint in compose.yaml. ARGS are `vllm serve`'s arguments, read as vLLM 0.33
@@ -94,9 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _serve(args: argparse.Namespace) -> int:
     """Check; log what will run on stderr (the server's log) and write --json; then exec vLLM,
     unless a dry run."""
-    import sys
 
-    from j0.commands import check_json_output, emit_json
+    from j0.commands import check_json_output
     from j0.serve.run import ServeOptions, exec_server, run_serve
 
     serve_args = list(args.serve_args)
@@ -114,9 +114,9 @@ def _serve(args: argparse.Namespace) -> int:
         )
     )
     for line in planned.log_lines():
-        print(line, file=sys.stderr)
-    emit_json(planned.document().to_json(), args.json)  # before vLLM starts
+        sink.warn(line)
+    sink.emit_json(planned.document().to_json())  # before vLLM starts
     if planned.dry_run:
-        print("j0 serve: checks passed (--dry-run: not starting the server)", file=sys.stderr)
+        sink.warn("j0 serve: checks passed (--dry-run: not starting the server)")
         return 0
     exec_server(planned)

@@ -9,10 +9,10 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_result,
     finite_number,
     reads,
 )
+from j0.terminal import sink
 
 STATUS_HELP = """\
 Say whether a running server is the article's setup. From the server: /health, /v1/models (model,
@@ -83,5 +83,5 @@ def run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
         )
     )
-    emit_result(outcome.text(), outcome.json_text(), args.json)
+    sink.result(outcome.text(), outcome.json_text())
     return outcome.exit_code

@@ -12,14 +12,13 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_json,
     existing_file,
     file_after_at,
     reads,
-    text_unless_json_on_stdout,
     whole_number,
     writes,
 )
+from j0.terminal import sink
 
 
 def register_matrix(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -93,9 +92,8 @@ def _matrix(args: argparse.Namespace) -> int:
         shards=args.shards,
         dry_run=args.dry_run,
     )
-    with text_unless_json_on_stdout(args.json):
-        code = matrix_run.run_matrix(options).exit_code
+    code = matrix_run.run_matrix(options).exit_code
     record = Path(args.out) / MATRIX_JSON
     if record.is_file():
-        emit_json(read_json_file(record, limit=InputLimit.ANY), args.json)
+        sink.emit_json(read_json_file(record, limit=InputLimit.ANY))
     return code

@@ -18,7 +18,6 @@ reads either. Exit 0 when every setting ran, 1 otherwise (matrix.json says which
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +39,11 @@ from j0.compose.server import ServerKnobs, Setting
 from j0.edge.atomic import claimed
 from j0.errors import CHECK_FAILED, USAGE, J0Error, parse_json, require
 from j0.pins import Pins, load_pins
+from j0.terminal import sink
 
 
 def say(text: str) -> None:
-    print(f"j0 bench matrix: {text}", file=sys.stderr, flush=True)
+    sink.warn(f"j0 bench matrix: {text}", flush=True)
 
 
 @dataclass(frozen=True)

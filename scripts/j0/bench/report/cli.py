@@ -10,12 +10,12 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_result,
     finite_number,
     reads,
     whole_number,
     writes,
 )
+from j0.terminal import sink
 
 REPORT_DESCRIPTION = """\
 Read DIR/<setting>/result.json (and result-shard-NN.json files of sharded runs, merged per
@@ -116,5 +116,5 @@ def _report(args: argparse.Namespace) -> int:
             allow_mismatch=args.allow_mismatch,
         )
     )
-    emit_result(said(done), done.report_json.read_text(), args.json)
+    sink.result(said(done), done.report_json.read_text())
     return 0

@@ -21,6 +21,7 @@ from j0.bench.report.plots import PLOT_STEMS, plots
 from j0.bench.report.results_folder import find_settings
 from j0.edge.atomic import check_output_folder, refuse_own_inputs, write_text_atomic
 from j0.errors import require, require_input_file
+from j0.terminal import sink
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def said(done: ReportOutcome) -> str:
 
 
 def say(done: ReportOutcome) -> None:
-    print(said(done))
+    sink.say(said(done))
 
 
 def main(

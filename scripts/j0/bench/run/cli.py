@@ -12,7 +12,6 @@ from j0.commands import (
     add_command,
     add_json_option,
     check_json_output,
-    emit_result,
     existing_file,
     file_after_at,
     finite_number,
@@ -23,6 +22,7 @@ from j0.commands import (
 )
 from j0.edge.atomic import refuse_own_inputs
 from j0.engine.j0_state import ON_OFF
+from j0.terminal import sink
 
 if TYPE_CHECKING:
     from j0.bench.run.options import RunOptions
@@ -296,7 +296,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     _check_json_out(args.json, options)
     outcome = run_bench(options)
-    emit_result("", outcome.out.read_text(encoding="utf-8").rstrip("\n"), args.json)  # done or not
+    sink.result("", outcome.out.read_text(encoding="utf-8").rstrip("\n"))  # done or not
     problem = outcome.failure()
     if problem is not None:
         raise problem

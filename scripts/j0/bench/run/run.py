@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from j0.edge.atomic import claimed_output
 from j0.engine.prometheus_counters import Snapshot
 from j0.engine.spec_counts import Counts
 from j0.errors import INTERRUPTED, TERMINATED, J0Error, require
+from j0.terminal import sink
 
 EXIT_CODE_OF_SIGNAL = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
 METRICS_SETTLE_TRIES = 6  # vLLM updates its counters just after the last chunk: re-read a little
@@ -73,10 +73,10 @@ def bench_exit_code(options: RunOptions) -> int:
             raise problem
         return 0
     except J0Error as exc:
-        print(f"j0: error: {exc}", file=sys.stderr)
+        sink.warn(f"j0: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("j0: interrupted", file=sys.stderr)
+        sink.warn("j0: interrupted")
         return INTERRUPTED
 
 

@@ -7,7 +7,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from j0.bench import acceptance, results
@@ -18,6 +17,7 @@ from j0.bench.run.sending import Measurement
 from j0.engine import spec_counts, spec_ranges
 from j0.engine.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error
+from j0.terminal import sink
 
 
 def build_result(
@@ -157,7 +157,7 @@ def say_summary(result: BenchResult, measured: int, out: Path, quiet: bool) -> N
 
     def say(text: str) -> None:
         if not quiet:
-            print(text, file=sys.stderr, flush=True)
+            sink.warn(text, flush=True)
 
     say("\n".join(summary_lines(result, measured, out)))
     for note in result.notes:

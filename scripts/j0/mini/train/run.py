@@ -19,6 +19,7 @@ from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, Ta
 from j0.mini.sizes import FULL, SMOKE, Sizes
 from j0.mini.train.batch import DRAFT_DATA, INITS, LABELS
 from j0.mini.train.temperature import MAX_TEMPERATURE
+from j0.terminal import sink
 
 DRAFTERS = INITS  # one drafter per block initialisation
 
@@ -182,7 +183,6 @@ def undo(out: Path, new_folder: bool) -> None:
     """Remove what an unfinished run made in OUT (new, or empty before it: all of it is the
     run's), and say so on stderr."""
     import shutil
-    import sys
 
     if new_folder:
         shutil.rmtree(out, ignore_errors=True)
@@ -193,10 +193,9 @@ def undo(out: Path, new_folder: bool) -> None:
             else:
                 path.unlink(missing_ok=True)
     was = "a new folder, removed" if new_folder else "empty before, emptied again"
-    print(
+    sink.warn(
         f"j0 mini train: stopped before the end: removed what it had made in {out} ({was}); "
         "the same command starts again",
-        file=sys.stderr,
         flush=True,
     )
 

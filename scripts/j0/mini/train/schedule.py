@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from j0.terminal import sink
+
 WARMUP_FRACTION = 0.03
 FLOOR = 0.1  # the learning rate at the end of the budget, as a share of the peak
 LOG_EVERY = 10
@@ -107,7 +109,7 @@ class Clock:
                 )
 
     def say(self, text: str) -> None:
-        print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+        sink.warn(f"{self.name}: {text}", flush=True)
 
     def close(self) -> float:
         self.bar.n = self.bar.total
