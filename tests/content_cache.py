@@ -16,6 +16,7 @@ session gets its own copy, so no test can alter the cache. Delete the cache free
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -93,7 +94,14 @@ def _j0_file(name: str) -> Path | None:
     return None
 
 
-def _j0_names(path: Path, package: str) -> set[str]:
+def _j0_names(path: Path, package: str) -> frozenset[str]:
+    """The j0 modules `path` names (_named_in), read once per file's state."""
+    stat = path.stat()
+    return _named_in(path, package, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _named_in(path: Path, package: str, _mtime: int, _size: int) -> frozenset[str]:
     """Every j0 module `path` may load: its imports at any depth (inside functions too, so a
     package face's lazy imports count), relative ones resolved against `package`, `from M import
     N` as M and M.N, and every string constant that names a j0 module (`python -m j0.x` in an
@@ -117,7 +125,7 @@ def _j0_names(path: Path, package: str) -> set[str]:
             words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
             if any(a == "-m" and b == "j0" for a, b in itertools.pairwise(words)):
                 found |= {"j0", "j0.__main__"}
-    return {name for name in found if name == "j0" or name.startswith("j0.")}
+    return frozenset(name for name in found if name == "j0" or name.startswith("j0."))
 
 
 def j0_code(*starts: Path) -> list[Path]:
