@@ -1,6 +1,6 @@
-"""A result's request entry as a type of its writer (j0.bench.request_entry.RequestEntry): its
-field table against its fields, the entries `j0 bench run` writes against our vLLM stand-in
-(tests/servers/vllm/server.py, on 127.0.0.1) in the table's order, every entry recorded on the
+"""A result's request entry as a type of its writer (j0.bench.request_entry.RequestEntry): the
+entries `j0 bench run` writes against our vLLM stand-in
+(tests/servers/vllm/server.py, on 127.0.0.1) in the type's order, every entry recorded on the
 H200 (docs/results/) read back and written as it was, and an entry key of another kind refused
 naming the file, the request, the key and what was expected."""
 
@@ -13,16 +13,14 @@ from pathlib import Path
 import pytest
 
 from bench.recorded_results import RECORDED
-from j0.bench.request_entry import FIELDS, RequestEntry
+from j0.bench.request_entry import RequestEntry
 from j0.bench.results import read_result
 from j0.cli import main
 from j0.errors import INPUT_LACKS, J0Error
 from servers.vllm.server import VllmStandIn
 
-
-def test_the_field_table_is_the_types_fields() -> None:
-    own = [f.name for f in dataclasses.fields(RequestEntry) if f.name not in ("keys", "extra")]
-    assert own == list(FIELDS)
+# The type's keys, in its order: its fields but the two that keep what a file had.
+FIELDS = [f.name for f in dataclasses.fields(RequestEntry) if f.name not in ("keys", "extra")]
 
 
 def test_the_recorded_entries_read_back_and_are_written_as_they_were() -> None:

@@ -1,7 +1,7 @@
 """One measured request of a `j0 bench run` result (an item of its `requests` list), owned here:
 `RequestEntry` is the entry (results.request_entry makes one per request; to_json() is what the
-file holds, from_json() what the readers get back), and FIELDS says each key's kinds, in the
-order the writer writes them. A result file's entries are checked against FIELDS once, where the
+file holds, from_json() what the readers get back), its annotations each key's kinds, in the
+order the writer writes them. A result file's entries are checked against them once, where the
 file is read (entry_problem, through result_schema); past that, readers take attributes and never
 guess at a key.
 
@@ -30,27 +30,14 @@ Standard library only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+import functools
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from j0.edge.fields import (
-    NULL,
-    NUMBER,
-    FieldTable,
-    KeptKeys,
-    Kinds,
-    Rule,
-    field_problem,
-    list_of,
-    shown,
-)
+from j0.edge.document import KeptKeys, absent, attribute, table_of
+from j0.edge.fields import NULL, NUMBER, FieldTable, Kinds, field_problem, list_of, shown
 from j0.engine import spec_counts
 
-_NUM: Kinds = (*NUMBER, NULL)
-_TEXT: Kinds = (str, NULL)
-_LIST: Kinds = (list, NULL)
-_OBJECT: Kinds = (dict, NULL)
-_ANY_JSON: Kinds = (dict, list, str, int, float, bool, NULL)
 # An entry's times (>= 0 where given; results.entry_problems judges their ranges).
 ENTRY_TIMES = (
     "ttft_ms",
@@ -71,66 +58,21 @@ INT_LISTS = (
     "per_step_drafted",
     "per_step_context_length",
 )
-# The keys in the order the writer writes them, each with the kinds a reader takes; no key must
-# be there (an older or hand-made file may lack any). Counts may be any numbers here: one that is
-# no count (12.5, -4) is flagged by the range checks, not refused. `repeat` and `num_chunks` are
-# never null where present.
-FIELDS: FieldTable = {
-    "index": ((int, NULL), False),
-    "prompt_id": (_TEXT, False),
-    "prompt_sha256": (_TEXT, False),
-    "prompt_source": (_TEXT, False),
-    "ok": ((bool, NULL), False),
-    "error": (_TEXT, False),
-    "started_at": (_NUM, False),
-    "prompt_tokens": (_NUM, False),
-    "cached_tokens": (_NUM, False),
-    "output_tokens": (_NUM, False),
-    "finish_reason": (_TEXT, False),
-    **{key: (_NUM, False) for key in ENTRY_TIMES[:-1]},
-    "num_chunks": ((int,), False),
-    "chunk_tokens": (_LIST, False),
-    "client_time_s": (_NUM, False),
-    "acceptance_length": (_NUM, False),
-    "acceptance_rate": (_NUM, False),
-    "speculative_decoding": (_OBJECT, False),
-    "flags": (_LIST, False),
-    "warnings": (_LIST, False),
-    "repeat": ((int,), False),
-    "output_token_ids": (_LIST, False),
-    "output_sha256": (_TEXT, False),
-    "repetition": (_OBJECT, False),
-    "output_text": (_TEXT, False),
-    "metrics_problems": (_LIST, False),
-    "speculative_decoding_rejected": (_ANY_JSON, False),  # what the server sent, as it came
-    "token_counts_rejected": (_OBJECT, False),
-    "per_step_accepted": (_LIST, False),
-    "per_step_drafted": (_LIST, False),
-    "per_step_context_length": (_LIST, False),
-}
-
-
-def _int_list(key: str) -> Rule:
-    """An INT_LISTS key: its list (numbers for the per-step ones, whole numbers for the rest), or
-    null, which the reader takes as no list; the message names the list alone."""
-    kinds = NUMBER if key.startswith("per_step_") else (int,)
-    return list_of(kinds, or_null=True, words=list_of(kinds).words)
-
-
-# FIELDS as an entry is checked: the other keys first (in kinds_named's words), then the lists.
-_CHECKED: FieldTable = {
-    **{key: kinds for key, kinds in FIELDS.items() if key not in INT_LISTS},
-    **{key: (_int_list(key), False) for key in INT_LISTS},
-}
+# Such a list, or null (which the reader takes as no list); the message names the list alone.
+WHOLE_NUMBERS = list_of((int,), or_null=True, words=list_of((int,)).words)
+NUMBERS = list_of(NUMBER, or_null=True, words=list_of(NUMBER).words)
 Number = int | float
 
 
 @dataclass
 class RequestEntry(KeptKeys):
-    """One measured request (FIELDS says each key). `keys` is the keys the entry has, in its
-    order (to_json writes those only, so an entry read back is written as it was); `extra` the
-    keys FIELDS does not know, kept as they were. A key the entry lacks reads as its default
-    here: None, `repeat` 0."""
+    """One measured request, a typed document: its keys in the order the writer writes them,
+    each with the kinds a reader takes; no key must be there (an older or hand-made file may lack
+    any). Counts may be any numbers here: one that is no count (12.5, -4) is flagged by the range
+    checks, not refused. `repeat` and `num_chunks` are never null where present. `keys` is the
+    keys the entry has, in its order (to_json writes those only, so an entry read back is written
+    as it was); `extra` the keys the type does not know, kept as they were. A key the entry lacks
+    reads as its default here: None, `repeat` 0."""
 
     index: int | None = None
     prompt_id: str | None = None
@@ -150,28 +92,38 @@ class RequestEntry(KeptKeys):
     latency_s: Number | None = None
     decode_s: Number | None = None
     output_tok_s: Number | None = None
-    num_chunks: int | None = None
-    chunk_tokens: list[int] | None = None
+    num_chunks: int | None = absent()
+    chunk_tokens: Annotated[list[int] | None, WHOLE_NUMBERS] = None
     client_time_s: Number | None = None
     acceptance_length: Number | None = None
     acceptance_rate: Number | None = None
     speculative_decoding: dict[str, Any] | None = None
-    flags: list[dict[str, Any]] | None = None
-    warnings: list[str] | None = None
+    flags: list[Any] | None = None  # objects: results.CACHED_WITH_J0, ...
+    warnings: list[Any] | None = None  # in words
     repeat: int = 0
-    output_token_ids: list[int] | None = None
+    output_token_ids: Annotated[list[int] | None, WHOLE_NUMBERS] = None
     output_sha256: str | None = None
     repetition: dict[str, Any] | None = None
     output_text: str | None = None
     metrics_problems: list[Any] | None = None
-    speculative_decoding_rejected: Any = None
+    speculative_decoding_rejected: Any = None  # what the server sent, as it came
     token_counts_rejected: dict[str, Any] | None = None
-    per_step_accepted: list[Number] | None = None
-    per_step_drafted: list[Number] | None = None
-    per_step_context_length: list[int] | None = None
-    keys: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-    FIELD_TABLE: ClassVar[FieldTable] = FIELDS  # entry_problem checks it where a result is read
+    per_step_accepted: Annotated[list[Number] | None, NUMBERS] = None
+    per_step_drafted: Annotated[list[Number] | None, NUMBERS] = None
+    per_step_context_length: Annotated[list[int] | None, WHOLE_NUMBERS] = None
+    keys: tuple[str, ...] = attribute(default=())
+    extra: dict[str, Any] = attribute(default_factory=dict)
+
+
+@functools.cache
+def _checked() -> FieldTable:
+    """The type's table as an entry is checked: the other keys first (in kinds_named's words),
+    then the lists."""
+    table = table_of(RequestEntry)
+    return {
+        **{key: kinds for key, kinds in table.items() if key not in INT_LISTS},
+        **{key: table[key] for key in INT_LISTS},
+    }
 
 
 def kinds_named(kinds: Kinds) -> str:
@@ -184,11 +136,11 @@ def kinds_named(kinds: Kinds) -> str:
 
 
 def entry_problem(index: int, entry: Any) -> str | None:
-    """What in one request entry has another kind or shape than FIELDS says, or None."""
+    """What in one request entry has another kind or shape than RequestEntry says, or None."""
     where = f"requests[{index}]: "
     if not isinstance(entry, dict):
         return f"requests[{index}] is {shown(entry)}, expected an object"
-    problem = field_problem(entry, _CHECKED, kinds_named)
+    problem = field_problem(entry, _checked(), kinds_named)
     if problem is not None:
         return where + problem
     lengths = {k: len(entry[k]) for k in INT_LISTS[2:] if isinstance(entry.get(k), list)}

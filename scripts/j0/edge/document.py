@@ -15,10 +15,10 @@ What an annotation says:
     Annotated[X, Rule(...)]         the Rule in place of X's (a test the kinds cannot say)
     a Document, list[a Document]    an object (each item) read by that type, `where` naming it
 
-A field without a default is a key the document must have (every key, where the class says
-EVERY_KEY_NEEDED); `attribute()` declares a field that
-is no key (a path, a value derived where it is read); `written_unless(v)` a key written only
-where its value is not `v`. Standard library only.
+A field without a default is a key the document must have (so is one whose default is
+`needed(...)`, and every key where the class says EVERY_KEY_NEEDED); `attribute()` declares a
+field that is no key (a path, a value derived where it is read); `written_unless(v)` a key
+written only where its value is not `v`. Standard library only.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from j0.edge.fields import ANY_VALUE, NULL, NUMBER, FieldTable, Kinds, Rule, lis
 _KEY = "j0.document.key"  # False: an attribute, no key of the document
 _ABSENT = "j0.document.absent"  # True: None stands for a key left out, null is refused
 _UNLESS = "j0.document.unless"  # the value for which the key is not written
+_NEEDED = "j0.document.needed"  # True: the reader needs the key, whatever its default
 
 ALWAYS: Any = object()  # a Key's `unless` where it is written whatever its value
 _SIMPLE: dict[Any, Kinds] = {
@@ -53,6 +54,12 @@ _SIMPLE: dict[Any, Kinds] = {
 def attribute(**kwargs: Any) -> Any:
     """A dataclass field that is no key of the document (dataclasses.field's arguments)."""
     return dataclasses.field(metadata={_KEY: False}, **kwargs)
+
+
+def needed(**kwargs: Any) -> Any:
+    """The default (dataclasses.field's arguments) of a key a writer may leave to it but a
+    reader needs in the file."""
+    return dataclasses.field(metadata={_NEEDED: True}, **kwargs)
 
 
 def absent() -> Any:
@@ -94,7 +101,8 @@ def _kinds(hint: Any, absent_is_none: bool) -> tuple[Kinds | Rule, type[Document
     rest = [a for a in args if a is not NULL]
     if len(rest) == 1:
         return _one(rest[0], or_null)
-    return tuple(k for a in args if a is not NULL or or_null for k in _bare(a)), None, False
+    kinds = dict.fromkeys(k for a in args if a is not NULL or or_null for k in _bare(a))
+    return tuple(kinds), None, False
 
 
 def _bare(hint: Any) -> Kinds:
@@ -126,8 +134,10 @@ def keys_of(cls: type[Document]) -> tuple[Key, ...]:
         if f.metadata.get(_KEY, True) is False:
             continue
         kinds, reader, many = _kinds(_hint(cls, f), bool(f.metadata.get(_ABSENT)))
-        required = cls.EVERY_KEY_NEEDED or (
-            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        required = (
+            cls.EVERY_KEY_NEEDED
+            or f.metadata.get(_NEEDED)
+            or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
         )
         unless = f.metadata.get(_UNLESS, ALWAYS)
         found.append(Key(f.name, kinds, required, reader, many, unless))
@@ -144,9 +154,10 @@ def _hint(cls: type, f: dataclasses.Field[Any]) -> Any:
     return eval(f.type, vars(sys.modules[owner.__module__]), dict(vars(owner)))
 
 
+@functools.cache
 def table_of(cls: type[Document]) -> FieldTable:
     """`cls`'s field table: key -> (what its value may be, whether it must be there)."""
-    return {key.name: (key.kinds, key.required) for key in keys_of(cls)}
+    return types.MappingProxyType({key.name: (key.kinds, key.required) for key in keys_of(cls)})
 
 
 class Document:
@@ -156,7 +167,7 @@ class Document:
     EVERY_KEY_NEEDED: ClassVar[bool] = False
 
     @classmethod
-    def checked(cls, value: Any, where: str) -> dict[str, Any]:
+    def check(cls, value: Any, where: str) -> dict[str, Any]:
         """`value` where it is an object whose keys are as the type says; else J0Error (exit 2)
         naming `where`, the key, the value and what was expected."""
         from j0.edge.fields import checked_object
@@ -165,9 +176,9 @@ class Document:
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> Self:
-        """The document in `value`, checked (Document.checked); a key it lacks takes its
+        """The document in `value`, checked (Document.check); a key it lacks takes its
         default, a key the type does not know is left."""
-        checked = cls.checked(value, where)
+        checked = cls.check(value, where)
         kept: dict[str, Any] = {}
         for key in keys_of(cls):
             if key.name not in checked:
@@ -205,3 +216,37 @@ def by_key(mapping: Mapping[str, Any], cls: type[Document]) -> dict[str, Any]:
     """The items of `mapping` whose keys `cls` declares (a reader's constructor arguments)."""
     names = {key.name for key in keys_of(cls)}
     return {name: value for name, value in mapping.items() if name in names}
+
+
+class KeptKeys(Document):
+    """A typed document whose file keeps what it had: `keys` (the keys the object had, in its
+    order: to_json writes those only, so a document read back is written as it was) and `extra`
+    (keys the type does not know, kept as they were), each declared `attribute()` by the
+    dataclass. `made(**values)` is a writer's: the keys given, in their order."""
+
+    keys: tuple[str, ...]
+    extra: dict[str, Any]
+
+    @classmethod
+    def made(cls, **values: Any) -> Self:
+        """The document of `values` (keys the type declares), its keys in their order."""
+        return cls(**values, keys=tuple(values))
+
+    def has(self, key: str) -> bool:
+        """Whether the object held `key` (null included)."""
+        return key in self.keys
+
+    def to_json(self) -> dict[str, Any]:
+        """The object: its keys in its order."""
+        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any], where: str | None = None) -> Self:
+        """The document in `value`, checked (Document.check) where `where` names it, else
+        taken as it is (a reader that checked it, or judges each entry, before)."""
+        if where is not None:
+            cls.check(value, where)
+        names = table_of(cls)
+        known = {key: item for key, item in value.items() if key in names}
+        extra = {key: item for key, item in value.items() if key not in names}
+        return cls(**known, keys=tuple(value), extra=extra)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any
 
 Kinds = tuple[type, ...]
 
@@ -62,33 +62,6 @@ def kinds_text(kinds: Kinds) -> str:
         rest = [k for k in rest if k not in NUMBER]
     words += [_NAMES.get(kind, kind.__name__) for kind in rest]
     return " or ".join(words)
-
-
-class KeptKeys:
-    """The reading and writing of a typed document whose file keeps what it had: a dataclass with
-    one field per key of its table (FIELD_TABLE), `keys` (the keys the object had, in its order:
-    to_json writes those only, so a document read back is written as it was) and `extra` (keys
-    the table does not know, kept as they were). The object's kinds are checked against the
-    table where its file is read (field_problem), before from_json."""
-
-    FIELD_TABLE: ClassVar[FieldTable]
-    keys: tuple[str, ...]
-    extra: dict[str, Any]
-
-    def has(self, key: str) -> bool:
-        """Whether the object held `key` (null included)."""
-        return key in self.keys
-
-    def to_json(self) -> dict[str, Any]:
-        """The object: its keys in its order."""
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> Self:
-        table = cls.FIELD_TABLE
-        known = {key: item for key, item in value.items() if key in table}
-        extra = {key: item for key, item in value.items() if key not in table}
-        return cls(**known, keys=tuple(value), extra=extra)  # type: ignore[call-arg]
 
 
 def all_are(values: list[Any], kinds: Kinds) -> bool:

@@ -11,45 +11,32 @@ Standard library only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from j0.edge.fields import FieldTable, KeptKeys, checked_object
+from j0.edge.document import KeptKeys, absent, attribute
 
 if TYPE_CHECKING:
     from j0.article.identity import Identity
     from j0.engine.vllm_version import VllmVersion
     from j0.pins import Pins
 
-# (kinds, needed); tests/engine/test_identity_record.py holds it to the fields.
-IDENTITY_FIELDS: FieldTable = {
-    "path": ((str,), True),
-    "sha256": ((str,), True),
-    "identity": ((str,), True),
-    "vllm_version": ((str,), False),
-    "vllm_commit": ((str,), False),
-    "vllm_version_file": ((str,), False),
-    "vllm_commit_pinned": ((str,), False),
-    "vllm_commit_is_pinned": ((bool,), False),
-}
-
 
 @dataclass(frozen=True)
 class IdentityRecord(KeptKeys):
-    """The record (IDENTITY_FIELDS says each key); `keys` the keys it has, in their order."""
-
-    FIELD_TABLE = IDENTITY_FIELDS
+    """The record (a typed document: each key and what it may be); `keys` the keys it has, in
+    their order; None for a key it lacks."""
 
     path: str
     sha256: str
     identity: str  # j0.article.identity's kinds: article, prefix-safe, base, audit, other
-    vllm_version: str | None = None
-    vllm_commit: str | None = None
-    vllm_version_file: str | None = None
-    vllm_commit_pinned: str | None = None
-    vllm_commit_is_pinned: bool | None = None
-    keys: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    vllm_version: str | None = absent()
+    vllm_commit: str | None = absent()
+    vllm_version_file: str | None = absent()
+    vllm_commit_pinned: str | None = absent()
+    vllm_commit_is_pinned: bool | None = absent()
+    keys: tuple[str, ...] = attribute(default=())
+    extra: dict[str, Any] = attribute(default_factory=dict)
 
     @classmethod
     def of(
@@ -60,21 +47,24 @@ class IdentityRecord(KeptKeys):
         pins: Pins | None = None,
     ) -> IdentityRecord:
         """The record of a file's identity; with `engine`, its vLLM; with both, the pin too."""
-        found: dict[str, Any] = {"path": path, "sha256": identity.sha256, "identity": identity.kind}
+        values: dict[str, Any] = {"sha256": identity.sha256, "identity": identity.kind}
         if engine is not None:
-            found["vllm_version"] = engine.version
-            found["vllm_commit"] = engine.commit
-            found["vllm_version_file"] = engine.path
+            values.update(
+                vllm_version=engine.version,
+                vllm_commit=engine.commit,
+                vllm_version_file=engine.path,
+            )
         if engine is not None and pins is not None:
-            found["vllm_commit_pinned"] = pins.vllm_commit
-            found["vllm_commit_is_pinned"] = engine.matches(pins.vllm_commit)
-        return cls.from_json(found)
+            values.update(
+                vllm_commit_pinned=pins.vllm_commit,
+                vllm_commit_is_pinned=engine.matches(pins.vllm_commit),
+            )
+        return cls.made(path=path, **values)
 
     @classmethod
     def read(cls, value: Any, where: str) -> IdentityRecord:
         """The record, or J0Error naming `where`, the key, its value and what was expected."""
-        checked_object(value, IDENTITY_FIELDS, where)
-        return cls.from_json(value)
+        return cls.from_json(value, where)
 
     def text(self) -> str:
         """The record as `j0 image identity --json` prints it: one line."""

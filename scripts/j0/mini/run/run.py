@@ -357,8 +357,10 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     def serve(plan: Any, port: int) -> None:
         plan = replace(plan, port=port, servers=min(options.servers, len(todo)))
         outcome = run_setting(options, plan, dataset, prompts, say, sampling)
-        record = {**outcome.summary, "problems": outcome.problems, "missing": outcome.missing}
-        SettingRecord.checked(record, f"{plan.name}/setting.json").write(plan.folder)
+        record = SettingRecord.made(
+            **outcome.summary, problems=outcome.problems, missing=outcome.missing
+        )
+        record.write(plan.folder)
 
     at_once(todo, options.servers, options.port, serve)
     summarize(
@@ -424,35 +426,31 @@ def summarize(
     if (failed := compare.gate_problem(gate)) is not None:
         result.problems.append(failed)
     comparisons = compare.comparisons(data, settings, contexts, options.tokens)
-    result.summary = RunSummary.from_json(
-        {
-            "out": str(work),
-            "max_model_len": length,
-            "trained": {key: getattr(manifest, key) for key in TRAINED_KEYS},
-            "temperature": (temperature := manifest.temperature()),
-            "sample_seed": options.sample_seed if temperature > 0 else None,
-            "servers_at_once": options.servers,
-            "contexts": list(contexts),
-            "tokens": list(options.tokens),
-            "requests_per_context": options.requests,
-            "requests_by_context": {
-                str(c): n for c, n in requests_by_context(contexts, options).items()
-            },
-            "max_tokens": options.max_tokens,
-            "target_seq": manifest.sizes.get("target_seq"),
-            "beyond_training": beyond or [],
-            "slots": options.slots,
-            "j0_seeds": list(seeds_of(options)),
-            "seconds": round(time.monotonic() - started, 1),
-            "variant": options.variant,
-            "speculator": speculator.to_json(),
-            "settings": {name: record.to_json() for name, record in settings.items()},
-            "gate": gate,
-            "comparisons": comparisons,
-            "reports": reports,
-            "problems": result.problems,
-            "missing": result.missing,
-        }
+    result.summary = RunSummary.made(
+        out=str(work),
+        max_model_len=length,
+        trained={key: getattr(manifest, key) for key in TRAINED_KEYS},
+        temperature=(temperature := manifest.temperature()),
+        sample_seed=options.sample_seed if temperature > 0 else None,
+        servers_at_once=options.servers,
+        contexts=list(contexts),
+        tokens=list(options.tokens),
+        requests_per_context=options.requests,
+        requests_by_context={str(c): n for c, n in requests_by_context(contexts, options).items()},
+        max_tokens=options.max_tokens,
+        target_seq=manifest.sizes.get("target_seq"),
+        beyond_training=beyond or [],
+        slots=options.slots,
+        j0_seeds=list(seeds_of(options)),
+        seconds=round(time.monotonic() - started, 1),
+        variant=options.variant,
+        speculator=speculator.to_json(),
+        settings={name: record.to_json() for name, record in settings.items()},
+        gate=gate,
+        comparisons=comparisons,
+        reports=reports,
+        problems=result.problems,
+        missing=result.missing,
     )
     result.summary.write(work)
     write_text_atomic(work / "mini-run.md", compare.markdown(result.summary))

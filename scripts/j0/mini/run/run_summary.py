@@ -12,85 +12,49 @@ Standard library only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import (
-    NULL,
-    NUMBER,
-    FieldTable,
-    KeptKeys,
-    checked_object,
-    read_document,
-    shown,
-    write_document,
-)
+from j0.edge.document import KeptKeys, absent, attribute, needed
+from j0.edge.fields import read_document, shown, write_document
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.run.setting_record import SettingRecord
 
 MINI_RUN_JSON = "mini-run.json"
-# (kinds, needed), in the writer's order; tests/mini/test_run_summary.py holds it to the fields.
-SUMMARY_FIELDS: FieldTable = {
-    "out": ((str,), True),
-    "max_model_len": ((int,), True),
-    "trained": ((dict,), False),
-    "temperature": (NUMBER, False),
-    "sample_seed": ((int, NULL), False),
-    "servers_at_once": ((int,), False),
-    "contexts": ((list,), True),
-    "tokens": ((list,), False),
-    "requests_per_context": ((int,), True),
-    "requests_by_context": ((dict,), False),
-    "max_tokens": ((int,), True),
-    "target_seq": ((int, NULL), False),
-    "beyond_training": ((list,), False),
-    "slots": ((int,), False),
-    "j0_seeds": ((list,), False),
-    "seconds": (NUMBER, False),
-    "variant": ((str,), False),
-    "speculator": ((dict,), False),
-    "settings": ((dict,), True),
-    "gate": ((dict,), False),
-    "comparisons": ((dict,), False),
-    "reports": ((dict,), False),
-    "problems": ((list,), True),
-    "missing": ((list,), True),
-}
 
 
 @dataclass
 class RunSummary(KeptKeys):
-    """The summary (SUMMARY_FIELDS says each key); a key it lacks reads as None."""
+    """The summary, a typed document in the writer's order; a key it lacks reads as None (a
+    key whose default is absent() is never null where it is there)."""
 
-    FIELD_TABLE = SUMMARY_FIELDS
-
-    out: str = ""
-    max_model_len: int = 0
-    trained: dict[str, Any] | None = None
-    temperature: float | None = None
+    out: str = needed(default="")
+    max_model_len: int = needed(default=0)
+    trained: dict[str, Any] | None = absent()
+    temperature: float | None = absent()
     sample_seed: int | None = None
-    servers_at_once: int | None = None
-    contexts: list[int] = field(default_factory=list)
-    tokens: list[int] | None = None
-    requests_per_context: int = 0
-    requests_by_context: dict[str, int] | None = None  # where the longest context has more
-    max_tokens: int = 0
+    servers_at_once: int | None = absent()
+    contexts: list[Any] = needed(default_factory=list)  # whole numbers
+    tokens: list[Any] | None = absent()  # whole numbers
+    requests_per_context: int = needed(default=0)
+    requests_by_context: dict[str, int] | None = absent()  # where the longest context has more
+    max_tokens: int = needed(default=0)
     target_seq: int | None = None  # the target's training window (None: not recorded)
-    beyond_training: list[int] | None = None  # contexts whose prompt + output pass target_seq
-    slots: int | None = None
-    j0_seeds: list[int] | None = None
-    seconds: float | None = None
-    variant: str | None = None
-    speculator: dict[str, Any] | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # setting.json's records, by name
-    gate: dict[str, Any] | None = None
-    comparisons: dict[str, Any] | None = None
-    reports: dict[str, Any] | None = None
-    problems: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    keys: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    beyond_training: list[Any] | None = absent()  # contexts whose prompt + output pass it
+    slots: int | None = absent()
+    j0_seeds: list[Any] | None = absent()  # whole numbers
+    seconds: float | None = absent()
+    variant: str | None = absent()
+    speculator: dict[str, Any] | None = absent()
+    settings: dict[str, Any] = needed(default_factory=dict)  # setting.json's records, by name
+    gate: dict[str, Any] | None = absent()
+    comparisons: dict[str, Any] | None = absent()
+    reports: dict[str, Any] | None = absent()
+    problems: list[Any] = needed(default_factory=list)  # in words
+    missing: list[Any] = needed(default_factory=list)  # in words
+    keys: tuple[str, ...] = attribute(default=())
+    extra: dict[str, Any] = attribute(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -104,7 +68,7 @@ class RunSummary(KeptKeys):
     @classmethod
     def checked(cls, value: Any, where: str) -> RunSummary:
         """The summary, or J0Error naming `where`, the key, its value and what was expected."""
-        checked_object(value, SUMMARY_FIELDS, where)
+        cls.check(value, where)
         for name, record in value["settings"].items():
             if not isinstance(record, dict):
                 raise J0Error(

@@ -17,22 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from j0.edge.fields import (
-    NULL,
-    NUMBER,
-    FieldTable,
-    KeptKeys,
-    checked_object,
-    read_document,
-    shown,
-    write_document,
-)
+from j0.edge.document import KeptKeys, absent, attribute, needed
+from j0.edge.fields import Rule, read_document, write_document
 from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
-from j0.errors import INPUT_LACKS, J0Error
 
 SETTING_JSON = "setting.json"
 BASELINE = "baseline"  # no speculative decoding
@@ -40,73 +31,46 @@ NGRAM = "ngram"  # vLLM's prompt lookup
 DFLASH = "dflash"
 KINDS = (DFLASH, NGRAM, BASELINE)
 
-# (kinds, needed), in the writer's order; tests/mini/test_setting_record.py holds it to the fields.
-SETTING_FIELDS: FieldTable = {
-    "dump_pass": ((dict,), False),
-    "kind": ((str,), True),
-    "drafter": ((str, NULL), False),
-    "k": ((int, NULL), False),
-    "j0": ((str, bool, NULL), False),  # as the log shows it; records of older runs: as asked
-    "seed": ((int, NULL), False),
-    "slots": ((int,), False),
-    "temperature": (NUMBER, False),
-    "sample_seed": ((int, NULL), False),
-    "port": ((int,), False),
-    "servers_at_once": ((int,), False),
-    "speculative_config": ((dict, NULL), False),
-    "speculator_sha256": ((str,), False),
-    "j0_asked": ((str, NULL), False),
-    "speculator_identity": ((str, NULL), False),
-    "j0_from": ((str,), False),
-    "j0_state": ((dict,), False),  # J0State.to_json(): the one form (j0 ... j0_from: older)
-    "pooled_acceptance_length": ((*NUMBER, NULL), False),
-    "per_request_mean_by_context": ((dict,), False),
-    "requests_ok": ((int,), False),
-    "metrics_crosscheck": ((str, NULL), False),
-    "dumps_check": ((dict,), False),
-    "crosscheck": ((dict,), False),
-    "lines": ((list,), False),
-    "problems": ((list,), False),
-    "missing": ((list,), False),
-}
+KIND_RULE = Rule(
+    "one of " + ", ".join(map(json.dumps, KINDS)), lambda v: isinstance(v, str) and v in KINDS
+)
 _DFLASH_NAME = re.compile(r"drafter-(\w+)/k(\d+)-j0-(on|off)(?:-seed(\d+))?")
 _NGRAM_NAME = re.compile(r"ngram/k(\d+)")
 
 
 @dataclass
 class SettingRecord(KeptKeys):
-    """One setting's record (SETTING_FIELDS says each key); a key it lacks reads as None."""
+    """One setting's record, a typed document in the writer's order; a key it lacks reads as
+    None (a key whose default is absent() is never null where it is there)."""
 
-    FIELD_TABLE = SETTING_FIELDS
-
-    dump_pass: dict[str, Any] | None = None
-    kind: str = ""
+    dump_pass: dict[str, Any] | None = absent()
+    kind: Annotated[str, KIND_RULE] = needed(default="")
     drafter: str | None = None
     k: int | None = None
-    j0: str | bool | None = None
+    j0: str | bool | None = None  # as the log shows it; records of older runs: as asked
     seed: int | None = None
-    slots: int | None = None
-    temperature: float | None = None
+    slots: int | None = absent()
+    temperature: float | None = absent()
     sample_seed: int | None = None
-    port: int | None = None
-    servers_at_once: int | None = None
+    port: int | None = absent()
+    servers_at_once: int | None = absent()
     speculative_config: dict[str, Any] | None = None
-    speculator_sha256: str | None = None
+    speculator_sha256: str | None = absent()
     j0_asked: str | None = None
     speculator_identity: str | None = None
-    j0_from: str | None = None
-    j0_state: dict[str, Any] | None = None
+    j0_from: str | None = absent()
+    j0_state: dict[str, Any] | None = absent()  # J0State.to_json(): the one form (j0 ...: older)
     pooled_acceptance_length: float | None = None
-    per_request_mean_by_context: dict[str, float] | None = None
-    requests_ok: int | None = None
+    per_request_mean_by_context: dict[str, float] | None = absent()
+    requests_ok: int | None = absent()
     metrics_crosscheck: str | None = None
-    dumps_check: dict[str, Any] | None = None
-    crosscheck: dict[str, Any] | None = None
-    lines: list[str] | None = None
-    problems: list[str] | None = None
-    missing: list[str] | None = None
-    keys: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    dumps_check: dict[str, Any] | None = absent()
+    crosscheck: dict[str, Any] | None = absent()
+    lines: list[Any] | None = absent()  # in words
+    problems: list[Any] | None = absent()  # in words
+    missing: list[Any] | None = absent()  # in words
+    keys: tuple[str, ...] = attribute(default=())
+    extra: dict[str, Any] = attribute(default_factory=dict)
 
     def state(self) -> J0State:
         """J0 as asked and as run (J0State.from_json: this record's j0_state, or an older
@@ -126,14 +90,7 @@ class SettingRecord(KeptKeys):
     @classmethod
     def checked(cls, value: Any, where: str) -> SettingRecord:
         """The record, or J0Error naming `where`, the key, its value and what was expected."""
-        checked_object(value, SETTING_FIELDS, where)
-        if value["kind"] not in KINDS:
-            raise J0Error(
-                f"{where}: 'kind' is {shown(value['kind'])}, expected one of "
-                + ", ".join(map(json.dumps, KINDS)),
-                INPUT_LACKS,
-            )
-        return cls.from_json(value)
+        return cls.from_json(value, where)
 
     @classmethod
     def read(cls, path: Path) -> SettingRecord:
@@ -148,17 +105,15 @@ class SettingRecord(KeptKeys):
         """A run from before setting.json: the setting as its folder's name says it
         (drafter-mask/k7-j0-on[-seedS], ngram/kK, baseline), J0 as asked; None for another."""
         if match := _DFLASH_NAME.fullmatch(name):
-            return cls.from_json(
-                {
-                    "kind": DFLASH,
-                    "drafter": match[1],
-                    "k": int(match[2]),
-                    "j0": match[3] == ON,
-                    "seed": int(match[4]) if match[4] else None,
-                }
+            return cls.made(
+                kind=DFLASH,
+                drafter=match[1],
+                k=int(match[2]),
+                j0=match[3] == ON,
+                seed=int(match[4]) if match[4] else None,
             )
         if match := _NGRAM_NAME.fullmatch(name):
-            return cls.from_json({"kind": NGRAM, "k": int(match[1])})
+            return cls.made(kind=NGRAM, k=int(match[1]))
         if name == BASELINE:
-            return cls.from_json({"kind": BASELINE, "k": None})
+            return cls.made(kind=BASELINE, k=None)
         return None
