@@ -9,7 +9,7 @@ What an annotation says:
     float                           a number (a whole number too)
     X | None                        X or null; with `absent()` as the default, null is refused
                                     and None stands for a key left out
-    list[X]                         a list whose every item is X (list[Any]: any list)
+    list[X], tuple[X, ...]          a list whose every item is X (list[Any]: any list)
     dict[str, Any], Any             an object, any JSON value
     Literal["a", "b"]               one of those strings
     Annotated[X, Rule(...)]         the Rule in place of X's (a test the kinds cannot say)
@@ -83,7 +83,8 @@ class Key:
     kinds: Kinds | Rule
     required: bool
     reader: type[Document] | None = None
-    many: bool = False
+    many: bool = False  # a list of `reader`'s documents (a tuple, where `tuple_` says so)
+    tuple_: bool = False
     unless: Any = ALWAYS
 
 
@@ -116,9 +117,9 @@ def _one(hint: Any, or_null: bool) -> tuple[Kinds | Rule, type[Document] | None,
         return (dict, *null), hint, False
     if origin is typing.Literal:
         return one_of(args, or_null), None, False
-    if origin is not list:
+    if origin not in (list, tuple):
         return (*_bare(hint), *null), None, False
-    item = args[0] if args else Any
+    item = args[0] if args else Any  # list[X] or tuple[X, ...]: a JSON list either way
     if item is Any:
         return (list, *null), None, False
     if isinstance(item, type) and issubclass(item, Document):
@@ -133,14 +134,15 @@ def keys_of(cls: type[Document]) -> tuple[Key, ...]:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.metadata.get(_KEY, True) is False:
             continue
-        kinds, reader, many = _kinds(_hint(cls, f), bool(f.metadata.get(_ABSENT)))
+        kinds, reader, many = _kinds(hint := _hint(cls, f), bool(f.metadata.get(_ABSENT)))
         required = (
             cls.EVERY_KEY_NEEDED
             or f.metadata.get(_NEEDED)
             or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
         )
         unless = f.metadata.get(_UNLESS, ALWAYS)
-        found.append(Key(f.name, kinds, required, reader, many, unless))
+        tuple_ = typing.get_origin(hint) is tuple
+        found.append(Key(f.name, kinds, required, reader, many, tuple_, unless))
     return tuple(found)
 
 
@@ -185,9 +187,10 @@ class Document:
                 continue
             item = checked[key.name]
             if key.reader is not None and key.many and item is not None:
-                item = [
+                items = (
                     key.reader.from_json(x, f"{where}: {key.name}[{i}]") for i, x in enumerate(item)
-                ]
+                )
+                item = tuple(items) if key.tuple_ else list(items)
             elif key.reader is not None and item is not None:
                 item = key.reader.from_json(item, f"{where}: {key.name}")
             kept[key.name] = item
@@ -207,7 +210,7 @@ class Document:
 def _json(value: Any) -> Any:
     if isinstance(value, Document):
         return value.to_json()
-    if isinstance(value, list) and value and isinstance(value[0], Document):
+    if isinstance(value, list | tuple) and value and isinstance(value[0], Document):
         return [_json(item) for item in value]
     return value
 

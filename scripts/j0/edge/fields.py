@@ -92,6 +92,14 @@ def one_of(values: Collection[str], or_null: bool = False) -> Rule:
     )
 
 
+def listed(values: Collection[str]) -> Rule:
+    """One of the strings `values`, said as 'one of "a", "b", "c"'."""
+    return Rule(
+        "one of " + ", ".join(map(json.dumps, values)),
+        lambda value: isinstance(value, str) and value in values,
+    )
+
+
 def _words(kinds: Kinds | Rule, name_of: Callable[[Kinds], str]) -> str:
     return kinds.words if isinstance(kinds, Rule) else name_of(kinds)
 

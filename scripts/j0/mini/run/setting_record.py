@@ -15,14 +15,13 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from j0.edge.document import KeptKeys, absent, attribute, needed
-from j0.edge.fields import Rule, read_document, write_document
+from j0.edge.fields import listed, read_document, write_document
 from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
 
 SETTING_JSON = "setting.json"
@@ -31,9 +30,6 @@ NGRAM = "ngram"  # vLLM's prompt lookup
 DFLASH = "dflash"
 KINDS = (DFLASH, NGRAM, BASELINE)
 
-KIND_RULE = Rule(
-    "one of " + ", ".join(map(json.dumps, KINDS)), lambda v: isinstance(v, str) and v in KINDS
-)
 _DFLASH_NAME = re.compile(r"drafter-(\w+)/k(\d+)-j0-(on|off)(?:-seed(\d+))?")
 _NGRAM_NAME = re.compile(r"ngram/k(\d+)")
 
@@ -44,7 +40,7 @@ class SettingRecord(KeptKeys):
     None (a key whose default is absent() is never null where it is there)."""
 
     dump_pass: dict[str, Any] | None = absent()
-    kind: Annotated[str, KIND_RULE] = needed(default="")
+    kind: Annotated[str, listed(KINDS)] = needed(default="")
     drafter: str | None = None
     k: int | None = None
     j0: str | bool | None = None  # as the log shows it; records of older runs: as asked
