@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
 
 from j0.bench.matrix.layout import result_name
 from j0.compose.server import ServerKnobs, Setting, server_setting
-from j0.edge.fields import FieldTable, field_problem
+from j0.edge.document import Document, needed, written_unless
+from j0.edge.fields import Rule, all_are, list_of
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 PLAN_FILE = "plan.json"
@@ -54,53 +55,13 @@ class BenchOptions:
     system_prompt: str | None = None
 
 
-# plan.json's parts, as PlanDocument.to_json writes them and from_json reads them (pod.py, in the
-# pods): (kinds, needed). tests/bench/test_k8s_plan.py holds them to the dataclasses' fields.
-TASK_FIELDS: FieldTable = {
-    "index": ((int,), True),
-    "setting": ((str,), True),
-    "shard": ((int,), True),
-    "shards": ((int,), True),
-    "prompts": ((str, type(None)), True),
-    "prompt_positions": ((list, type(None)), True),
-    "requests": ((int, type(None)), True),
-    "out": ((str,), True),
-    "label": ((str,), True),
-}
-SERVER_FIELDS: FieldTable = {
-    "name": ((str,), True),
-    "num_speculative_tokens": ((int,), True),
-    "j0": ((bool,), True),
-    "prefix_caching": ((bool,), True),
-    "baseline": ((bool,), False),
-    "server_args": ((list,), True),
-    "server_env": ((dict,), True),
-}
-BENCH_FIELDS: FieldTable = {
-    "dataset": ((str, type(None)), True),
-    "requests": ((int, type(None)), True),
-    "max_tokens": ((int, type(None)), True),
-    "repeats": ((int,), True),
-    "system_prompt": ((str, type(None)), True),
-}
-PLAN_FIELDS: FieldTable = {
-    "run": ((str,), True),
-    "settings": ((dict,), True),
-    "bench": ((dict,), True),
-    "indexes": ((list,), True),
-}
-
-
-def _checked(value: Any, table: FieldTable, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise J0Error(f"{where}: expected an object", INPUT_LACKS)
-    if (problem := field_problem(value, table)) is not None:
-        raise J0Error(f"{where}: {problem}", INPUT_LACKS)
-    return value
+TEXTS = Rule(
+    "an object of strings", lambda v: isinstance(v, dict) and all_are(list(v.values()), (str,))
+)
 
 
 @dataclass(frozen=True)
-class PlanTask:
+class PlanTask(Document):
     """One Job index: its setting, its shard of the prompts, where its result goes."""
 
     index: int
@@ -108,64 +69,57 @@ class PlanTask:
     shard: int
     shards: int
     prompts: str | None
-    prompt_positions: list[int] | None
+    prompt_positions: list[Any] | None  # whole numbers
     requests: int | None
     out: str
     label: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_json(cls, value: Any, where: str) -> PlanTask:
-        checked = _checked(value, TASK_FIELDS, where)
-        return cls(**{key: checked[key] for key in TASK_FIELDS})
-
 
 @dataclass(frozen=True)
-class PlanServer:
-    """A setting's server: the setting, and the `vllm serve` arguments and switches compose
-    renders for it (j0.compose.server)."""
+class PlanServer(Document):
+    """A setting's server: the setting (its keys as Setting.to_json writes them), and the `vllm
+    serve` arguments and switches compose renders for it (j0.compose.server)."""
 
-    setting: Setting
-    server_args: list[str]
-    server_env: dict[str, str]
+    name: str
+    num_speculative_tokens: int
+    j0: bool
+    prefix_caching: bool
+    baseline: bool = written_unless(False)
+    server_args: Annotated[list[str], list_of((str,))] = needed(default_factory=list)
+    server_env: Annotated[dict[str, str], TEXTS] = needed(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.setting.to_json(),
-            "server_args": self.server_args,
-            "server_env": self.server_env,
-        }
+    @property
+    def setting(self) -> Setting:
+        return Setting(self.num_speculative_tokens, self.j0, self.prefix_caching)
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PlanServer:
-        checked = _checked(value, SERVER_FIELDS, where)
-        setting = Setting(
-            checked["num_speculative_tokens"], checked["j0"], checked["prefix_caching"]
-        )
-        if setting.name != checked["name"] or setting.baseline != checked.get("baseline", False):
+        read = super().from_json(value, where)
+        if read.setting.name != read.name or read.setting.baseline != read.baseline:
             raise J0Error(
-                f"{where}: named {checked['name']!r}, but its draft tokens and J0 make "
-                f"{setting.name!r}",
+                f"{where}: named {read.name!r}, but its draft tokens and J0 make "
+                f"{read.setting.name!r}",
                 INPUT_LACKS,
             )
-        args, env = checked["server_args"], checked["server_env"]
-        if not all(isinstance(a, str) for a in args) or not all(
-            isinstance(v, str) for v in env.values()
-        ):
-            raise J0Error(f"{where}: server_args and server_env hold text only", INPUT_LACKS)
-        return cls(setting, list(args), dict(env))
+        return read
 
 
 def plan_server(setting: Setting, knobs: ServerKnobs) -> PlanServer:
     """The setting's server as compose renders it (j0.compose.server.server_setting)."""
     server = server_setting(setting, knobs)
-    return PlanServer(setting, server.args(), server.env())
+    return PlanServer(
+        name=setting.name,
+        num_speculative_tokens=setting.tokens,
+        j0=setting.j0,
+        prefix_caching=setting.prefix_caching,
+        baseline=setting.baseline,
+        server_args=server.args(),
+        server_env=server.env(),
+    )
 
 
 @dataclass(frozen=True)
-class PlanBench:
+class PlanBench(Document):
     """What every index's `j0 bench run` gets besides its URL, output and prompts."""
 
     dataset: str | None
@@ -174,17 +128,9 @@ class PlanBench:
     repeats: int
     system_prompt: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_json(cls, value: Any, where: str) -> PlanBench:
-        checked = _checked(value, BENCH_FIELDS, where)
-        return cls(**{key: checked[key] for key in BENCH_FIELDS})
-
 
 @dataclass(frozen=True)
-class PlanDocument:
+class PlanDocument(Document):
     """plan.json: the run's name, its settings' servers, the bench options and the indexes.
     Written by build_plan (to_json, into the ConfigMap), read in every pod (from_json)."""
 
@@ -194,34 +140,25 @@ class PlanDocument:
     indexes: list[PlanTask]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run,
-            "settings": {name: server.to_json() for name, server in self.settings.items()},
-            "bench": self.bench.to_json(),
-            "indexes": [task.to_json() for task in self.indexes],
-        }
+        servers = {name: server.to_json() for name, server in self.settings.items()}
+        return {**super().to_json(), "settings": servers}
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PlanDocument:
         """The plan, or J0Error (exit 2) naming `where`, the part, the key and the value."""
-        checked = _checked(value, PLAN_FIELDS, where)
+        read = super().from_json(value, where)
         settings = {
             name: PlanServer.from_json(server, f"{where}: settings[{name!r}]")
-            for name, server in checked["settings"].items()
+            for name, server in read.settings.items()
         }
-        indexes = [
-            PlanTask.from_json(task, f"{where}: indexes[{i}]")
-            for i, task in enumerate(checked["indexes"])
-        ]
-        for task in indexes:
+        for task in read.indexes:
             if task.setting not in settings:
                 raise J0Error(
                     f"{where}: indexes[{task.index}]: setting {task.setting!r} is not among the "
                     f"plan's settings ({', '.join(settings)})",
                     INPUT_LACKS,
                 )
-        bench = PlanBench.from_json(checked["bench"], f"{where}: bench")
-        return cls(checked["run"], settings, bench, indexes)
+        return replace(read, settings=settings)
 
 
 @dataclass(frozen=True)
