@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine import base_sources
+from j0.engine.source import base_sources
 from j0.pins import Pins, load_pins
 
 # The Docker tests to their workers, the longest first: a hook of tests/worker_plan.py, found here.

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from j0.compose.dotenv import MAX_NESTING, MAX_VALUE_CHARS, parse_dotenv
-from j0.engine import causality
+from j0.engine.source import causality
 from j0.errors import (
     INPUT_LACKS,
     USAGE,

@@ -280,7 +280,7 @@ def test_front_door_process_finder_finds_a_planted_one(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text(
         "import sys\nA = [sys.executable, '-m', 'j0', 'image', 'identity']\n"
-        "B = (sys.executable, '-m', 'j0.engine.speculator_identity')\n"
+        "B = (sys.executable, '-m', 'j0.engine.server.speculator_identity')\n"
     )
     found = front_door_processes(planted.rename(PACKAGE / "_planted_process.py"))
     (PACKAGE / "_planted_process.py").unlink()

@@ -26,9 +26,9 @@ CLOSED = "http://127.0.0.1:9"  # nothing listens on the discard port here
 PRINTS_ALLOWED = {
     # programs of their own: `python -m MODULE`, their stdout read by the script that runs them
     "j0.article.server_flags": (4, "the GPU scripts' `python -m` program: the flags on stdout"),
-    "j0.engine.speculator_identity": (3, "`python -m` in the image: the identity line"),
-    "j0.engine.torch_version": (2, "`python -m` under another Python: one JSON line"),
-    "j0.engine.vllm_version": (2, "`python -m` under another Python: one JSON line"),
+    "j0.engine.server.speculator_identity": (3, "`python -m` in the image: the identity line"),
+    "j0.engine.source.torch_version": (2, "`python -m` under another Python: one JSON line"),
+    "j0.engine.source.vllm_version": (2, "`python -m` under another Python: one JSON line"),
     "j0.engine_check.prefix_requests": (1, "engine-check's request sender, a program"),
     "j0.engine_check.scenarios.sender": (1, "engine-check's scenario runner, a program"),
     "j0.engine_check.scenarios.table": (3, "`python -m` on a results file: a markdown table"),
@@ -40,7 +40,7 @@ PRINTS_ALLOWED = {
     "j0.image.build_step": (10, "the image build's step (RUN python -m ...)"),
     "j0.image.engine_step": (9, "the image build's first step (RUN python -m ...)"),
     # copied alone into the image build's first stage (docker/Dockerfile), without j0.terminal
-    "j0.engine.base_sources": (2, "in the image's first stage, where j0.terminal is absent"),
+    "j0.engine.source.base_sources": (2, "in the image's first stage, where j0.terminal is absent"),
 }
 
 

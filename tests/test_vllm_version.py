@@ -1,4 +1,5 @@
-"""j0.engine.vllm_version: a vLLM's version and commit, read from vllm/_version.py as text."""
+"""j0.engine.source.vllm_version: a vLLM's version and commit, read from vllm/_version.py as
+text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from j0.engine.vllm_version import VllmVersion, installed_version, parse_version_file, read_version
+from j0.engine.source.vllm_version import (
+    VllmVersion,
+    installed_version,
+    parse_version_file,
+    read_version,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 # The layout of vLLM 0.33.0's own vllm/_version.py (vcs-versioning), typed here.
@@ -66,7 +72,7 @@ def test_runs_as_a_script_on_a_bare_python(tmp_path: Path) -> None:
     (site / "vllm").mkdir(parents=True)
     (site / "vllm" / "__init__.py").write_text("raise ImportError('never imported')\n")
     (site / "vllm" / "_version.py").write_text(RELEASE_TEXT)
-    source = (ROOT / "scripts" / "j0" / "engine" / "vllm_version.py").read_text()
+    source = (ROOT / "scripts" / "j0" / "engine" / "source" / "vllm_version.py").read_text()
     result = subprocess.run(
         [sys.executable, "-S", "-c", source],  # no site-packages: vllm only from PYTHONPATH
         env={"PYTHONPATH": str(site)},

@@ -86,8 +86,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     ),
     (
         TERMINATED,
-        "terminated (SIGTERM: `kill`, `docker stop`, a Kubernetes pod's end): as 130 (SIGHUP: "
-        "129)",
+        "terminated (SIGTERM: `kill`, `docker stop`, a Kubernetes pod's end): as 130 (SIGHUP: 129)",
     ),
 )
 

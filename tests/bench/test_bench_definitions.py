@@ -22,7 +22,7 @@ from servers.vllm.server import VllmStandIn
 
 
 def entry(steps: list[int], prompt_tokens: int = 100, drafted: int = 4) -> RequestEntry:
-    from j0.engine import spec_counts
+    from j0.engine.figures import spec_counts
 
     return RequestEntry.from_json(
         {

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine import prometheus_counters, spec_counts
-from j0.engine.spec_counts import Counts
+from j0.engine.figures import prometheus_counters, spec_counts
+from j0.engine.figures.spec_counts import Counts
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,9 +1,9 @@
 """A setting is labelled "J0 on" from the file that ran, never from what was asked
-(j0.engine.j0_state): the server log's identity line must name a J0 file and the patch must have
-logged DFLASH_CTX_NOISE=1. Shown where j0 labels settings: `j0 bench run --log` (against our vLLM
-stand-in, tests/servers/vllm/server.py, its log saying identity=base while `--j0 on` was asked),
-what `j0 bench report` reads of such results, and `j0 bench matrix`'s record of each setting
-(judge_ran, for compose's one server and k8s's shards)."""
+(j0.engine.server.j0_state): the server log's identity line must name a J0 file and the patch
+must have logged DFLASH_CTX_NOISE=1. Shown where j0 labels settings: `j0 bench run --log` (against
+our vLLM stand-in, tests/servers/vllm/server.py, its log saying identity=base while `--j0 on` was
+asked), what `j0 bench report` reads of such results, and `j0 bench matrix`'s record of each
+setting (judge_ran, for compose's one server and k8s's shards)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from j0.bench.matrix.layout import SettingRun, judge_ran
 from j0.bench.report.results_folder import find_settings
 from j0.cli import main
 from j0.compose.server import Setting
-from j0.engine import server_log
-from j0.engine.j0_state import j0_ran
+from j0.engine.server import server_log
+from j0.engine.server.j0_state import j0_ran
 from servers.vllm.server import VllmStandIn
 from status.status_logs import BASE_SHA, article_log
 

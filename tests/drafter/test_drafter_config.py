@@ -15,7 +15,7 @@ import pytest
 
 from j0.cli import main
 from j0.drafter import config as drafter_config
-from j0.engine import causality as drafter_causality
+from j0.engine.source import causality as drafter_causality
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -210,8 +210,8 @@ def test_the_log_must_show_the_dumps_own_j0(
     variant_sets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Dumps of J0 on checked with the log of a server whose J0 file logged DFLASH_CTX_NOISE=0
-    (J0 off, by the one rule of j0.engine.j0_state) are not that server's dumps: exit 2, naming
-    both; a log that leaves J0 unknown (no DFLASH_CTX_NOISE line) says nothing of it."""
+    (J0 off, by the one rule of j0.engine.server.j0_state) are not that server's dumps: exit 2,
+    naming both; a log that leaves J0 unknown (no DFLASH_CTX_NOISE line) says nothing of it."""
     folder = str(variant_sets / "prefix-j0-on")
     log = server_log(tmp_path, PREFIX_SAFE_SHA, "prefix-safe")
     off = tmp_path / "off.log"

@@ -1,6 +1,6 @@
 """A small look-alike of the vLLM source the prefix-safe variant's engine contract is about
-(j0.engine.contract): four files written by the tests, shaped like vLLM 0.33.0's but holding only
-what the contract reads, each with a switch that breaks one clause. Never vLLM's own text."""
+(j0.engine.source.contract): four files written by the tests, shaped like vLLM 0.33.0's but holding
+only what the contract reads, each with a switch that breaks one clause. Never vLLM's own text."""
 
 from __future__ import annotations
 

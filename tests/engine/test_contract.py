@@ -1,6 +1,6 @@
-"""The prefix-safe variant's contract with vLLM's engine (j0.engine.contract), checked on source
-text the tests write: a look-alike of the four files (tests/engine/contract_lookalike.py) with
-each clause broken in turn, and copies of vLLM 0.33.0's own files read out of the pinned wheel
+"""The prefix-safe variant's contract with vLLM's engine (j0.engine.source.contract), checked on
+source text the tests write: a look-alike of the four files (tests/engine/contract_lookalike.py)
+with each clause broken in turn, and copies of vLLM 0.33.0's own files read out of the pinned wheel
 (downloaded once, cached; never committed). Also the image build step refusing a variant build
 on a broken engine."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine.contract_lookalike import BREAKS, FILES, write_lookalike
-from j0.engine import contract
-from j0.engine.base_sources import vllm_wheel
+from j0.engine.source import contract
+from j0.engine.source.base_sources import vllm_wheel
 from j0.errors import J0Error
 from j0.pins import Pins
 

@@ -1,4 +1,4 @@
-"""j0.engine.endpoints against a hostile server of ours on 127.0.0.1
+"""j0.engine.server.endpoints against a hostile server of ours on 127.0.0.1
 (tests/servers/hostile_http.py): a redirect to another host is refused and never carries the
 bearer key, a body over its cap is refused without being read whole, and a body that trickles
 forever ends at the deadline. Each of these hung or leaked before (urllib follows redirects and
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from servers.hostile_http import HostileServer
 
 

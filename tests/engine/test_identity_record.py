@@ -1,4 +1,4 @@
-"""`j0 image identity --json` as a type (j0.engine.identity_record): the real command's line
+"""`j0 image identity --json` as a type (j0.engine.server.identity_record): the real command's line
 reads and writes back as it was, and what `here_identity` gets from a child that printed
 something else is refused naming the key and the value."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine.identity_record import IdentityRecord
+from j0.engine.server.identity_record import IdentityRecord
 from j0.errors import J0Error
 
 ROOT = Path(__file__).resolve().parents[2]

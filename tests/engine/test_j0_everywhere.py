@@ -27,8 +27,8 @@ from j0.bench.report.results_folder import find_settings
 from j0.cli import main
 from j0.compose.server import Setting
 from j0.dumps.check.own_prefix import log_read
-from j0.engine.j0_state import J0State
-from j0.engine.server_log import parse
+from j0.engine.server.j0_state import J0State
+from j0.engine.server.server_log import parse
 from j0.mini.run.setting import SettingOutcome, SettingPlan, ran_as_asked
 from j0.mini.run.setting_record import SettingRecord
 from j0.serve import launch

@@ -1,5 +1,5 @@
-"""J0's state as one value (j0.engine.j0_state): its one JSON form read back, and its one reader
-taking every older shape the project wrote, here the committed results under docs/results (a
+"""J0's state as one value (j0.engine.server.j0_state): its one JSON form read back, and its one
+reader taking every older shape the project wrote, here the committed results under docs/results (a
 `j0 bench run` manifest that saw `j0 status --json`, one that was only asked `--j0`, `j0 status
 --json` itself, `j0 mini run`'s settings, a folder's name) and matrix.json's entries as they were
 written before j0_state. The expected states are written by hand from each file."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from j0.engine.j0_state import J0State
+from j0.engine.server.j0_state import J0State
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.run.setting_record import SettingRecord
 
@@ -117,7 +117,7 @@ def test_what_is_not_a_j0_state_is_named(value: Any, said: str) -> None:
 
 def test_only_the_one_rule_tells_which_files_run_j0() -> None:
     """The identities that run J0 (j0.article.identity.J0_KINDS) are read only by the one rule
-    (j0.engine.j0_state): a command that wanted to decide J0 from an identity line by itself
+    (j0.engine.server.j0_state): a command that wanted to decide J0 from an identity line by itself
     would need them, and fails here."""
     import ast
 
@@ -133,4 +133,4 @@ def test_only_the_one_rule_tells_which_files_run_j0() -> None:
             for node in ast.walk(ast.parse(text))
         )
     )
-    assert users == ["article/identity.py", "engine/j0_state.py"]
+    assert users == ["article/identity.py", "engine/server/j0_state.py"]

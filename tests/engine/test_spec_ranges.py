@@ -1,5 +1,5 @@
-"""The possible ranges of speculative-decoding figures (j0.engine.spec_ranges), on values written
-here by hand: vLLM's per-request `metrics.speculative_decoding` as the wheel's
+"""The possible ranges of speculative-decoding figures (j0.engine.figures.spec_ranges), on values
+written here by hand: vLLM's per-request `metrics.speculative_decoding` as the wheel's
 SpeculativeDecodingMetrics writes it, and pooled counts as /metrics deltas give them."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from j0.bench.metrics_crosscheck import crosscheck
-from j0.engine.spec_counts import Counts
-from j0.engine.spec_ranges import counts_problems, spec_problems
+from j0.engine.figures.spec_counts import Counts
+from j0.engine.figures.spec_ranges import counts_problems, spec_problems
 
 # k = 4: three verify steps that drafted 4, 3 and 4 tokens and accepted 2, 0 and 4 of them
 TRUE: dict[str, Any] = {

@@ -1,7 +1,7 @@
-"""The identity line and record of this Python's speculator.py (j0.engine.speculator_identity),
-which the local launcher and local_needs run as a module in the server's environment: the same
-words as `j0 image identity`, whose module it is. The reference is the real command, run on this
-Python's vLLM (the unpatched wheel of the test environment)."""
+"""The identity line and record of this Python's speculator.py
+(j0.engine.server.speculator_identity), which the local launcher and local_needs run as a module in
+the server's environment: the same words as `j0 image identity`, whose module it is. The reference
+is the real command, run on this Python's vLLM (the unpatched wheel of the test environment)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("how", [["--prefix", "j0-entrypoint"], ["--json"]])
 def test_the_module_says_what_the_command_says(how: list[str]) -> None:
-    module = run("-m", "j0.engine.speculator_identity", *how)
+    module = run("-m", "j0.engine.server.speculator_identity", *how)
     command = run("-m", "j0", "image", "identity", *how)
     assert module.returncode == command.returncode == 0, module.stderr + command.stderr
     assert module.stdout == command.stdout
@@ -34,6 +34,6 @@ def test_the_module_says_what_the_command_says(how: list[str]) -> None:
 
 @pytest.mark.parametrize("args", [[], ["--prefix"], ["--json", "--prefix", "x"], ["identity"]])
 def test_other_arguments_are_a_usage_error(args: list[str]) -> None:
-    done = run("-m", "j0.engine.speculator_identity", *args)
+    done = run("-m", "j0.engine.server.speculator_identity", *args)
     assert done.returncode == 64 and done.stdout == ""
-    assert "usage: python -m j0.engine.speculator_identity" in done.stderr
+    assert "usage: python -m j0.engine.server.speculator_identity" in done.stderr

@@ -2,7 +2,7 @@
 (j0.edge.urls), and sent, where they are used, as a Basic Authorization header to the URL's own
 origin only. The server is our hostile HTTP stand-in on 127.0.0.1 (tests/servers/hostile_http.py),
 which records the Authorization header of every request; the client is urllib through
-j0.engine.endpoints, as every command asks a server."""
+j0.engine.server.endpoints, as every command asks a server."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from j0.edge import urls
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from servers.hostile_http import HostileServer
 
 BASIC = "Basic " + base64.b64encode(b"user:s3cret").decode()

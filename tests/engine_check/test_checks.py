@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from j0.article.identity import identify
-from j0.engine.speculator_identity import identity_line
+from j0.engine.server.speculator_identity import identity_line
 from j0.engine_check import checks
 from j0.engine_check.requests import Exchange, parse_sse
 from j0.pins import Pins

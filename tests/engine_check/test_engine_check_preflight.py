@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine import local_needs
+from j0.engine.server import local_needs
 from j0.engine_check import preflight
 from j0.engine_check.cli import compose_image
 

@@ -319,7 +319,7 @@ def test_a_server_without_speculative_decoding_is_not_asked_for_its_metrics(tmp_
     after the fix has its baseline). Seen failing before: the
     flag was in every server's arguments."""
     from j0.article.spec_config import SpecConfig
-    from j0.engine.launcher import ServerStart
+    from j0.engine.server.launcher import ServerStart
 
     def args(method: str | None) -> list[str]:
         spec = None if method is None else SpecConfig(method, 7, None if method == "ngram" else "d")  # type: ignore[arg-type]
@@ -347,7 +347,7 @@ def test_a_server_start_is_the_launchers_command_line_on_each_route(tmp_path: Pa
     and switches as the launcher wrote them before ServerSetting (typed from that form), with
     the paths of the route it runs on; the drafter in the config is the route's too."""
     from j0.article.spec_config import SpecConfig
-    from j0.engine.launcher import ServerStart
+    from j0.engine.server.launcher import ServerStart
 
     start = ServerStart(
         target=tmp_path / "t",

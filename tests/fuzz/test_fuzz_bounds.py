@@ -29,7 +29,7 @@ from fuzz.fuzzing import outcome
 from j0.cli import build_parser
 from j0.commands import NumberType
 from j0.compose.dotenv import MAX_VALUE_CHARS, parse_dotenv
-from j0.engine import causality
+from j0.engine.source import causality
 from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_bytes
 
 big_ints = st.integers(4000, 6000).map(lambda n: "9" * n)

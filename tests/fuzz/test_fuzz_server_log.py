@@ -1,6 +1,6 @@
 """Property: what a client writes into the server's log after the server is up changes nothing
-that j0 reads from the log (j0.engine.server_log.parse): the facts of a start-up followed by any
-text (lines built from the patch's, the entrypoint's, `j0 serve`'s and vLLM's own lines, line
+that j0 reads from the log (j0.engine.server.server_log.parse): the facts of a start-up followed by
+any text (lines built from the patch's, the entrypoint's, `j0 serve`'s and vLLM's own lines, line
 breaks and arbitrary text, as a request could put them there) are the facts of the start-up.
 Bounded memory throughout."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzzing import bounded
-from j0.engine import server_log
+from j0.engine.server import server_log
 from status.status_logs import BASE_SHA, article_log
 
 FORGED = [

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from fuzz.fuzzing import outcome
 from j0.article import serving, spec_config
 from j0.compose.dotenv import parse_dotenv
-from j0.engine import prometheus_counters
+from j0.engine.figures import prometheus_counters
 from j0.errors import J0Error
 from j0.pins import load_pins, parse_pins
 

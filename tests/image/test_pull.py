@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from j0.cli import main
-from j0.engine.pull import (
+from j0.engine.source.pull import (
     DENIED,
     NOT_FOUND,
     OTHER,

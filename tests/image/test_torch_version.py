@@ -1,5 +1,5 @@
-"""j0.engine.torch_version: torch.version.cuda read from torch/version.py as text, the way the
-wheel route's engine step reads the base image's torch (never importing it).
+"""j0.engine.source.torch_version: torch.version.cuda read from torch/version.py as text, the way
+the wheel route's engine step reads the base image's torch (never importing it).
 
 Checked against torch itself: the test environment's installed torch (its module `torch.version`,
 executed here), and the file of a CUDA 13.0 build recorded on an H200 (torch 2.11.0+cu130, whose
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from j0.engine.torch_version import TorchVersion, installed_torch, parse_version_file
-from j0.engine.wheel_index import variant_of_cuda
+from j0.engine.source.torch_version import TorchVersion, installed_torch, parse_version_file
+from j0.engine.source.wheel_index import variant_of_cuda
 
 ROOT = Path(__file__).resolve().parents[2]
 # /opt/torch/.venv/lib/python3.12/site-packages/torch/version.py on the H200 (2026-12-02), as
@@ -60,7 +60,7 @@ def test_the_installed_torch_agrees_with_torch_version_cuda() -> None:
 
 def test_the_module_runs_alone_on_a_python_and_prints_one_json_line() -> None:
     """As `python3 -c <source>` on a base image's python3: standard library, no j0 imports."""
-    source = (ROOT / "scripts" / "j0" / "engine" / "torch_version.py").read_text()
+    source = (ROOT / "scripts" / "j0" / "engine" / "source" / "torch_version.py").read_text()
     done = subprocess.run(
         [sys.executable, "-I", "-c", source], capture_output=True, text=True, check=False
     )

@@ -243,7 +243,7 @@ ROOT_WHEEL = "vllm-0.33.1.dev3+gc50aca144-cp38-abi3-manylinux_2_28_x86_64.whl"
 def test_the_wheels_cuda_is_read_from_its_label_and_requirements(
     name: str, requires: list[str], cuda: str
 ) -> None:
-    from j0.engine.wheel_cuda import of_wheel
+    from j0.engine.source.wheel_cuda import of_wheel
 
     assert of_wheel(name, requires).cuda == cuda
 
@@ -265,6 +265,6 @@ def test_the_wheels_cuda_is_read_from_its_label_and_requirements(
 def test_a_wheels_cuda_fits_a_torch_of_the_same_cuda(
     wheel: str, torch: str | None, fits: bool | None
 ) -> None:
-    from j0.engine.wheel_cuda import WheelCuda
+    from j0.engine.source.wheel_cuda import WheelCuda
 
     assert WheelCuda(wheel, ()).fits(torch) is fits

@@ -329,7 +329,7 @@ def test_the_article_wheel_passes_every_check_before_the_install(
 ) -> None:
     """In process, the steps before `pip install`: fetched by the {commit} template from the
     cu130/ folder, sha256 of the bytes served, commit c50aca144."""
-    from j0.engine.torch_version import parse_version_file
+    from j0.engine.source.torch_version import parse_version_file
     from j0.image import engine_step
     from j0.pins import wheel_index_for
 
@@ -495,7 +495,7 @@ def test_pip_check_lines_are_split_by_project() -> None:
 def test_which_wheel_fits_this_python_and_machine(name: str, machine: str, fits: bool) -> None:
     """PEP 427 tags read from the file name: CPython abi3 wheels of an older minor fit, another
     architecture or platform does not (names in the shape of vLLM's per-commit wheels)."""
-    from j0.engine.wheel_index import fits_here
+    from j0.engine.source.wheel_index import fits_here
 
     assert fits_here(name, machine) is fits
 
@@ -512,7 +512,7 @@ def test_which_wheel_fits_this_python_and_machine(name: str, machine: str, fits:
 )
 def test_a_wheels_variant_is_read_from_its_local_version(name: str, variant: str) -> None:
     """The file names of vLLM's index generator's docstring (generate-nightly-index.py)."""
-    from j0.engine.wheel_index import wheel_variant
+    from j0.engine.source.wheel_index import wheel_variant
 
     assert wheel_variant(name) == variant
 
@@ -521,7 +521,7 @@ def test_a_wheels_variant_is_read_from_its_local_version(name: str, variant: str
     ("cuda", "variant"), [("13.0", "cu130"), ("12.9", "cu129"), ("12.8", "cu128"), (None, "cpu")]
 )
 def test_torch_cuda_names_the_variant_folder(cuda: str | None, variant: str) -> None:
-    from j0.engine.wheel_index import variant_of_cuda
+    from j0.engine.source.wheel_index import variant_of_cuda
 
     assert variant_of_cuda(cuda) == variant
 

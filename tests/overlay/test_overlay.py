@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from j0.cli import main
-from j0.engine import base_sources
+from j0.engine.source import base_sources
 from j0.pins import Pins
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 from j0.article import build as overlay
 from j0.article.identity import ARTICLE, PREFIX_SAFE, identify
 from j0.cli import main
-from j0.engine.server_log import parse as parse_log
+from j0.engine.server.server_log import parse as parse_log
 from j0.errors import J0Error
 from j0.pins import Pins, load_pins
 

@@ -249,7 +249,7 @@ def test_both_files_on_cuda(pins: Pins, tmp_path: Path) -> None:
     if not cuda_gpu_here():
         pytest.skip("no CUDA GPU")
     from j0.article import build as overlay
-    from j0.engine import base_sources
+    from j0.engine.source import base_sources
 
     base = base_sources.from_installed(pins)
     for variant, want in (("prefix-safe", 0), ("article", 1)):

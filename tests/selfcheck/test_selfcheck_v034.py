@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from test_selfcheck import _variants
 
-from j0.engine import base_sources
+from j0.engine.source import base_sources
 from j0.pins import Pins
 from j0.selfcheck import batches
 from j0.selfcheck.kernels import INTERPRETER_ENV

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from j0.article.spec_config import KNOWN_KEYS, METHODS, LoggedSpec, SpecConfig, article_problem
 from j0.checks import OK
-from j0.engine.server_log import LogFacts
+from j0.engine.server.server_log import LogFacts
 from j0.errors import J0Error
 from j0.serve import launch as serve_launch
 from j0.status.log_checks import spec_config as status_spec_check

@@ -1,8 +1,8 @@
-"""A hostile HTTP server on 127.0.0.1 for the clients' bounds (j0.engine.endpoints): redirects to
-another origin, bodies larger than announced or than any cap, a body that trickles forever, and a
-record of the Authorization header each request carried. It stands in for a misbehaving or
-malicious server at the URL a user gave; the real client under test is urllib through
-j0.engine.endpoints."""
+"""A hostile HTTP server on 127.0.0.1 for the clients' bounds (j0.engine.server.endpoints):
+redirects to another origin, bodies larger than announced or than any cap, a body that trickles
+forever, and a record of the Authorization header each request carried. It stands in for a
+misbehaving or malicious server at the URL a user gave; the real client under test is urllib through
+j0.engine.server.endpoints."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from j0.engine.base_sources import vllm_wheel  # noqa: E402
+from j0.engine.source.base_sources import vllm_wheel  # noqa: E402
 from j0.pins import Pins, load_pins  # noqa: E402
 
 FORMAT = 1  # bump to rebuild every stand-in

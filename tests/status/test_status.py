@@ -14,9 +14,9 @@ import pytest
 from doctor.doctor_env import Host
 from j0.article.identity import Identity
 from j0.cli import main
-from j0.engine import server_log
-from j0.engine.speculator_identity import identity_line
-from j0.engine.vllm_version import VllmVersion
+from j0.engine.server import server_log
+from j0.engine.server.speculator_identity import identity_line
+from j0.engine.source.vllm_version import VllmVersion
 from j0.pins import Pins
 from j0.status import server_facts
 from servers.base import free_port

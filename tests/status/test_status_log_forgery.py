@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from doctor.doctor_env import Host
-from j0.engine import server_log
+from j0.engine.server import server_log
 from serve.test_serve_launch import drafter, serve_args
 from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, INSTALLED, SPEC_15, article_log, status_json

@@ -7,8 +7,8 @@ believed. The lines are typed here as vLLM 0.34 writes them (vllm/logger.py's fo
 from __future__ import annotations
 
 from j0.checks import FAIL, OK
-from j0.engine.j0_state import j0_ran
-from j0.engine.server_log import parse
+from j0.engine.server.j0_state import j0_ran
+from j0.engine.server.server_log import parse
 from j0.pins import Pins
 from j0.status import log_checks
 

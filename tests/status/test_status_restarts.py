@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from doctor.doctor_env import Host
-from j0.engine import server_log
+from j0.engine.server import server_log
 from j0.status import StatusReport, log_checks
 from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, BASE_SHA, article_log, status_json

@@ -3,7 +3,7 @@ binned by context length (a fixed bin size, or the bin edges a reader names).
 
     acceptance_length                 pooled: 1 + (sum of accepted drafts) / (verify steps), over
                                       all steps of all requests; vLLM's /metrics and
-                                      `vllm bench serve` (j0.engine.spec_counts)
+                                      `vllm bench serve` (j0.engine.figures.spec_counts)
     acceptance_length_request_mean    mean over requests of each request's mean per-step
                                       acceptance length (1 + accepted at that step); the DFlash
                                       paper and the `dflash` package's benchmark,
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from j0.bench.request_entry import RequestEntry
-from j0.engine import spec_counts
+from j0.engine.figures import spec_counts
 from j0.errors import USAGE, J0Error
 
 Entry = RequestEntry

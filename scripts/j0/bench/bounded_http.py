@@ -1,8 +1,8 @@
-"""`j0 bench run`'s HTTP reads through aiohttp, bounded as j0.engine.endpoints bounds urllib's:
-redirects are followed only to the same scheme, host and port (endpoints.same_origin: a redirect
-must not make bench measure another server than --url), and every body is read up to its kind's
-cap (endpoints.MAX_JSON_BYTES for JSON answers and each streamed event, MAX_ERROR_BYTES for an
-error body, cut there, MAX_METRICS_BYTES for /metrics).
+"""`j0 bench run`'s HTTP reads through aiohttp, bounded as j0.engine.server.endpoints bounds
+urllib's: redirects are followed only to the same scheme, host and port (endpoints.same_origin: a
+redirect must not make bench measure another server than --url), and every body is read up to its
+kind's cap (endpoints.MAX_JSON_BYTES for JSON answers and each streamed event, MAX_ERROR_BYTES for
+an error body, cut there, MAX_METRICS_BYTES for /metrics).
 
 aiohttp is never imported here: the callers hand in their session and responses.
 """
@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
 
-from j0.engine.endpoints import BodyTooLarge, same_origin
+from j0.engine.server.endpoints import BodyTooLarge, same_origin
 
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)

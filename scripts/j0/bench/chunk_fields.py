@@ -128,7 +128,7 @@ def usage(chunk: dict[str, Any]) -> dict[str, Any] | None:
     """`usage`'s counts (prompt, completion, cached) as sent, each None or a finite number that
     can be held, or None where the chunk has none. A count of another type (a string, true) is
     refused here; a negative or fractional one passes, to be flagged by the result's checks
-    (j0.engine.spec_ranges) and kept out of the figures."""
+    (j0.engine.figures.spec_ranges) and kept out of the figures."""
     value = mapping(chunk.get("usage"), "usage")
     if value is None:
         return None
@@ -151,8 +151,9 @@ def whole(value: Any) -> int | None:
 
 def _number(value: Any, where: str, most: int) -> None:
     """A finite number no larger than `most` in size, or None. Its range (negative, a fraction,
-    more accepted than drafted) is left to the result's checks (j0.engine.spec_ranges), which flag
-    the request and keep it out of the pooled figures; only what could not be held is refused."""
+    more accepted than drafted) is left to the result's checks (j0.engine.figures.spec_ranges),
+    which flag the request and keep it out of the pooled figures; only what could not be held is
+    refused."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):

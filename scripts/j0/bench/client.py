@@ -27,7 +27,7 @@ speculative decoding one "inter-token" gap covers 1 + accepted tokens); TPOT is
 Bounds (a server that misbehaves fails its request, with the reason, and never holds or ends the
 run): `deadline_s` bounds the whole request (the session's sock_read timeout, `--timeout`, only
 the wait for the next bytes, which keep-alive comments reset); every body and every streamed
-line is capped (bounded_http, with j0.engine.endpoints' caps); redirects only to the same
+line is capped (bounded_http, with j0.engine.server.endpoints' caps); redirects only to the same
 origin; every field read is of the type vLLM gives it (chunk_fields); and a stream may not give
 more tokens than the request's max_tokens, nor more text than MAX_JSON_BYTES.
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 from j0.bench import bounded_http, chunk_fields
 from j0.bench.chunk_fields import BadAnswer
-from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, BodyTooLarge
+from j0.engine.server.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, BodyTooLarge
 
 
 class EndpointMissing(Exception):

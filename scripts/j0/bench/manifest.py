@@ -1,11 +1,11 @@
 """The setup a result was measured with: server, model, J0 state, drafter pin, dataset, j0 itself.
 
-J0 on/off comes from the file that ran where the run can see it (j0.engine.j0_state): the server's
-log (`--log FILE`: its identity line and the patch's DFLASH_CTX_NOISE line), else `--status-json
-FILE` (the output of `j0 status --json`, which read the same lines); "on" only where that file is
-a J0 file. Where neither is given it is what `--j0 on|off` says (j0_source "--j0": asked, not
-seen), else "unknown". What was asked is kept as j0_asked, and where the file that ran says
-otherwise, j0_differs says how.
+J0 on/off comes from the file that ran where the run can see it (j0.engine.server.j0_state): the
+server's log (`--log FILE`: its identity line and the patch's DFLASH_CTX_NOISE line), else
+`--status-json FILE` (the output of `j0 status --json`, which read the same lines); "on" only where
+that file is a J0 file. Where neither is given it is what `--j0 on|off` says (j0_source "--j0":
+asked, not seen), else "unknown". What was asked is kept as j0_asked, and where the file that ran
+says otherwise, j0_differs says how.
 
 The manifest is a document of this module (SetupManifest): `j0 bench run` writes it into its
 result as the key "manifest", `j0 bench report` reads it back through from_json, checked once
@@ -21,8 +21,8 @@ from typing import Any
 
 from j0 import __version__
 from j0.edge.fields import FieldTable, field_problem
-from j0.engine import server_log
-from j0.engine.j0_state import OFF, ON, ON_OFF, UNKNOWN, J0State, j0_ran
+from j0.engine.server import server_log
+from j0.engine.server.j0_state import OFF, ON, ON_OFF, UNKNOWN, J0State, j0_ran
 from j0.errors import (
     INPUT_LACKS,
     InputLimit,
@@ -143,8 +143,8 @@ def problem_of(value: dict[str, Any]) -> str | None:
 class SeenRun:
     """What a file that saw the server says ran: `j0 status --json`'s output (--status-json
     FILE, its report in `status`) or the server's log (--log FILE). `ran` is J0's state as that
-    file shows it (j0.engine.j0_state), None where a status file shows nothing of it; the other
-    facts are None where the file does not have them."""
+    file shows it (j0.engine.server.j0_state), None where a status file shows nothing of it; the
+    other facts are None where the file does not have them."""
 
     file: str
     ran: J0State | None = None

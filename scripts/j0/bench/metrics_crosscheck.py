@@ -22,8 +22,8 @@ from typing import Any
 
 from j0.edge.document import KeptKeys, attribute, table_of
 from j0.edge.fields import field_problem
-from j0.engine import spec_ranges
-from j0.engine.spec_counts import Counts, figures
+from j0.engine.figures import spec_ranges
+from j0.engine.figures.spec_counts import Counts, figures
 
 
 @dataclass

@@ -36,7 +36,7 @@ from typing import Annotated, Any
 
 from j0.edge.document import KeptKeys, absent, attribute, table_of
 from j0.edge.fields import NULL, NUMBER, FieldTable, Kinds, field_problem, list_of, shown
-from j0.engine import spec_counts
+from j0.engine.figures import spec_counts
 
 # An entry's times (>= 0 where given; results.entry_problems judges their ranges).
 ENTRY_TIMES = (
@@ -50,7 +50,7 @@ ENTRY_TIMES = (
     "client_time_s",
 )
 # The lists of whole numbers (the per-step ones may hold any numbers here: one that is no count,
-# 2.5 or -1, is the range checks', j0.engine.spec_ranges: flagged, kept out of the figures).
+# 2.5 or -1, is the range checks', j0.engine.figures.spec_ranges: flagged, kept out of the figures).
 INT_LISTS = (
     "chunk_tokens",
     "output_token_ids",

@@ -58,8 +58,8 @@ from j0.bench.prompts import Prompt
 from j0.bench.request_entry import ENTRY_TIMES, RequestEntry
 from j0.bench.result_schema import document_problem
 from j0.edge.atomic import write_text_atomic
-from j0.engine import spec_counts, spec_ranges
-from j0.engine.spec_counts import Counts
+from j0.engine.figures import spec_counts, spec_ranges
+from j0.engine.figures.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
 from j0.measure import repetition
 
@@ -221,8 +221,8 @@ def read_result(path: Path) -> BenchResult:
 def entry_problems(entry: RequestEntry) -> list[str]:
     """Why a request entry's figures cannot be true (empty: they can): counts that are not whole
     numbers >= 0, NaN/Inf or negative times, cached > prompt tokens, and its server metrics and
-    acceptance figures outside their possible ranges (j0.engine.spec_ranges). The problems found
-    when the run wrote the entry (`metrics_problems`) come first. Such an entry is kept in the
+    acceptance figures outside their possible ranges (j0.engine.figures.spec_ranges). The problems
+    found when the run wrote the entry (`metrics_problems`) come first. Such an entry is kept in the
     file, flagged, and out of every pooled figure."""
     if entry.metrics_problems:
         return [str(p) for p in entry.metrics_problems]

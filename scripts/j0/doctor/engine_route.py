@@ -2,7 +2,7 @@
 each gives, whether the per-commit wheel index answers for the pinned commit, and whether the
 nightly tag still exists.
 
-The index is asked with j0.engine.wheel_index, the code the build step itself runs (standard
+The index is asked with j0.engine.source.wheel_index, the code the build step itself runs (standard
 library); an index that cannot be reached from here is a warning, not a failure: the build runs
 on the Docker engine's network, which may differ.
 """
@@ -13,7 +13,7 @@ from j0.checks import FAIL, OK, WARN, Check
 from j0.compose.switches import Settings
 from j0.doctor import docker_checks
 from j0.edge import urls
-from j0.engine import wheel_cuda, wheel_index
+from j0.engine.source import wheel_cuda, wheel_index
 from j0.pins import ENGINES, Pins, wheel_index_for
 
 TIMEOUT_S = 10.0

@@ -13,7 +13,7 @@ as it is ("unchanged").
 Refused, naming the file and the key: a missing or invalid config.json or one without a
 `dflash_config` object (exit 2); a top-level `is_causal` that is false, or a `dflash_config.causal`
 that is already false (exit 1): vLLM 0.33.0 reads `is_causal` before `dflash_config.causal`
-(see j0.engine.causality), so either would silently keep the draft non-causal.
+(see j0.engine.source.causality), so either would silently keep the draft non-causal.
 
 Standard library only.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import sha256_bytes, write_bytes_atomic
-from j0.engine import causality as drafter_causality
+from j0.engine.source import causality as drafter_causality
 from j0.errors import (
     CHECK_FAILED,
     INPUT_LACKS,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.drafter import config as drafter_config
-from j0.engine.causality import LayerCausality
+from j0.engine.source.causality import LayerCausality
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 urllib's `timeout` bounds each wait on the socket, not the exchange: a server that sends its
 status line and headers a byte at a time, each byte just inside the timeout, holds http.client
 in its header loop for as long as it likes (up to 100 headers of 64 KiB each), before any body
-read that j0.engine.endpoints.read_bounded could bound. Here every read on the connection's
+read that j0.engine.server.endpoints.read_bounded could bound. Here every read on the connection's
 socket waits at most until the exchange's deadline (set with `exchange_deadline`), whatever
 http.client is reading: the wait is min(the timeout, what is left), and a read once the deadline
 has passed raises DeadlineExceeded (an OSError, like no answer).

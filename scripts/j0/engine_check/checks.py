@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from j0.checks import Check
-from j0.engine import server_log
+from j0.engine.server import server_log
 from j0.engine_check.requests import Exchange
 from j0.pins import Pins
 
@@ -101,7 +101,7 @@ def metrics_agree(exchanges: Sequence[Exchange], before: str, after: str, run: s
     """The per-request `metrics.speculative_decoding` of every response, summed, equals the
     Prometheus counters' deltas around the requests (drafts, draft tokens, accepted, per
     position)."""
-    from j0.engine import prometheus_counters, spec_counts
+    from j0.engine.figures import prometheus_counters, spec_counts
 
     name = f"per-request metrics = /metrics deltas ({run})"
     summed = spec_counts.Counts()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.commands import MAX_SEED, finite_number, whole_number
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 
 
 def prompts(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """What `j0 engine-check --image` needs before anything heavy starts, each missing piece one line
 and exit 69: the Docker engine and the image itself (a GPU and, with `--here`, what vLLM's server
-imports are the engine floor's: j0.engine.local_needs, which `j0 mini run --here` checks too).
-The image is never pulled: compose builds `J0_IMAGE` from this checkout (`docker compose build`)
-and `j0 image build` makes the pinned tag; a registry has neither.
+imports are the engine floor's: j0.engine.server.local_needs, which `j0 mini run --here` checks
+too). The image is never pulled: compose builds `J0_IMAGE` from this checkout (`docker compose
+build`) and `j0 image build` makes the pinned tag; a registry has neither.
 
 With `--image` the tiny models are made inside the image (`python -m j0.engine_check.tiny_models`
 in a throw-away container of it), so the host needs Docker and nothing of torch or transformers.

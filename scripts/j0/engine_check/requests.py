@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from j0.engine_check.tiny_models import MASK_TOKEN, word
 from j0.errors import CHECK_FAILED, parse_json
 

@@ -16,9 +16,9 @@ from typing import Any
 from j0.article.identity import ARTICLE
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.spec_config import SpecConfig
-from j0.engine.endpoints import first_model, get_text
-from j0.engine.j0_state import ON
-from j0.engine.launcher import (
+from j0.engine.server.endpoints import first_model, get_text
+from j0.engine.server.j0_state import ON
+from j0.engine.server.launcher import (
     MAX_MODEL_LEN,
     ContainerServer,
     LocalServer,
@@ -186,7 +186,7 @@ def preflight(options: EngineCheckOptions) -> Any:
     """A GPU, with --here vLLM's server packages (unless --server-command stands in for `vllm
     serve`), with --image the engine and the image, before anything heavy: each missing one is
     one line, exit 69. Returns the docker client for --image (None for --here)."""
-    from j0.engine import local_needs
+    from j0.engine.server import local_needs
     from j0.engine_check import preflight as needs
 
     if options.gpus:

@@ -5,7 +5,7 @@ from typing import Any
 
 # The face other commands use (issue 32), resolved on first use: the image's default tag
 # (default_tag) and its manifest's type (ImageManifest; torch_cuda_of, doctor's part of it). The
-# wheel index the build step asks is the engine floor's (j0.engine.wheel_index).
+# wheel index the build step asks is the engine floor's (j0.engine.source.wheel_index).
 FACE = ("default_tag", "ImageManifest", "torch_cuda_of")
 
 

@@ -15,9 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.variants import check_variant_name
-from j0.engine import vllm_version
-from j0.engine.pull import DENIED, NOT_FOUND, UNREACHABLE, PullError, ensure_image, registry_of
-from j0.engine.vllm_version import VllmVersion
+from j0.engine.source import vllm_version
+from j0.engine.source.pull import (
+    DENIED,
+    NOT_FOUND,
+    UNREACHABLE,
+    PullError,
+    ensure_image,
+    registry_of,
+)
+from j0.engine.source.vllm_version import VllmVersion
 from j0.errors import J0Error, parse_json, require
 from j0.image.build_step import PIN_LABELS, engine_warning
 from j0.pins import ENGINES, Pins, checkout_origin, checkout_revision, load_pins

@@ -15,7 +15,7 @@ a base image may lack, and it never imports vLLM. What it does:
    fresh, hash-checked one;
 5. writes the manifest (MANIFEST_PATH) and checks, by re-reading, what it installed. The manifest
    records the base's vLLM version and commit, read from `vllm/_version.py` as text
-   (j0.engine.vllm_version), and a warning (not an error) says when that commit is not
+   (j0.engine.source.vllm_version), and a warning (not an error) says when that commit is not
    VLLM_COMMIT: the v0.33.0 release, for one, holds the pinned speculator.py but is commit
    4ba787ec9.
 """
@@ -43,8 +43,8 @@ from j0.article.variants import (
 )
 from j0.edge.atomic import sha256_bytes, write_bytes_atomic
 from j0.edge.fields import read_document, write_document
-from j0.engine.base_sources import installed_vllm_dir
-from j0.engine.vllm_version import VllmVersion, read_version
+from j0.engine.source.base_sources import installed_vllm_dir
+from j0.engine.source.vllm_version import VllmVersion, read_version
 from j0.errors import J0Error
 from j0.image.engine_step import EngineRecord
 from j0.image.manifest import ImageManifest
@@ -214,7 +214,7 @@ def install(
     base = target.read_bytes()
     check_base(target, base, pins, base_image, allow_drift)
     if variant != ARTICLE_VARIANT:  # the variant reads req_states from init_speculator's frame
-        from j0.engine import contract
+        from j0.engine.source import contract
 
         contract.require(vllm_dir, f"J0_VARIANT={variant}")
     tool = available_tool()

@@ -13,9 +13,9 @@ it never imports vLLM or torch. On the wheel route it refuses, with a message na
    one message with the three routes (another index, the nightly image, the release);
 3. a wheel whose sha256 is not VLLM_WHEEL_SHA256 (when pinned), or not the index's own #sha256;
    a wheel whose own CUDA (its local version label, its METADATA's Requires-Dist: torch pin,
-   `[cu13]` extras, nvidia-*-cu13 / -cu12 requirements; j0.engine.wheel_cuda) is not the base's
-   torch's, naming both; a wheel from the root that names no CUDA (the root is taken only for a
-   wheel whose own CUDA is the torch's: vLLM's index aliases it as `cu129/` whatever it is);
+   `[cu13]` extras, nvidia-*-cu13 / -cu12 requirements; j0.engine.source.wheel_cuda) is not the
+   base's torch's, naming both; a wheel from the root that names no CUDA (the root is taken only for
+   a wheel whose own CUDA is the torch's: vLLM's index aliases it as `cu129/` whatever it is);
 4. a wheel whose vllm/_version.py is not VLLM_COMMIT (the release's wheel, 4ba787ec9, for one);
 5. after `pip install --no-deps`, an installed vllm/_version.py that is not VLLM_COMMIT, or
    requirements of the wheel that the image does not meet: `pip check` (pip's own reading of
@@ -46,10 +46,15 @@ from typing import Annotated, Any
 from j0.edge import urls
 from j0.edge.document import Document
 from j0.edge.fields import Rule, write_document
-from j0.engine import wheel_cuda, wheel_index
-from j0.engine.base_sources import installed_vllm_dir
-from j0.engine.torch_version import TorchVersion, installed_torch
-from j0.engine.vllm_version import VERSION_RELPATH, VllmVersion, parse_version_file, read_version
+from j0.engine.source import wheel_cuda, wheel_index
+from j0.engine.source.base_sources import installed_vllm_dir
+from j0.engine.source.torch_version import TorchVersion, installed_torch
+from j0.engine.source.vllm_version import (
+    VERSION_RELPATH,
+    VllmVersion,
+    parse_version_file,
+    read_version,
+)
 from j0.errors import J0Error
 from j0.pins import ENGINES, Pins, load_pins, wheel_index_for
 
@@ -86,7 +91,7 @@ class EngineRecord(Document):
     wheel_folder: str = ""
     wheel_folder_why: str = ""
     # The wheel's own CUDA ("13.0", "13": the major alone) and what said it (its local version
-    # label, its Requires-Dist), read from the wheel (j0.engine.wheel_cuda).
+    # label, its Requires-Dist), read from the wheel (j0.engine.source.wheel_cuda).
     wheel_cuda: str = ""
     wheel_cuda_from: list[Any] = field(default_factory=list)
     wheel_name: str = ""

@@ -69,6 +69,6 @@ class IdentityOptions:
 
 
 def run_identity(options: IdentityOptions) -> Identified:
-    from j0.engine.speculator_identity import identified
+    from j0.engine.server.speculator_identity import identified
 
     return Identified(*identified(options.prefix))

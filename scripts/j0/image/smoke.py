@@ -15,9 +15,9 @@ from j0.article.identity import ARTICLE
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.variants import variant_sha256s
 from j0.checks import FAIL, OK, SKIP, WARN, Check
-from j0.engine import vllm_version
-from j0.engine.speculator_identity import engine_words
-from j0.engine.vllm_version import VllmVersion
+from j0.engine.server.speculator_identity import engine_words
+from j0.engine.source import vllm_version
+from j0.engine.source.vllm_version import VllmVersion
 from j0.errors import UNAVAILABLE, J0Error, parse_json, require
 from j0.image.build import CPU_ENV, ENTRYPOINT, MANIFEST, docker_client
 from j0.image.build_step import PIN_LABELS

@@ -297,8 +297,6 @@ def read_manifest_file(folder: Path) -> MiniManifest:
         what = "a file" if folder.exists() else "no such folder"
         raise J0Error(f"{folder}: {what}; expected a folder made by `{MADE_BY}`", INPUT_LACKS)
     if not path.is_file():
-        raise J0Error(
-            f"{path}: no such file; expected a folder made by `{MADE_BY}`", INPUT_LACKS
-        )
+        raise J0Error(f"{path}: no such file; expected a folder made by `{MADE_BY}`", INPUT_LACKS)
     value = read_document(path, f"the {MINI_JSON} of `{MADE_BY}`")
     return MiniManifest.from_json(value, str(path))

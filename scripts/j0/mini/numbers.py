@@ -126,7 +126,7 @@ def _contexts(data: dict[str, Any]) -> list[int]:
 
 def engine(run: Path) -> list[str]:
     from j0.bench import pooled, read_result
-    from j0.engine import spec_counts
+    from j0.engine.figures import spec_counts
 
     settings, data = _data(run)
     contexts = _contexts(data)

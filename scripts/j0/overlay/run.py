@@ -12,7 +12,7 @@ from j0.article.identity import Identity, identify
 from j0.article.releases import Release, release_of
 from j0.article.variants import ARTICLE_VARIANT, default_audit_output, default_output
 from j0.edge.atomic import sha256_bytes
-from j0.engine import base_sources
+from j0.engine.source import base_sources
 from j0.errors import J0Error
 from j0.pins import Pins, load_pins
 

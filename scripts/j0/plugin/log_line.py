@@ -1,6 +1,6 @@
 """The plugin's identity line, written when vLLM builds the speculator (in the process that runs
 it) through vLLM's logger, and its grammar, which `j0 status` and `j0 dumps check --log` read
-(j0.engine.server_log). Standard library only.
+(j0.engine.server.server_log). Standard library only.
 
     (EngineCore pid=N) INFO MM-DD HH:MM:SS [dflash_j0.py:N] j0-plugin: vLLM 0.34.0 commit
         62d4bc3c7 (method dflash_j0), /.../dflash/speculator.py: speculator.py sha256=<the J0

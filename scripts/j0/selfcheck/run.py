@@ -100,7 +100,7 @@ def build_overlay(path: Path, pins: Pins) -> None:
     result's all checked against the pins, as that command does."""
     from j0.article.build import build_variant, write_overlay
     from j0.article.releases import release_of
-    from j0.engine import base_sources
+    from j0.engine.source import base_sources
 
     variant, release = overlay_place(path, pins) or ("article", pins.vllm_release)
     pinned = release_of(pins, release)
@@ -124,7 +124,7 @@ def build_overlay(path: Path, pins: Pins) -> None:
 def _installed_base(pins: Pins, base_sha256: str) -> Any:
     """The installed vLLM's speculator.py where it is the pinned base `base_sha256`, else None."""
     from j0.edge.atomic import sha256_bytes
-    from j0.engine import base_sources
+    from j0.engine.source import base_sources
 
     try:
         base = base_sources.from_installed(pins)
@@ -138,7 +138,7 @@ def check_release(path: Path, pins: Pins, wanted: str | None) -> None:
     that vLLM is not the release FILE was made for (--vllm R, else the release of a pinned file;
     an unpinned file is taken as given), and (64) a --vllm that contradicts a pinned file."""
     from j0.article.identity import AUDIT, OTHER, identify
-    from j0.engine.base_sources import installed_vllm_version
+    from j0.engine.source.base_sources import installed_vllm_version
 
     identity = identify(path.read_bytes(), pins)
     pinned = identity.role != OTHER and (identity.role != AUDIT or bool(identity.audited))
@@ -250,7 +250,7 @@ def run_selfcheck(options: SelfcheckOptions) -> Selfchecked:
     check_release(path, pins, options.vllm)
     device = options.device
     if device == "auto":
-        from j0.engine.local_needs import gpu_present
+        from j0.engine.server.local_needs import gpu_present
 
         device = "cuda" if gpu_present() else "cpu"
     what = f"case {options.case}" if options.case is not None else f"{options.cases} cases"
@@ -285,7 +285,7 @@ def _file_to_check(options: SelfcheckOptions, pins: Pins) -> Path:
 
         path = default_output(pins, options.variant or "article", options.vllm)
     else:
-        from j0.engine.base_sources import installed_speculator
+        from j0.engine.source.base_sources import installed_speculator
 
         return installed_speculator(pins)
     if not path.exists() and overlay_place(path, pins) is not None:

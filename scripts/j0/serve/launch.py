@@ -26,8 +26,8 @@ from j0.article.serving import (
 )
 from j0.article.spec_config import tested_words
 from j0.edge.secret_file import check_secret_text, read_secret_file
-from j0.engine import server_log
-from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
+from j0.engine.server import server_log
+from j0.engine.server.j0_state import OFF, ON, UNKNOWN, J0State
 from j0.errors import CHECK_FAILED, INPUT_LACKS, USAGE, J0Error, read_json_file
 from j0.serve import vllm_args
 from j0.serve.vllm_args import ServeArgs
@@ -52,13 +52,13 @@ class Plan:
     api_keys: list[str] = field(default_factory=list)  # given in args: masked where shown
     plugin: J0Options | None = None  # the plugin route's switches (method dflash_j0)
     # J0 as asked (the switch, or the plugin's option) and as it will run: the one rule
-    # (j0.engine.j0_state) once the speculator.py vLLM will import is identified
+    # (j0.engine.server.j0_state) once the speculator.py vLLM will import is identified
     j0: J0State | None = None
     j0_fact: int | None = None  # where in `facts` the switch's J0 line is
 
 
 def _check_drafter(spec: ServeSpec, plan: Plan) -> None:
-    from j0.engine import causality as drafter_causality
+    from j0.engine.source import causality as drafter_causality
 
     drafter = str(spec.config.drafter)  # the DFlash methods' drafter folder: always given
     config_path = Path(drafter) / "config.json"
@@ -323,8 +323,8 @@ LOGGED_KNOBS = (
 
 def refuse_log_forgery(args: Sequence[str], env: Mapping[str, str]) -> None:
     """Refuse an argument or knob that holds a line break or a marker of the server log's grammar
-    (j0.engine.server_log): written into the log by `j0 serve` or vLLM, it could pose as a line
-    that `j0 status` believes. The value itself is not repeated in the message."""
+    (j0.engine.server.server_log): written into the log by `j0 serve` or vLLM, it could pose as a
+    line that `j0 status` believes. The value itself is not repeated in the message."""
     for number, arg in enumerate(args, start=1):
         if (what := server_log.forged_marker(arg)) is not None:
             before = args[number - 2] if number > 1 else ""
@@ -405,7 +405,7 @@ def plan_serve(
 
 
 def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
-    """Say what VLLM_DFLASH_CTX_NOISE=1 really runs, by the one rule (j0.engine.j0_state) for
+    """Say what VLLM_DFLASH_CTX_NOISE=1 really runs, by the one rule (j0.engine.server.j0_state) for
     the file vLLM will import (`kind`, its identity): J0 needs the article's (patched) file or
     its prefix-safe variant, which log the switch as asked. With vLLM's unpatched file the switch
     does nothing and the baseline runs; say so rather than "J0 on" above an identity line that
@@ -414,7 +414,7 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
 
     from j0.article.identity import PREFIX_SAFE
     from j0.article.serving import PREFIX_CACHING_WITH_J0
-    from j0.engine.j0_state import j0_of
+    from j0.engine.server.j0_state import j0_of
 
     if plan.j0 is None or plan.j0.asked != ON or plan.j0_fact is None:
         return
@@ -504,7 +504,7 @@ def identify_running(plan: Plan) -> None:
         plugin_running(plan)
         return
     from j0.article.identity import identify
-    from j0.engine.base_sources import installed_speculator
+    from j0.engine.source.base_sources import installed_speculator
     from j0.pins import load_pins
 
     try:

@@ -13,7 +13,7 @@ Keys (format_version 1), in the order they are written:
                             (the ones `j0 serve` logs; never a key or a token)
     facts, warnings         the logged lines, without their "j0 serve: " prefix
     j0_state                J0 as asked and as it will run with the speculator.py vLLM will
-                            import, by the one rule (j0.engine.j0_state; its one JSON form:
+                            import, by the one rule (j0.engine.server.j0_state; its one JSON form:
                             asked, ran, why, identity, seen); null without a J0 switch
 
 Standard library only: this runs inside the image, on the base image's python3.

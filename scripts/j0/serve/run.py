@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from j0.engine import server_log
+from j0.engine.server import server_log
 from j0.errors import INPUT_LACKS, J0Error
 from j0.serve.launch import (
     DEFAULT_OVERLAY_MOUNT,
@@ -52,7 +52,7 @@ class ServePlanned:
 
     def log_lines(self) -> list[str]:
         """The server log's lines of what will run, one per fact and warning, whatever a value
-        holds (the log's grammar: j0.engine.server_log)."""
+        holds (the log's grammar: j0.engine.server.server_log)."""
         lines = [f"{server_log.SERVE_PREFIX}{server_log.log_safe(f)}" for f in self.plan.facts]
         return lines + [
             f"{server_log.SERVE_PREFIX}warning: {server_log.log_safe(w)}"
@@ -89,7 +89,7 @@ def run_serve(options: ServeOptions) -> ServePlanned:
             INPUT_LACKS,
         )
     if overlay_mount.is_file() and overlay_mount.stat().st_size > 0:
-        from j0.engine.base_sources import installed_speculator
+        from j0.engine.source.base_sources import installed_speculator
         from j0.pins import load_pins
 
         apply_overlay_swap(overlay_mount, installed_speculator(load_pins()), plan)

@@ -10,7 +10,7 @@ from j0.compose.getting import COMPOSE_V2_AND_BUILDX
 from j0.compose.switches import Settings
 from j0.edge.host_tools import run as run_host_command
 from j0.edge.secret_file import read_secret_file
-from j0.engine import server_log
+from j0.engine.server import server_log
 from j0.errors import J0Error, read_input_bytes
 from j0.pins import Pins
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from j0.article.spec_config import LoggedSpec
 from j0.checks import Check
-from j0.engine.j0_state import UNKNOWN, J0State, j0_ran
-from j0.engine.server_log import LogFacts
+from j0.engine.server.j0_state import UNKNOWN, J0State, j0_ran
+from j0.engine.server.server_log import LogFacts
 from j0.pins import Pins
 from j0.status import log_checks, server_checks
 from j0.status.finding import Finding
@@ -39,7 +39,7 @@ def judge(
 
 
 def j0_state(log: LogFacts | None) -> J0State:
-    """J0 as run by the one rule (j0.engine.j0_state); without a log, not seen."""
+    """J0 as run by the one rule (j0.engine.server.j0_state); without a log, not seen."""
     if log is None:
         return J0State(UNKNOWN, UNKNOWN, "no server log read", seen=False)
     return j0_ran(log)

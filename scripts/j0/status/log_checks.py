@@ -10,8 +10,8 @@ from j0.article.identity import PREFIX_SAFE
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, LoggedSpec
 from j0.checks import FAIL, OK
-from j0.engine.server_log import LogFacts, role_of
-from j0.engine.vllm_version import VllmVersion
+from j0.engine.server.server_log import LogFacts, role_of
+from j0.engine.source.vllm_version import VllmVersion
 from j0.pins import Pins
 from j0.status.finding import Finding
 from j0.status.server_facts import ServerFacts

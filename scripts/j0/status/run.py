@@ -10,7 +10,7 @@ from pathlib import Path
 
 from j0.checks import Check, Report
 from j0.compose.switches import resolve
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from j0.errors import USAGE, J0Error
 from j0.pins import load_pins
 from j0.status import inputs, server_facts

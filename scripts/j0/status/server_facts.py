@@ -6,7 +6,8 @@ OpenAI-compatible /v1 routes, prometheus /metrics). The spec-decode counters
 (vllm/v1/spec_decode/metrics.py) are `vllm:spec_decode_num_drafts_total`,
 `..._num_draft_tokens_total` and `..._num_accepted_tokens_total`, one series per engine and model;
 prometheus_client's parser names each family without `_total`. /metrics and /health need no API
-key; /v1 does when the server has one. Every request goes through j0.engine.endpoints.request.
+key; /v1 does when the server has one. Every request goes through
+j0.engine.server.endpoints.request.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from j0.edge import urls
-from j0.engine.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
+from j0.engine.server.endpoints import MAX_METRICS_BYTES, TIMEOUT_S, request
 from j0.errors import J0Error, parse_json, require
 
 PROBE_PROMPT = "Speculative decoding drafts several tokens and checks them in one step. In short,"
@@ -35,8 +36,8 @@ class DeadlinePassed(OSError):
 @dataclass
 class Clock:
     """The time left of `j0 status`'s overall deadline. Each request gets at most half of what
-    is left as its timeout, because j0.engine.endpoints.request gives a whole request twice its
-    timeout: so no request ends after the deadline."""
+    is left as its timeout, because j0.engine.server.endpoints.request gives a whole request twice
+    its timeout: so no request ends after the deadline."""
 
     seconds: float
     started: float = field(default_factory=time.monotonic)
@@ -77,7 +78,7 @@ class ServerFacts:
 
 def parse_counters(text: str) -> dict[str, float]:
     """The spec-decode counters' sums over engines and models; {} where there are none."""
-    from j0.engine import prometheus_counters
+    from j0.engine.figures import prometheus_counters
 
     require("prometheus_client", "j0 status", extra="status")
     snapshot = prometheus_counters.parse(text)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from j0.article.identity import PREFIX_SAFE
 from j0.edge.document import Document
 from j0.edge.fields import one_of
-from j0.engine.j0_state import ON_OFF, J0State
+from j0.engine.server.j0_state import ON_OFF, J0State
 
 JsonValue = Any  # whatever JSON holds: the log's own value, not checked
 
@@ -61,7 +61,7 @@ class StatusReport(Document):
         return J0State.from_json(self.to_json(), "the status report")
 
     def mode(self) -> str:
-        """J0's state as the verdict says it: by the one rule (j0.engine.j0_state), so a log
+        """J0's state as the verdict says it: by the one rule (j0.engine.server.j0_state), so a log
         without an identity line, or naming another file, is "J0 unknown" whatever the patch
         line says, and vLLM's unpatched file "J0 off"."""
         ran = self.state().ran

@@ -7,7 +7,7 @@ backends below: compose/ (this machine) and k8s/ (a cluster).
 """
 
 from j0.article.spec_config import TESTED_TOKENS
-from j0.engine.j0_state import OFF, ON
+from j0.engine.server.j0_state import OFF, ON
 
 BACKENDS = ("compose", "k8s")  # --backend
 # --tokens and --j0 by default: the article's draft tokens, and J0 off then on at each

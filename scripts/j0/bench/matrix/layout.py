@@ -23,8 +23,8 @@ from typing import Annotated, Any
 from j0.compose.server import Setting
 from j0.edge.document import Document, absent, attribute, by_key, written_unless
 from j0.edge.fields import Rule, is_of, one_of, read_document, write_document
-from j0.engine import server_log
-from j0.engine.j0_state import OFF, ON, STATES, UNKNOWN, J0State, j0_ran, not_applicable
+from j0.engine.server import server_log
+from j0.engine.server.j0_state import OFF, ON, STATES, UNKNOWN, J0State, j0_ran, not_applicable
 from j0.pins import checkout_revision
 
 MATRIX_JSON = "matrix.json"
@@ -107,8 +107,8 @@ class SettingRun:
 
 def judge_ran(run: SettingRun, logs: list[str]) -> None:
     """Label the setting's J0 state from the server's log of each of its runs (compose: one;
-    k8s: one per shard), never from what was asked (j0.engine.j0_state); a setting whose server did
-    not run J0 as asked fails, saying what ran. The baseline has no J0 to judge."""
+    k8s: one per shard), never from what was asked (j0.engine.server.j0_state); a setting whose
+    server did not run J0 as asked fails, saying what ran. The baseline has no J0 to judge."""
     if run.setting.baseline or not logs:
         return
     where = f"{run.setting.name}/{SERVER_LOG}"

@@ -13,7 +13,7 @@ from pathlib import Path
 from j0.bench.run.options import RunOptions
 from j0.compose.server import Setting
 from j0.edge import urls
-from j0.engine.j0_state import OFF, ON
+from j0.engine.server.j0_state import OFF, ON
 from j0.errors import USAGE, J0Error
 
 J0_WORDS = {OFF: False, ON: True}

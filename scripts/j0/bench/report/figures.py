@@ -28,7 +28,7 @@ from typing import Any
 from j0.bench import acceptance, results
 from j0.bench.report.results_folder import Setting, prompt_key
 from j0.bench.request_entry import RequestEntry
-from j0.engine import spec_counts
+from j0.engine.figures import spec_counts
 from j0.measure import pairing, repetition, stats
 
 SPEED_KEYS = ("output_tok_s", "ttft_ms", "itl_ms")

@@ -21,7 +21,7 @@ from j0.commands import (
     writes,
 )
 from j0.edge.atomic import refuse_own_inputs
-from j0.engine.j0_state import ON_OFF
+from j0.engine.server.j0_state import ON_OFF
 from j0.terminal import sink
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from j0.bench.manifest import SeenRun, SetupManifest
 from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
-from j0.engine.endpoints import BodyTooLarge
+from j0.engine.server.endpoints import BodyTooLarge
 from j0.errors import CHECK_FAILED, J0Error, parse_json
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.edge.atomic import check_output_path, refuse_own_inputs
-from j0.engine.endpoints import check_server_url
+from j0.engine.server.endpoints import check_server_url
 from j0.errors import (
     INPUT_LACKS,
     USAGE,

@@ -31,8 +31,8 @@ from j0.bench.run.options import RunOptions, check_options
 from j0.bench.run.sending import Measurement, Sender, Server, measure, open_server, warm_up
 from j0.bench.run.summary import build_result, failure, say_summary
 from j0.edge.atomic import claimed_output
-from j0.engine.prometheus_counters import Snapshot
-from j0.engine.spec_counts import Counts
+from j0.engine.figures.prometheus_counters import Snapshot
+from j0.engine.figures.spec_counts import Counts
 from j0.errors import INTERRUPTED, TERMINATED, J0Error, require
 from j0.terminal import sink
 

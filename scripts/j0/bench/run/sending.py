@@ -22,10 +22,10 @@ from j0.bench.manifest import SetupManifest
 from j0.bench.request_entry import RequestEntry
 from j0.bench.run.options import RunOptions
 from j0.edge import urls
-from j0.engine import prometheus_counters, spec_counts
-from j0.engine.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
-from j0.engine.j0_state import UNKNOWN
-from j0.engine.spec_counts import Counts
+from j0.engine.figures import prometheus_counters, spec_counts
+from j0.engine.figures.spec_counts import Counts
+from j0.engine.server.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, MAX_METRICS_BYTES
+from j0.engine.server.j0_state import UNKNOWN
 from j0.errors import CHECK_FAILED, J0Error, require
 from j0.measure import pairing
 

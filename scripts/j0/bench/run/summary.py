@@ -14,8 +14,8 @@ from j0.bench.manifest import SetupManifest, j0_said
 from j0.bench.metrics_crosscheck import crosscheck
 from j0.bench.results import BenchResult
 from j0.bench.run.sending import Measurement
-from j0.engine import spec_counts, spec_ranges
-from j0.engine.spec_counts import Counts
+from j0.engine.figures import spec_counts, spec_ranges
+from j0.engine.figures.spec_counts import Counts
 from j0.errors import CHECK_FAILED, J0Error
 from j0.terminal import sink
 

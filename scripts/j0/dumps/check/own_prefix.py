@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.article.variants import VARIANTS
-from j0.engine.j0_state import ON_OFF, J0State
+from j0.engine.server.j0_state import ON_OFF, J0State
 from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class LogRead:
     """What `j0 dumps check --log FILE` reads of a server's log: J0 as it ran (the one rule,
-    j0.engine.j0_state), the identity line's kind, and the plugin's J0 seed (None: the image's
-    file, whose seed is the pinned one)."""
+    j0.engine.server.j0_state), the identity line's kind, and the plugin's J0 seed (None: the
+    image's file, whose seed is the pinned one)."""
 
     path: Path
     state: J0State
@@ -38,8 +38,8 @@ class LogRead:
 
 
 def log_read(path: Path) -> LogRead:
-    from j0.engine.j0_state import j0_ran
-    from j0.engine.server_log import parse
+    from j0.engine.server.j0_state import j0_ran
+    from j0.engine.server.server_log import parse
 
     text = read_input_bytes(path, "--log").decode("utf-8", errors="replace")
     facts = parse(text, f"--log {path}")
@@ -50,7 +50,7 @@ def variant_from_log(log: Path | LogRead) -> str:
     """The speculator.py a server ran, from its log's identity line (`j0-entrypoint: ...
     identity=KIND`, or the vLLM plugin's `j0-plugin: ... identity=KIND`, KIND then carrying its
     release: article-0.34.0): article or prefix-safe; anything else is refused (exit 2)."""
-    from j0.engine.server_log import role_of
+    from j0.engine.server.server_log import role_of
 
     read = log if isinstance(log, LogRead) else log_read(log)
     if read.identity is None:

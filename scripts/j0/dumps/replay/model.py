@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from j0.dumps.replay.weights import read_config, read_target_heads, tensor_index
-from j0.engine import causality as drafter_causality
+from j0.engine.source import causality as drafter_causality
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:

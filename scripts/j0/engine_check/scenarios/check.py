@@ -101,7 +101,7 @@ def choose(
 def installed_vllm_dir(env: dict[str, str]) -> Path:
     """The vllm package the servers will import: found by this Python run with the servers'
     environment (their PYTHONPATH), without importing vLLM."""
-    from j0.engine.base_sources import FIND_VLLM_DIR
+    from j0.engine.source.base_sources import FIND_VLLM_DIR
 
     found = subprocess.run(
         [sys.executable, "-c", FIND_VLLM_DIR], env=env, capture_output=True, text=True, check=False

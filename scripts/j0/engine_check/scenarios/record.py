@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.edge.document import Document, needed
 from j0.edge.fields import list_of, listed, read_document, shown, write_document
-from j0.engine.j0_state import ON_OFF
+from j0.engine.server.j0_state import ON_OFF
 from j0.errors import INPUT_LACKS, J0Error
 
 SCENARIOS_JSON = "scenarios.json"

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.commands import whole_number
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from j0.engine_check.scenarios.record import (
     FILES,
     MODES,

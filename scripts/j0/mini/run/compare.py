@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench import RequestEntry, entry_counts, entry_problems, pooled, read_result
-from j0.engine import spec_counts
-from j0.engine.j0_state import ON_OFF
+from j0.engine.figures import spec_counts
+from j0.engine.server.j0_state import ON_OFF
 from j0.measure import repetition, stats
 from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import DFLASH, NGRAM, SettingRecord

@@ -1,5 +1,5 @@
 """What `j0 mini run --here` needs before it makes or starts anything, each missing piece one line
-and exit 69, as `j0 engine-check` refuses (j0.engine.local_needs): an NVIDIA GPU, vLLM and
+and exit 69, as `j0 engine-check` refuses (j0.engine.server.local_needs): an NVIDIA GPU, vLLM and
 what its server imports (uvicorn, fastapi, ...), and the speculator.py this Python's vLLM will
 import being the article's file (with --variant prefix-safe: its prefix-safe variant), by the
 sha256 its identity line will carry. Half the matrix is J0 on: on any other file those settings
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from j0.article.identity import ARTICLE, PREFIX_SAFE
 from j0.article.variants import ARTICLE_VARIANT
-from j0.engine.identity_record import IdentityRecord
+from j0.engine.server.identity_record import IdentityRecord
 from j0.errors import UNAVAILABLE, USAGE, J0Error
 
 PURPOSE = "j0 mini run --here"
@@ -33,7 +33,7 @@ WORDS = {ARTICLE: "the article's J0 file", PREFIX_SAFE: "the prefix-safe variant
 def preflight(variant: str, stand_in: bool) -> IdentityRecord:
     """Refuse (69) what this machine cannot run as asked; else the identity of the speculator.py
     the servers will import (`j0 image identity --json`)."""
-    from j0.engine import local_needs as needs
+    from j0.engine.server import local_needs as needs
 
     if not stand_in:
         needs.require_gpu(PURPOSE, NOTHING)

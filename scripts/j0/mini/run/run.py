@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
-from j0.engine.identity_record import IdentityRecord
+from j0.engine.server.identity_record import IdentityRecord
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
 from j0.mini.run.run_summary import RunSummary

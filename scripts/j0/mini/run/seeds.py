@@ -74,7 +74,7 @@ def variant_text(article: str, pinned: int, seed: int) -> str:
 def article_text(pins: Pins) -> str:
     """This Python's vLLM's speculator.py when it is the article's file; the article's file made
     from it when it is the pinned base; else refused."""
-    from j0.engine.base_sources import installed_speculator
+    from j0.engine.source.base_sources import installed_speculator
 
     path = installed_speculator(pins)
     data = path.read_bytes()

@@ -1,8 +1,8 @@
 """One setting of `j0 mini run`: start the server (drafter, draft tokens, J0 on/off), wait for
 /health, `j0 bench run` on the prompts, then with J0 on `j0 dumps check` on its dumps, with J0 off
 the prompts again as token ids for the teacher-forced cross-check (run after the server stops).
-The setting's J0 label is what its server's log shows ran (j0.engine.j0_state: the identity line,
-the patch's DFLASH_CTX_NOISE line), never what was asked: where they differ, or J0 ran from
+The setting's J0 label is what its server's log shows ran (j0.engine.server.j0_state: the identity
+line, the patch's DFLASH_CTX_NOISE line), never what was asked: where they differ, or J0 ran from
 another file than the --variant asked, the setting is a problem (exit 1), said in one line."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from j0.article.spec_config import SpecConfig
 from j0.edge.atomic import write_text_atomic
 from j0.edge.fields import write_document
-from j0.engine import endpoints
+from j0.engine.server import endpoints
 from j0.errors import J0Error
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
@@ -113,8 +113,8 @@ def run_setting(
 ) -> SettingOutcome:
     from j0.bench import RunOptions
     from j0.bench import run_bench as run
-    from j0.engine.endpoints import first_model
-    from j0.engine.launcher import LocalServer, ServerStart, wait_healthy
+    from j0.engine.server.endpoints import first_model
+    from j0.engine.server.launcher import LocalServer, ServerStart, wait_healthy
 
     outcome = SettingOutcome()
     lines: list[str] = []
@@ -260,8 +260,8 @@ def dump_pass(
 
 def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
     """Label the setting from its server's log; a problem where it did not run as asked."""
-    from j0.engine import server_log
-    from j0.engine.j0_state import ON, j0_ran, not_applicable
+    from j0.engine.server import server_log
+    from j0.engine.server.j0_state import ON, j0_ran, not_applicable
     from j0.mini.run.preflight import WANTED, WORDS
 
     log = plan.folder / "server.log"
@@ -329,7 +329,7 @@ def ask_with_ids(
 def by_context(result_path: Path) -> dict[str, Any]:
     """Pooled acceptance length, and per context the mean of per-request acceptance lengths."""
     from j0.bench import pooled, read_result
-    from j0.engine import spec_counts
+    from j0.engine.figures import spec_counts
 
     doc = read_result(result_path)
     counts, _ = pooled(doc.requests)

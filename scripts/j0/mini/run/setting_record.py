@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from j0.edge.document import KeptKeys, absent, attribute, needed
 from j0.edge.fields import listed, read_document, write_document
-from j0.engine.j0_state import OFF, ON, UNKNOWN, J0State
+from j0.engine.server.j0_state import OFF, ON, UNKNOWN, J0State
 
 SETTING_JSON = "setting.json"
 BASELINE = "baseline"  # no speculative decoding
@@ -75,8 +75,8 @@ class SettingRecord(KeptKeys):
 
     def ran_as_asked(self, j0: bool) -> bool:
         """A setting that ran J0 on (off) as asked: the label from its server's log (on, off;
-        j0.engine.j0_state) and what was asked agree; an older run's record holds what was asked
-        (a boolean), not what ran."""
+        j0.engine.server.j0_state) and what was asked agree; an older run's record holds what was
+        asked (a boolean), not what ran."""
         want = ON if j0 else OFF
         state = self.state()
         if not state.seen:

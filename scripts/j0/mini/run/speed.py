@@ -86,7 +86,7 @@ def serve_setting(
     name: str, options: SpeedOptions, port: int, length: int, share: dict, dumps: Path
 ) -> Any:
     """The ServerStart of a setting named as the run names them (no dumps: 0 steps)."""
-    from j0.engine.launcher import ServerStart
+    from j0.engine.server.launcher import ServerStart
     from j0.mini.run.setting import spec_config
 
     kind, drafter, j0 = BASELINE, "mask", False
@@ -185,7 +185,7 @@ def summarize(rounds: dict[str, list[dict[str, float]]], base: str) -> dict[str,
 
 
 def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
-    from j0.engine.launcher import LocalServer, wait_healthy
+    from j0.engine.server.launcher import LocalServer, wait_healthy
     from j0.mini.run.preflight import preflight
     from j0.mini.run.run import read_manifest
     from j0.mini.run.setting import Sampling, memory_share

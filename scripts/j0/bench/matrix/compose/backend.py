@@ -35,7 +35,7 @@ from j0.bench.matrix.settings import SettingBench
 from j0.bench.run import bench_exit_code
 from j0.compose.server import compose_switches
 from j0.edge.atomic import write_text_atomic
-from j0.engine.endpoints import healthy, wait_for_health
+from j0.engine.server.endpoints import healthy, wait_for_health
 from j0.errors import CHECK_FAILED, INPUT_LACKS, J0Error, parse_json
 
 COMPOSE_CONFIG = "`docker compose config --format json`'s output"

@@ -35,7 +35,7 @@ from typing import TextIO
 from j0.bench.matrix.k8s.plan import PLAN_FILE, PlanDocument, PlanTask
 from j0.bench.matrix.settings import SettingBench
 from j0.edge import urls
-from j0.engine.endpoints import wait_for_health
+from j0.engine.server.endpoints import wait_for_health
 from j0.errors import INPUT_LACKS, J0Error, parse_json
 
 DEFAULT_PLAN_DIR = "/plan"

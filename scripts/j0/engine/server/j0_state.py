@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from j0.article.identity import BASE, J0_KINDS
-from j0.engine.server_log import LogFacts, role_of
+from j0.engine.server.server_log import LogFacts, role_of
 from j0.errors import INPUT_LACKS, J0Error
 
 ON, OFF, UNKNOWN, NOT_APPLICABLE = "on", "off", "unknown", "n/a"

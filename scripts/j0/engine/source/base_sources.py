@@ -156,7 +156,7 @@ def from_image(image: str, pins: Pins) -> BaseFile:
     docker = require("docker", "j0 overlay build --from-image")  # heavy and optional
     from docker.errors import DockerException
 
-    from j0.engine.pull import ensure_image
+    from j0.engine.source.pull import ensure_image
 
     try:
         client = docker.from_env()

@@ -12,8 +12,8 @@ and a CUDA 13.0 build says `cuda: Optional[str] = '13.0'`. The file is parsed wi
 assignments only), never imported: importing torch loads its CUDA libraries, seconds of work that
 the image build does not need and that can fail where no GPU is.
 
-Self-contained on purpose (standard library, no j0 imports), like j0/engine/vllm_version.py: the
-wheel route's engine step reads it on the base image's python3, and `python3 -c <this source>`
+Self-contained on purpose (standard library, no j0 imports), like j0/engine/source/vllm_version.py:
+the wheel route's engine step reads it on the base image's python3, and `python3 -c <this source>`
 prints one JSON object.
 """
 

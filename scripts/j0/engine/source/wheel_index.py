@@ -11,7 +11,7 @@ DEFAULT_VARIANT_ALIAS, `cu129`, also while vLLM builds CUDA 13.0 by default (0.3
 variants are built on demand. So a commit may have a `cu130/` folder, or only its root (holding
 the CUDA 13.0 wheel) with a `cu129/` alias beside it. The wheel route takes the variant folder of
 the base image's torch (`torch.version.cuda` 13.0: `cu130/`) where there is one, else the root
-(wheel_source); the engine step then reads the wheel's own CUDA (j0.engine.wheel_cuda) and
+(wheel_source); the engine step then reads the wheel's own CUDA (j0.engine.source.wheel_cuda) and
 refuses a wheel of another CUDA than that torch's: it fails to load its kernels.
 
 Standard library only (urllib, html.parser): the wheel route's build step runs this on the base

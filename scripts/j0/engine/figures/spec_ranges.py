@@ -27,8 +27,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from j0.engine import spec_counts
-from j0.engine.spec_counts import Counts
+from j0.engine.figures import spec_counts
+from j0.engine.figures.spec_counts import Counts
 
 SCALAR_COUNTS = (
     "num_spec_tokens",

@@ -2,8 +2,9 @@
 with the GPU (`--image`), J0 on or off, with its log in a file; wait for /health with a bound.
 
 `--here` logs the identity line first exactly as the image's entrypoint does (`j0 image identity
---prefix j0-entrypoint`; here its module, j0.engine.speculator_identity, not the command), then
-runs `python -m vllm.entrypoints.cli.main serve ARGS`. docker-py is imported only for `--image`.
+--prefix j0-entrypoint`; here its module, j0.engine.server.speculator_identity, not the command),
+then runs `python -m vllm.entrypoints.cli.main serve ARGS`. docker-py is imported only for
+`--image`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import Protocol
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS, ServerSetting
 from j0.article.spec_config import SpecConfig
 from j0.edge.processes import start_owned, stop_group
-from j0.engine.endpoints import wait_for_health
+from j0.engine.server.endpoints import wait_for_health
 from j0.errors import CHECK_FAILED
 
 MAX_MODEL_LEN = 2048
-IDENTITY_MODULE = "j0.engine.speculator_identity"
+IDENTITY_MODULE = "j0.engine.server.speculator_identity"
 CONTAINER_WORK = "/j0-engine-check"
 
 
@@ -106,7 +107,8 @@ class LocalServer:
         env = {**os.environ, **server.env()}
         serve = command or [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
         # The identity line as the image's entrypoint logs it, from the server's Python and
-        # environment (j0.engine.speculator_identity: the floor's module, not the `j0` command).
+        # environment (j0.engine.server.speculator_identity: the floor's module, not the `j0`
+        # command).
         identity = [sys.executable, "-m", IDENTITY_MODULE, "--prefix", "j0-entrypoint"]
         with log.open("wb") as out:
             subprocess.run(identity, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)

@@ -4,8 +4,8 @@ The image's entrypoint logs it (`j0 image identity`) at every start, so the log 
 that runs, a bind-mounted swap included, and the engine's vLLM version and commit (read from
 `vllm/_version.py` as text). The local launcher (`--here`: engine-check, mini) logs the same line
 and local_needs asks for the record by running this module in the server's Python and
-environment (`python -m j0.engine.speculator_identity --prefix WORD | --json`), not a command.
-Standard library only, and vLLM is not imported.
+environment (`python -m j0.engine.server.speculator_identity --prefix WORD | --json`), not a
+command. Standard library only, and vLLM is not imported.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from j0.article.identity import Identity, identify
-from j0.engine.base_sources import installed_speculator, installed_vllm_dir
-from j0.engine.identity_record import IdentityRecord
-from j0.engine.vllm_version import VllmVersion, read_version
+from j0.engine.server.identity_record import IdentityRecord
+from j0.engine.source.base_sources import installed_speculator, installed_vllm_dir
+from j0.engine.source.vllm_version import VllmVersion, read_version
 from j0.pins import Pins
 
 
@@ -52,7 +52,8 @@ def identity_line(
 def identity_json(
     path: Path, identity: Identity, engine: VllmVersion | None = None, pins: Pins | None = None
 ) -> str:
-    """`j0 image identity --json`'s line (j0.engine.identity_record, the type its readers take)."""
+    """`j0 image identity --json`'s line (j0.engine.server.identity_record, the type its readers
+    take)."""
     return IdentityRecord.of(str(path), identity, engine, pins).text()
 
 
@@ -67,7 +68,7 @@ def identified(prefix: str) -> tuple[str, str]:
     return f"{prefix}: {line}", identity_json(path, identity, engine, pins)
 
 
-USAGE_LINE = "usage: python -m j0.engine.speculator_identity (--prefix WORD | --json)"
+USAGE_LINE = "usage: python -m j0.engine.server.speculator_identity (--prefix WORD | --json)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from j0.engine.spec_counts import MAX_SPEC_TOKENS, Counts
+from j0.engine.figures.spec_counts import MAX_SPEC_TOKENS, Counts
 from j0.errors import require
 
 PREFIX = "vllm:spec_decode_num_"

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from j0.engine.identity_record import IdentityRecord
+from j0.engine.server.identity_record import IdentityRecord
 from j0.errors import UNAVAILABLE, J0Error, parse_json
 from j0.terminal import sink
 
@@ -57,12 +57,12 @@ def require_server_packages(purpose: str, nothing: str = "nothing was checked") 
 
 def require_engine_contract(purpose: str) -> None:
     """The installed vLLM's own source against the prefix-safe variant's contract with its engine
-    (j0.engine.contract): broken, it is exit 1 before anything is served when the installed
+    (j0.engine.source.contract): broken, it is exit 1 before anything is served when the installed
     speculator.py is the variant or an audit (both read req_states from init_speculator's
     frame), and one warning line for the article's file (which does not depend on it)."""
     from j0.article.identity import AUDIT, PREFIX_SAFE, identify
-    from j0.engine import contract
-    from j0.engine.base_sources import installed_vllm_dir
+    from j0.engine.source import contract
+    from j0.engine.source.base_sources import installed_vllm_dir
     from j0.pins import load_pins
 
     site = installed_vllm_dir()
@@ -82,11 +82,11 @@ def require_engine_contract(purpose: str) -> None:
 
 
 def here_identity(purpose: str, env: dict[str, str] | None = None) -> IdentityRecord:
-    """The identity record (`j0 image identity --json`'s, from j0.engine.speculator_identity) in a
-    process of this Python with `env` (the server's, default this one's): the speculator.py a
+    """The identity record (`j0 image identity --json`'s, from j0.engine.server.speculator_identity)
+    in a process of this Python with `env` (the server's, default this one's): the speculator.py a
     server started the same way would import, as its identity line will name it. One line and
     exit 69 where there is no vLLM to ask."""
-    command = [sys.executable, "-m", "j0.engine.speculator_identity", "--json"]
+    command = [sys.executable, "-m", "j0.engine.server.speculator_identity", "--json"]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, check=False
     )

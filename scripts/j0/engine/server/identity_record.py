@@ -1,7 +1,7 @@
 """`j0 image identity --json` as a type: which speculator.py a Python's vLLM would import (its
 path, sha256 and identity) and, where asked, that vLLM's version and commit against the pin.
-`j0 image identity` writes it (j0.engine.speculator_identity); `here_identity`
-(j0.engine.local_needs) reads it from a child process, and `j0 mini run` keeps it in its run
+`j0 image identity` writes it (j0.engine.server.speculator_identity); `here_identity`
+(j0.engine.server.local_needs) reads it from a child process, and `j0 mini run` keeps it in its run
 folder (mini-run.json's `speculator`). The keys are the ones written, in their order (no engine:
 the file's three only), so a record read back is written as it was.
 
@@ -18,7 +18,7 @@ from j0.edge.document import KeptKeys, absent, attribute
 
 if TYPE_CHECKING:
     from j0.article.identity import Identity
-    from j0.engine.vllm_version import VllmVersion
+    from j0.engine.source.vllm_version import VllmVersion
     from j0.pins import Pins
 
 

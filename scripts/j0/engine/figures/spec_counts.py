@@ -130,7 +130,8 @@ def spec_problem(spec: Any, whole: bool = True) -> str | None:
     """What in a `speculative_decoding` object the counts cannot take (a type, a negative or
     oversized count), or None: the server's answer and a result file are both read with it.
     With whole=False any finite numbers pass but an oversized width: a result file's values out
-    of their ranges are the range checks' (j0.engine.spec_ranges: flagged, kept out of figures)."""
+    of their ranges are the range checks' (j0.engine.figures.spec_ranges: flagged, kept out of
+    figures)."""
     if not isinstance(spec, Mapping):
         return f"speculative_decoding is {type(spec).__name__}, expected an object"
     fits = _is_count if whole else _is_number

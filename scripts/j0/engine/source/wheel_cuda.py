@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from j0.engine.wheel_index import wheel_variant
+from j0.engine.source.wheel_index import wheel_variant
 
 CPU = "cpu"
 # A PEP 508 requirement: name, [extras], the version part, ; marker.
