@@ -9,18 +9,19 @@ says otherwise, j0_differs says how.
 
 The manifest is a document of this module (SetupManifest): `j0 bench run` writes it into its
 result as the key "manifest", `j0 bench report` reads it back through from_json, checked once
-against FIELDS. Standard library only.
+against its type. Standard library only.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from j0 import __version__
-from j0.edge.fields import FieldTable, field_problem
+from j0.edge.document import Document, attribute, table_of
+from j0.edge.fields import field_problem
 from j0.engine.server import server_log
 from j0.engine.server.j0_state import OFF, ON, ON_OFF, UNKNOWN, J0State, j0_ran
 from j0.errors import (
@@ -34,45 +35,15 @@ from j0.errors import (
 from j0.pins import checkout_revision, load_pins, project_root
 from j0.status import StatusReport
 
-_NULL = type(None)
-_TEXT = (str, _NULL)
-_BLOCK = (dict, _NULL)
-# The manifest's keys in the order they are written, each with the kinds a reader takes (null
-# where the writer may leave a key so, or an older file did). None must be there: a result
-# written before a key was added is read with that key None.
-FIELDS: FieldTable = {
-    "time": (_TEXT, False),
-    "server": (_BLOCK, False),
-    "model": (_TEXT, False),
-    "model_root": (_TEXT, False),
-    "max_model_len": ((int, _NULL), False),
-    "endpoint": (_TEXT, False),
-    "thinking": ((bool, _NULL), False),
-    "speculative_config": ((dict, str, _NULL), False),  # "unknown" where nothing said
-    "j0": (_TEXT, False),
-    "j0_source": (_TEXT, False),
-    "j0_asked": (_TEXT, False),
-    "j0_from": (_TEXT, False),
-    "j0_differs": (_TEXT, False),
-    "j0_state": (_BLOCK, False),  # J0State.to_json(): the one form (the five keys above: older)
-    "overlay_identity": (_TEXT, False),
-    "status_json": (_TEXT, False),
-    "server_log": (_TEXT, False),
-    "drafter": (_BLOCK, False),
-    "dataset": (_BLOCK, False),
-    "options": (_BLOCK, False),
-    "j0_revision": (_BLOCK, False),
-    "j0_version": (_TEXT, False),
-    # added by the summary: the draft-token counts the responses carried
-    "num_speculative_tokens_seen": ((list, _NULL), False),
-}
-
 
 @dataclass
-class SetupManifest:
-    """The setup one `j0 bench run` measured (FIELDS says each key). `present` is the keys the
-    document had (to_json writes those only, so a result read back is written as it was);
-    `extra` the keys FIELDS does not know, kept as they were."""
+class SetupManifest(Document):
+    """The setup one `j0 bench run` measured, a typed document: its keys in the order they are
+    written, each with the kinds a reader takes (null where the writer may leave a key so, or an
+    older file did). None must be there: a result written before a key was added is read with
+    that key None. `present` is the keys the document had (to_json writes those only, so a
+    result read back is written as it was); `extra` the keys the type does not know, kept as
+    they were."""
 
     time: str | None = None
     server: dict[str, Any] | None = None
@@ -81,13 +52,13 @@ class SetupManifest:
     max_model_len: int | None = None
     endpoint: str | None = None
     thinking: bool | None = None
-    speculative_config: dict[str, Any] | str | None = None
+    speculative_config: dict[str, Any] | str | None = None  # "unknown" where nothing said
     j0: str | None = None
     j0_source: str | None = None
     j0_asked: str | None = None
     j0_from: str | None = None
     j0_differs: str | None = None
-    j0_state: dict[str, Any] | None = None
+    j0_state: dict[str, Any] | None = None  # J0State.to_json(): the one form (j0...: older)
     overlay_identity: str | None = None
     status_json: str | None = None
     server_log: str | None = None
@@ -96,18 +67,19 @@ class SetupManifest:
     options: dict[str, Any] | None = None
     j0_revision: dict[str, Any] | None = None
     j0_version: str | None = None
-    num_speculative_tokens_seen: list[int] | None = None
-    present: set[str] = field(default_factory=set)
-    extra: dict[str, Any] = field(default_factory=dict)
+    # added by the summary: the draft-token counts the responses carried
+    num_speculative_tokens_seen: list[Any] | None = None
+    present: set[str] = attribute(default_factory=set)
+    extra: dict[str, Any] = attribute(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest's object: the keys it has, in FIELDS' order, then the unknown ones."""
-        known = {key: getattr(self, key) for key in FIELDS if key in self.present}
+        """The manifest's object: the keys it has, in the type's order, then the unknown ones."""
+        known = {key: getattr(self, key) for key in table_of(SetupManifest) if key in self.present}
         return {**known, **self.extra}
 
     def set(self, key: str, value: Any) -> None:
-        """Give `key` (one of FIELDS) a value, and the document that key."""
-        if key not in FIELDS:
+        """Give `key` (one of the type's) a value, and the document that key."""
+        if key not in table_of(SetupManifest):
             raise KeyError(key)
         setattr(self, key, value)
         self.present.add(key)
@@ -121,22 +93,22 @@ class SetupManifest:
     @classmethod
     def from_json(cls, value: Any, where: str) -> SetupManifest:
         """A manifest read back; J0Error naming `where` and the key where one has another kind
-        than FIELDS says."""
+        than the type says."""
         if value is None:
             return cls()
         if not isinstance(value, dict):
             raise J0Error(f"{where}: expected an object, got {type(value).__name__}", INPUT_LACKS)
         if (problem := problem_of(value)) is not None:
             raise J0Error(f"{where}: {problem}", INPUT_LACKS)
-        known = {f.name for f in fields(cls)} - {"present", "extra"}
-        kept = {key: value[key] for key in FIELDS if key in value and key in known}
-        extra = {key: item for key, item in value.items() if key not in FIELDS}
-        return cls(**kept, present={key for key in FIELDS if key in value}, extra=extra)
+        table = table_of(cls)
+        kept = {key: value[key] for key in table if key in value}
+        extra = {key: item for key, item in value.items() if key not in table}
+        return cls(**kept, present=set(kept), extra=extra)
 
 
 def problem_of(value: dict[str, Any]) -> str | None:
-    """What in a manifest's object has another kind than FIELDS says, or None."""
-    return field_problem(value, FIELDS)
+    """What in a manifest's object has another kind than SetupManifest says, or None."""
+    return field_problem(value, table_of(SetupManifest))
 
 
 @dataclass(frozen=True)

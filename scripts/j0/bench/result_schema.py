@@ -5,8 +5,8 @@ refused naming the file, the request and the key (exit 2), rather than crashing 
 
 Absent keys and null are allowed where the writer may leave them so; the values' ranges are not
 judged here (that is the figures' business), only their types and shapes. The request entries'
-table and check are their type's (request_entry.FIELDS, entry_problem), the manifest's its own
-(manifest.FIELDS).
+kinds and check are their type's (request_entry.RequestEntry, entry_problem), the manifest's its
+own (manifest.SetupManifest).
 
 Standard library only.
 """

@@ -240,24 +240,24 @@ def install(
     identity = identify(installed, pins)
     base_image_digest = digest_of(base_image, base_image_digest)
     given = dict(zip(PROVENANCE_ARGS, (revision, source, created, base_image_digest), strict=True))
-    manifest: dict[str, object] = {
-        "schema": 1,
-        "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "base_image": base_image,
-        "base_image_digest": base_image_digest,
-        "vllm_image_pinned": pins.vllm_image,
-        "vllm_image_fallback": pins.vllm_image_fallback,
+    record = ImageManifest(
+        schema=1,
+        built_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        base_image=base_image,
+        base_image_digest=base_image_digest,
+        vllm_image_pinned=pins.vllm_image,
+        vllm_image_fallback=pins.vllm_image_fallback,
         # The base's vLLM, from its vllm/_version.py; then the pins, for comparison.
-        "vllm_version": engine.version,
-        "vllm_commit": engine.commit,
-        "vllm_version_file": engine.path,
-        "vllm_commit_pinned": pins.vllm_commit,
-        "vllm_commit_is_pinned": engine.matches(pins.vllm_commit),
-        "vllm_release_pinned": pins.vllm_release,
+        vllm_version=engine.version,
+        vllm_commit=engine.commit,
+        vllm_version_file=engine.path,
+        vllm_commit_pinned=pins.vllm_commit,
+        vllm_commit_is_pinned=engine.matches(pins.vllm_commit),
+        vllm_release_pinned=pins.vllm_release,
         # How the engine got here (j0.image.engine_step's record): route `wheel` (the release
         # image with VLLM_COMMIT's wheel: index, wheel name, sha256) or `image` (the base's own).
-        "engine_route": engine_record.route if engine_record else "image",
-        "engine": (
+        engine_route=engine_record.route if engine_record else "image",
+        engine=(
             engine_record.to_json()
             if engine_record
             else {"route": "image", "note": "no engine step record"}
@@ -266,44 +266,42 @@ def install(
         # wheel route its CUDA variant (cu130 for 13.0): `j0 doctor` judges the host's driver by
         # this CUDA. The index's folder the wheel came from (cu130, or "root" where the index
         # has no cu130/ folder and the root's wheel is CUDA 13) and why: the engine's record.
-        "torch_cuda": engine_record.torch_cuda if engine_record else None,
-        "wheel_variant": engine_record.wheel_variant if engine_record else "",
-        "wheel_folder": engine_record.wheel_folder if engine_record else "",
-        "wheel_folder_why": engine_record.wheel_folder_why if engine_record else "",
-        "python": sys.executable,
-        "python_version": platform.python_version(),
-        "vllm_dir": str(vllm_dir),
-        "speculator_path": str(target),
-        "base_sha256": sha256_bytes(base),
-        "base_sha256_pinned": pins.base_sha256,
-        "speculator_sha256": identity.sha256,
-        "speculator_sha256_pinned": variant_sha256s(pins)[variant],
-        "identity": identity.kind,
+        torch_cuda=engine_record.torch_cuda if engine_record else None,
+        wheel_variant=engine_record.wheel_variant if engine_record else "",
+        wheel_folder=engine_record.wheel_folder if engine_record else "",
+        wheel_folder_why=engine_record.wheel_folder_why if engine_record else "",
+        python=sys.executable,
+        python_version=platform.python_version(),
+        vllm_dir=str(vllm_dir),
+        speculator_path=str(target),
+        base_sha256=sha256_bytes(base),
+        base_sha256_pinned=pins.base_sha256,
+        speculator_sha256=identity.sha256,
+        speculator_sha256_pinned=variant_sha256s(pins)[variant],
+        identity=identity.kind,
         # Which file j0 built: the article's (default) or the prefix-safe variant (J0_VARIANT).
-        "variant": variant,
-        "allow_base_drift": allow_drift,
-        "patch_file": str(pins.patch_file),
-        "patch_sha256": pins.patch_sha256,
-        "patch_tool": tool,
-        "removed_pycache": removed,
-        "compiled_pycache": compiled,
-        "drafter_repo": pins.drafter_repo,
-        "drafter_revision": pins.drafter_revision,
-        "drafter_commit": pins.drafter_commit,
-        "target_model": pins.target_model,
-        "j0_seed": pins.j0_seed,
-        "j0_version": __version__,
-        "j0_revision": revision,
-        "j0_source": source,
-        "j0_files_sha256": j0_files_sha256(pins.root),
+        variant=variant,
+        allow_base_drift=allow_drift,
+        patch_file=str(pins.patch_file),
+        patch_sha256=pins.patch_sha256,
+        patch_tool=tool,
+        removed_pycache=removed,
+        compiled_pycache=compiled,
+        drafter_repo=pins.drafter_repo,
+        drafter_revision=pins.drafter_revision,
+        drafter_commit=pins.drafter_commit,
+        target_model=pins.target_model,
+        j0_seed=pins.j0_seed,
+        j0_version=__version__,
+        j0_revision=revision,
+        j0_source=source,
+        j0_files_sha256=j0_files_sha256(pins.root),
         # Build args left empty (compose and a plain `docker build` cannot fill them): the
         # labels they feed are empty; built_at and j0_files_sha256 above stand in.
-        "not_given": [key for key, value in given.items() if not value],
-    }
-    # Written through its type: a key of another type than its readers take stops the build here.
-    record = ImageManifest.from_json(manifest, str(manifest_path))
+        not_given=[key for key, value in given.items() if not value],
+    )
     write_document(manifest_path, record.to_json(), indent=2)
-    return manifest
+    return record.to_json()
 
 
 def read_engine_record(path: Path | None) -> EngineRecord | None:
