@@ -60,7 +60,7 @@ def client_overhead(requests: int, max_tokens: int, step_delay: float) -> tuple[
 
 def result_write_s(requests: int, max_tokens: int) -> float:
     """Seconds to write (serialise, fsync, rename) the result of a run of `requests` requests."""
-    from j0.bench.results import read_result
+    from j0.bench.result.results import read_result
     from j0.cli import main
     from servers.vllm.server import VllmStandIn
 

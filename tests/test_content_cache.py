@@ -41,7 +41,7 @@ def test_imports_at_any_depth_faces_and_module_names_are_followed(tmp_path: Path
 def test_a_relative_import_and_a_packages_face(tmp_path: Path) -> None:
     """j0.bench's face imports its commands' modules inside __getattr__: they count."""
     found = names(j0_code(J0 / "bench" / "__init__.py"))
-    assert {"bench/run/__init__.py", "bench/report/__init__.py", "bench/results.py"} <= found
+    assert {"bench/run/__init__.py", "bench/report/__init__.py", "bench/result/results.py"} <= found
     relative = [p for p in J0.rglob("*.py") if "from ." in p.read_text()]
     for path in relative[:5]:
         assert path in j0_code(path)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import acceptance
-from j0.bench.request_entry import RequestEntry
+from j0.bench.analysis import acceptance
+from j0.bench.result.request_entry import RequestEntry
 from j0.cli import main
 from j0.errors import J0Error
 from servers.vllm.server import VllmStandIn

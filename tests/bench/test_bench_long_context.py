@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import long_context
+from j0.bench.dataset import long_context
 from j0.errors import J0Error
 
 LOADER = """
 import json, sys
 from pathlib import Path
-from j0.bench import prompts
+from j0.bench.dataset import prompts
 from j0.errors import J0Error
 out = {}
 for spec, path in json.loads(sys.argv[1]):

@@ -12,7 +12,7 @@ import pytest
 
 from bench.recorded_results import RECORDED
 from doctor.doctor_env import Host
-from j0.bench import manifest
+from j0.bench.result import manifest
 from j0.cli import main
 from j0.errors import INPUT_LACKS, J0Error
 from servers.vllm.server import VllmStandIn
@@ -78,7 +78,7 @@ def test_the_recorded_manifests_read_back_and_are_written_as_they_were() -> None
     """Every result recorded on the H200 (docs/results/): its manifest read through the type
     (SetupManifest.from_json, via read_result) and written again is the file's own object, key
     for key and in its order; the file itself is the reference."""
-    from j0.bench.results import read_result
+    from j0.bench.result.results import read_result
 
     assert len(RECORDED) >= 5
     for path in RECORDED:
@@ -108,7 +108,7 @@ def test_the_writer_writes_every_key_of_the_type(host: Host, tmp_path: Path) -> 
 def test_a_manifest_key_of_another_kind_is_refused_naming_the_file(
     tmp_path: Path, key: str, value: object, said: str
 ) -> None:
-    from j0.bench.results import read_result
+    from j0.bench.result.results import read_result
 
     doc = json.loads(RECORDED[0].read_text())
     doc["manifest"][key] = value

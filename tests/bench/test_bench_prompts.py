@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import prompts
+from j0.bench.dataset import prompts
 from j0.errors import J0Error
 
 SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -61,7 +61,7 @@ def test_jsonl(tmp_path: Path) -> None:
 LOADER = """
 import json, sys
 from pathlib import Path
-from j0.bench import prompts
+from j0.bench.dataset import prompts
 from j0.errors import J0Error
 out = {}
 data = prompts.resolve("math500", data_files=Path(sys.argv[1]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench import roofline
+from j0.bench.analysis import roofline
 from j0.cli import main
 from j0.errors import J0Error
 from j0.measure import pairing

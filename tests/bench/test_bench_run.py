@@ -327,7 +327,7 @@ def test_the_client_counts_the_tokens_the_server_wrote(tmp_path: Path) -> None:
 def test_the_result_document_reads_back_as_written(tmp_path: Path) -> None:
     """results.BenchResult owns FILE.json: what a run wrote reads back (from_json) and writes
     out (to_json) to the same bytes, and `j0 bench report` reads it through the same type."""
-    from j0.bench.results import BenchResult, read_result
+    from j0.bench.result.results import BenchResult, read_result
 
     out = tmp_path / "r.json"
     with VllmStandIn(num_spec_tokens=7, seed=3, accept_prob=0.7) as server:

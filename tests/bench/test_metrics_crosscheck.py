@@ -1,4 +1,4 @@
-"""A result's metrics_crosscheck block as a type of its writer (j0.bench.metrics_crosscheck):
+"""A result's metrics_crosscheck block as a type of its writer (j0.bench.result.metrics_crosscheck):
 every block recorded on the H200 (docs/results/) read back and
 written as it was, and a key of another kind refused naming the file and the key."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.recorded_results import RECORDED
-from j0.bench.results import read_result
+from j0.bench.result.results import read_result
 from j0.errors import INPUT_LACKS, J0Error
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.bench import acceptance
-from j0.bench.request_entry import RequestEntry
+from j0.bench.analysis import acceptance
+from j0.bench.result.request_entry import RequestEntry
 from j0.measure import repetition
 
 

@@ -1,5 +1,5 @@
-"""A result's request entry as a type of its writer (j0.bench.request_entry.RequestEntry): the
-entries `j0 bench run` writes against our vLLM stand-in
+"""A result's request entry as a type of its writer (j0.bench.result.request_entry.RequestEntry):
+the entries `j0 bench run` writes against our vLLM stand-in
 (tests/servers/vllm/server.py, on 127.0.0.1) in the type's order, every entry recorded on the
 H200 (docs/results/) read back and written as it was, and an entry key of another kind refused
 naming the file, the request, the key and what was expected."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.recorded_results import RECORDED
-from j0.bench.request_entry import RequestEntry
-from j0.bench.results import read_result
+from j0.bench.result.request_entry import RequestEntry
+from j0.bench.result.results import read_result
 from j0.cli import main
 from j0.errors import INPUT_LACKS, J0Error
 from servers.vllm.server import VllmStandIn

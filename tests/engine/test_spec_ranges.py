@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from j0.bench.metrics_crosscheck import crosscheck
+from j0.bench.result.metrics_crosscheck import crosscheck
 from j0.engine.figures.spec_counts import Counts
 from j0.engine.figures.spec_ranges import counts_problems, spec_problems
 

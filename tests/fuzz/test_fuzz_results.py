@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzzing import outcome
-from j0.bench import results
+from j0.bench.result import results
 from j0.engine.figures import spec_counts
 from j0.errors import J0Error
 

@@ -2,7 +2,7 @@
 exception. A real client against a real socket: our vLLM stand-in (tests/servers/vllm/server.py,
 on 127.0.0.1) serves each generated body as it is (hostile mode `raw:`), and
 
-* `j0 bench run`'s stream client (j0.bench.client.stream_request, through aiohttp) reads an
+* `j0 bench run`'s stream client (j0.bench.stream.client.stream_request, through aiohttp) reads an
   event stream of chunks of any JSON shape: an Outcome, ok or with an error naming the problem;
 * `j0 status`'s server client (j0.status.server_facts.ask) reads /version, /v1/models and the
   probe's answer of any JSON shape: ServerFacts, with problems named where the answer is wrong.
@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzzing import outcome
-from j0.bench import client
+from j0.bench.stream import client
 from j0.status import server_facts
 from servers.vllm.server import VllmStandIn
 

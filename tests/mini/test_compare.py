@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from j0.bench.request_entry import RequestEntry
+from j0.bench.result.request_entry import RequestEntry
 from j0.mini.run import compare
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench.manifest import read_log
+from j0.bench.result.manifest import read_log
 from j0.dumps.check.own_prefix import seed_from_log, variant_from_log
 from j0.pins import Pins
 

@@ -1,10 +1,10 @@
 """`j0 bench`: measure acceptance and speed of a running vLLM server with J0 off and on.
 
-run/ (`j0 bench run`: one setting into a result file; run_bench(RunOptions)), results (that file's
-document, BenchResult), report (`j0 bench report`: tables and plots of a results folder),
-matrix/ (`j0 bench matrix`: every setting on a restarted server, backends compose/ and k8s/);
-client, prompts, manifest, request_entry (a result's request entry, RequestEntry), pairing and
-roofline are what these share.
+run/ (`j0 bench run`: one setting into a result file; run_bench(RunOptions)), report/ (`j0 bench
+report`: tables and plots of a results folder), matrix/ (`j0 bench matrix`: every setting on a
+restarted server, backends compose/ and k8s/); what these share: result/ (the result file,
+BenchResult, and its request entry, RequestEntry), stream/ (one streamed request to the server),
+dataset/ (the prompts sent) and analysis/ (acceptance and the roofline).
 """
 
 from typing import Any
@@ -36,7 +36,7 @@ def __getattr__(name: str) -> Any:
 
         return {"ReportOptions": ReportOptions, "run_report": run_report}[name]
     if name in ("read_result", "pooled", "entry_counts", "entry_problems"):
-        from j0.bench.results import entry_counts, entry_problems, pooled, read_result
+        from j0.bench.result.results import entry_counts, entry_problems, pooled, read_result
 
         found: dict[str, Any] = {
             "read_result": read_result,
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
         }
         return found[name]
     if name == "RequestEntry":
-        from j0.bench.request_entry import RequestEntry
+        from j0.bench.result.request_entry import RequestEntry
 
         return RequestEntry
     raise AttributeError(f"module 'j0.bench' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """The prompts of a matrix, made once: every setting (and every shard) runs the same requests.
 
 They are written to OUT/prompts.jsonl as `j0 bench run --dataset FILE.jsonl` reads them
-({"id", "prompt"} a line, in order), with their sha256 as j0.bench.prompts takes it.
+({"id", "prompt"} a line, in order), with their sha256 as j0.bench.dataset.prompts takes it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class MatrixPrompts:
 
 def make_prompts(dataset: str | None, requests: int | None) -> MatrixPrompts:
     """The first `requests` prompts of `dataset` (`j0 bench run`'s defaults where None)."""
-    from j0.bench import prompts
+    from j0.bench.dataset import prompts
     from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 
     spec = dataset if dataset is not None else RunOptions.dataset

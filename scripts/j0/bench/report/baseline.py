@@ -23,7 +23,7 @@ from typing import Any
 
 from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
 from j0.bench.report.results_folder import Setting, prompt_key
-from j0.bench.request_entry import RequestEntry
+from j0.bench.result.request_entry import RequestEntry
 from j0.measure import pairing, stats
 
 MISSING = (

@@ -99,7 +99,7 @@ def register_report(commands: argparse._SubParsersAction) -> None:  # type: igno
 
 
 def _report(args: argparse.Namespace) -> int:
-    from j0.bench.acceptance import parse_bins
+    from j0.bench.analysis.acceptance import parse_bins
     from j0.bench.report import ReportOptions, run_report, said
 
     check_json_output(args.json)

@@ -25,9 +25,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from j0.bench import acceptance, results
+from j0.bench.analysis import acceptance
 from j0.bench.report.results_folder import Setting, prompt_key
-from j0.bench.request_entry import RequestEntry
+from j0.bench.result import results
+from j0.bench.result.request_entry import RequestEntry
 from j0.engine.figures import spec_counts
 from j0.measure import pairing, repetition, stats
 

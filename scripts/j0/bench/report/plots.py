@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from j0.bench import roofline
+from j0.bench.analysis import roofline
 from j0.bench.report.results_folder import Setting
 from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 from j0.errors import require

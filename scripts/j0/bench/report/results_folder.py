@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from j0.bench import results
-from j0.bench.manifest import state_of
-from j0.bench.request_entry import RequestEntry
-from j0.bench.results import BenchResult
+from j0.bench.result import results
+from j0.bench.result.manifest import state_of
+from j0.bench.result.request_entry import RequestEntry
+from j0.bench.result.results import BenchResult
 from j0.engine.server.j0_state import NOT_APPLICABLE, ON_OFF, STATES, J0State
 from j0.errors import INPUT_LACKS, J0Error
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.bench import acceptance, roofline
+from j0.bench.analysis import acceptance, roofline
 from j0.bench.report.baseline import against_baseline
 from j0.bench.report.compatibility import check as check_compatibility
 from j0.bench.report.figures import figures, pairs

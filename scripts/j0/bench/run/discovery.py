@@ -1,6 +1,6 @@
 """What `j0 bench run` learns before it sends a measured request: the models the server serves
 (/v1/models) and its version (/version), the model to send to, the prompts (capped to fit the
-model's max_model_len) and the manifest of the setup (j0.bench.manifest).
+model's max_model_len) and the manifest of the setup (j0.bench.result.manifest).
 """
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from j0.bench import manifest, prompts
-from j0.bench.bounded_http import RedirectRefused
-from j0.bench.manifest import SeenRun, SetupManifest
+from j0.bench.dataset import prompts
+from j0.bench.result import manifest
+from j0.bench.result.manifest import SeenRun, SetupManifest
 from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
 from j0.bench.run.sending import Server
+from j0.bench.stream.bounded_http import RedirectRefused
 from j0.engine.server.endpoints import BodyTooLarge
 from j0.errors import CHECK_FAILED, J0Error, parse_json
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.bench import manifest, results
-from j0.bench.manifest import SeenRun
-from j0.bench.metrics_crosscheck import crosscheck
-from j0.bench.results import BenchResult
+from j0.bench.result import manifest, results
+from j0.bench.result.manifest import SeenRun
+from j0.bench.result.metrics_crosscheck import crosscheck
+from j0.bench.result.results import BenchResult
 from j0.bench.run import status_check
 from j0.bench.run.discovery import discover
 from j0.bench.run.options import RunOptions, check_options

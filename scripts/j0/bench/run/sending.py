@@ -17,10 +17,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.bench import bounded_http, client, prompts, results
-from j0.bench.manifest import SetupManifest
-from j0.bench.request_entry import RequestEntry
+from j0.bench.dataset import prompts
+from j0.bench.result import results
+from j0.bench.result.manifest import SetupManifest
+from j0.bench.result.request_entry import RequestEntry
 from j0.bench.run.options import RunOptions
+from j0.bench.stream import bounded_http, client
 from j0.edge import urls
 from j0.engine.figures import prometheus_counters, spec_counts
 from j0.engine.figures.spec_counts import Counts

@@ -16,8 +16,8 @@ from j0.article.spec_config import LoggedSpec
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
-    from j0.bench.manifest import SeenRun
-    from j0.bench.request_entry import RequestEntry
+    from j0.bench.result.manifest import SeenRun
+    from j0.bench.result.request_entry import RequestEntry
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -85,7 +85,7 @@ def status_k(status: SeenRun) -> int | None:
 def refuse_another_k(status: SeenRun, entries: Sequence[RequestEntry]) -> None:
     """After the measured requests: the draft length the responses report (each request's
     num_spec_tokens, else its most drafted per step) is the status file's."""
-    from j0.bench.acceptance import width_of
+    from j0.bench.analysis.acceptance import width_of
 
     k = status_k(status)
     seen = width_of(entries)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from j0.bench import acceptance, results
-from j0.bench.manifest import SetupManifest, j0_said
-from j0.bench.metrics_crosscheck import crosscheck
-from j0.bench.results import BenchResult
+from j0.bench.analysis import acceptance
+from j0.bench.result import results
+from j0.bench.result.manifest import SetupManifest, j0_said
+from j0.bench.result.metrics_crosscheck import crosscheck
+from j0.bench.result.results import BenchResult
 from j0.bench.run.sending import Measurement
 from j0.engine.figures import spec_counts, spec_ranges
 from j0.engine.figures.spec_counts import Counts

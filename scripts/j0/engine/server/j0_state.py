@@ -142,7 +142,7 @@ def state_error(where: str, key: str, value: Any, expected: str) -> J0Error:
 
 
 # The reader of every shape (J0State.from_json), each older document's by the keys only it has.
-# Where a manifest's "j0" was read from the file that ran (j0.bench.manifest), not from --j0.
+# Where a manifest's "j0" was read from the file that ran (j0.bench.result.manifest), not from --j0.
 SEEN_SOURCES = ("--log", "--status-json")
 # Keys only `j0 status --json` has among the documents that hold J0.
 STATUS_KEYS = {"identity", "article_setup", "url", "log_source"}

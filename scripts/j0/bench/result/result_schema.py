@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench.manifest import problem_of as manifest_problem
-from j0.bench.metrics_crosscheck import problem_of as crosscheck_problem
-from j0.bench.request_entry import entry_problem, kinds_named
+from j0.bench.result.manifest import problem_of as manifest_problem
+from j0.bench.result.metrics_crosscheck import problem_of as crosscheck_problem
+from j0.bench.result.request_entry import entry_problem, kinds_named
 from j0.edge.fields import NUMBER, is_of, shown
 
 TOP_TYPES: dict[str, tuple[type, ...]] = {

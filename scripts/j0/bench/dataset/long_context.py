@@ -13,7 +13,7 @@
 @REV pins the Hub revision (a commit or tag; default: main, recorded as unpinned). SPEED-Bench
 publishes a placeholder in place of the text of rows whose source does not allow
 redistribution; those rows are refused (NVIDIA's preparation script fills them: give its output
-with --dataset-files). This module reads specs and rows; j0.bench.prompts makes the prompts,
+with --dataset-files). This module reads specs and rows; j0.bench.dataset.prompts makes the prompts,
 caches them and records where they came from. Standard library only (`datasets` where loaded).
 """
 

@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from j0.bench.request_entry import RequestEntry
+from j0.bench.result.request_entry import RequestEntry
 from j0.engine.figures import spec_counts
 from j0.errors import USAGE, J0Error
 

@@ -51,12 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.spec_config import LoggedSpec
-from j0.bench.client import Outcome
-from j0.bench.manifest import SetupManifest
-from j0.bench.metrics_crosscheck import MetricsCrosscheck
-from j0.bench.prompts import Prompt
-from j0.bench.request_entry import ENTRY_TIMES, RequestEntry
-from j0.bench.result_schema import document_problem
+from j0.bench.dataset.prompts import Prompt
+from j0.bench.result.manifest import SetupManifest
+from j0.bench.result.metrics_crosscheck import MetricsCrosscheck
+from j0.bench.result.request_entry import ENTRY_TIMES, RequestEntry
+from j0.bench.result.result_schema import document_problem
+from j0.bench.stream.client import Outcome
 from j0.edge.atomic import write_text_atomic
 from j0.engine.figures import spec_counts, spec_ranges
 from j0.engine.figures.spec_counts import Counts

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.bench import long_context
+from j0.bench.dataset import long_context
 from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error, parse_json, read_input_text, require
 
@@ -110,7 +110,7 @@ def resolve(spec: str, *, data_files: Path | None = None, max_words: int | None 
                 synthetic_prompt(i, lengths[i % len(lengths)]) for i in range(count)
             ],
             available=None,
-            source="j0's built-in generator (j0.bench.prompts.synthetic_prompt)",
+            source="j0's built-in generator (j0.bench.dataset.prompts.synthetic_prompt)",
         )
     if spec in NAMED:
         prompts = load_named(spec, data_files=data_files)

@@ -39,8 +39,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from j0.bench import bounded_http, chunk_fields
-from j0.bench.chunk_fields import BadAnswer
+from j0.bench.stream import bounded_http, chunk_fields
+from j0.bench.stream.chunk_fields import BadAnswer
 from j0.engine.server.endpoints import MAX_ERROR_BYTES, MAX_JSON_BYTES, BodyTooLarge
 
 
