@@ -1,116 +1,71 @@
 """mini.json, what `j0 mini train` made, as a type owned by its writer (train.py builds a
 MiniManifest and writes to_json; `j0 mini run` and `j0 mini numbers` read it with from_json).
 
-The field tables say what each key may hold and which keys a reader needs; a file is checked
-against them once, where it is read, and refused naming the file, the key, the value and what was
-expected (exit 2), instead of a reader crashing on a key it guessed. `j0 mini run` needs only the
-sizes (a folder of an older train, or one written by hand, has little else); `j0 mini numbers`
-needs the training record too (target, drafters, times), asked for through `trained()`.
+The types' annotations say what each key may hold and which keys a reader needs; a file is
+checked against them once, where it is read, and refused naming the file, the key, the value
+and what was expected (exit 2), instead of a reader crashing on a key it guessed. `j0 mini run`
+needs only the sizes (a folder of an older train, or one written by hand, has little else);
+`j0 mini numbers` needs the training record too (target, drafters, times), asked for through
+`trained()`.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, FieldTable, field_problem, is_of
+from j0.edge.document import Document, absent, attribute, by_key, needed, table_of
+from j0.edge.fields import NUMBER, field_problem, is_of
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 
 MINI_JSON = "mini.json"
 MADE_BY = "j0 mini train"
 
-# mini.json's keys in the order train.py writes them: (kinds, needed by every reader).
-FIELDS: FieldTable = {
-    "made_by": ((str,), False),
-    "smoke": ((bool,), False),
-    "device": ((str,), False),
-    "torch": ((str,), False),
-    "python": ((str,), False),
-    "seed": ((int,), False),
-    "budget_s_per_model": (NUMBER, False),
-    "budgets": ((dict,), False),
-    "sizes": ((dict,), True),
-    "labels": ((str,), False),
-    "gamma": (NUMBER, False),
-    "draft_data": ((str,), False),
-    "sampling": ((dict, type(None)), False),
-    "generated": ((dict, type(None)), False),
-    "target": ((dict,), False),
-    "drafters": ((dict,), False),
-    "times": ((dict,), False),
-    "files": ((dict,), False),
-}
 SINCE_ISSUE_54 = ("budgets",)  # keys an older mini.json lacks (not written as null)
-TARGET_FIELDS: FieldTable = {
-    "steps": ((int,), True),
-    "seconds": (NUMBER, True),
-    "last_loss": (NUMBER, True),
-    "heldout_loss": (NUMBER, True),
-    "seed": ((int,), True),
-}
-# Written since issue 54 (older folders lack them): the held-out loss by position in the window,
-# the training's throughput (j0.mini.train.flops), whether it ran compiled, the first step's time.
-TARGET_EXTRA: FieldTable = {
-    "heldout_by_position": ((list,), False),
-    "throughput": ((dict,), False),
-    "compiled": ((str,), False),
-    "warm_s": (NUMBER, False),
-}
-DRAFTER_FIELDS: FieldTable = {
-    "recipe": ((dict,), True),
-    "seed": ((int,), True),
-    "steps": ((int,), True),
-    "seconds": (NUMBER, True),
-    "last_loss": (NUMBER, True),
-    "heldout_slots": ((dict,), True),
-}
-# Written since issue 54: rows drawn, passes over the generated rows, rates after the first step.
-DRAFTER_EXTRA: FieldTable = {
-    "rows_seen": ((int,), False),
-    "passes": (NUMBER, False),
-    "rows_per_s": (NUMBER, False),
-    "tokens_per_s": (NUMBER, False),
-}
-SLOTS_FIELDS: FieldTable = {
-    "accuracy_vs_data": ((list,), True),
-    "agreement_with_target": ((list,), True),
-    "chain_estimate": ((dict,), True),
-}
-CHAIN_FIELDS: FieldTable = {"greedy_rows_k7": (NUMBER, True), "greedy_rows_k15": (NUMBER, True)}
 # What `j0 mini run` reports of the training (mini-run.json's "trained").
 TRAINED_KEYS = ("smoke", "seed", "budget_s_per_model", "labels", "gamma", "draft_data")
 
 
 @dataclass(frozen=True)
-class TargetRecord:
+class TargetRecord(Document):
+    """The target's training. The keys after `seed` are written since issue 54 (older folders
+    lack them): the held-out loss by position in the window, the training's throughput
+    (j0.mini.train.flops), whether it ran compiled, the first step's time."""
+
     steps: int
     seconds: float
     last_loss: float
     heldout_loss: float
     seed: int
-    heldout_by_position: list[dict[str, Any]] | None = None  # [{from, to, tokens, loss}]
-    throughput: dict[str, Any] | None = None
-    compiled: str | None = None
-    warm_s: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return _present(self)
+    heldout_by_position: list[Any] | None = absent()  # [{from, to, tokens, loss}]
+    throughput: dict[str, Any] | None = absent()
+    compiled: str | None = absent()
+    warm_s: float | None = absent()
 
 
-def _present(record: Any) -> dict[str, Any]:
-    """A record's fields as JSON, those an older folder lacks (None) left out."""
-    return {
-        field.name: getattr(record, field.name)
-        for field in fields(record)
-        if getattr(record, field.name) is not None
-    }
+@dataclass
+class SlotScores(Document):
+    """Held-out, per slot 1..K-1: accuracy against the text and agreement with the target (a
+    drafter's heldout_slots; j0.mini.train.drafter measures it)."""
+
+    accuracy_vs_data: list[float] = needed(default_factory=list)
+    agreement_with_target: list[float] = needed(default_factory=list)
+    chain_estimate: dict[str, float] = needed(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class DrafterRecord:
+class ChainEstimate(Document):
+    """A drafter's heldout_slots.chain_estimate: the greedy rows expected at k7 and k15."""
+
+    greedy_rows_k7: float
+    greedy_rows_k15: float
+
+
+@dataclass(frozen=True)
+class DrafterRecord(Document):
     """One drafter's training: its recipe, seed, steps, time, last loss, and its per-slot
     accuracy on held-out text (heldout_slots: SlotScores as JSON)."""
 
@@ -120,13 +75,12 @@ class DrafterRecord:
     seconds: float
     last_loss: float
     heldout_slots: dict[str, Any]
-    rows_seen: int | None = None
-    passes: float | None = None
-    rows_per_s: float | None = None
-    tokens_per_s: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return _present(self)
+    # Written since issue 54: rows drawn, passes over the generated rows, rates after the first
+    # step.
+    rows_seen: int | None = absent()
+    passes: float | None = absent()
+    rows_per_s: float | None = absent()
+    tokens_per_s: float | None = absent()
 
     @property
     def slot1_accuracy_vs_data(self) -> float:
@@ -152,66 +106,61 @@ class Trained:
     total_s: float  # as written (812 stays 812, 812.5 stays 812.5)
 
 
-@dataclass(frozen=True)
-class MiniManifest:
-    sizes: dict[str, Any]
+@dataclass(frozen=True, kw_only=True)
+class MiniManifest(Document):
+    """mini.json: its keys in the order train.py writes them; `sizes` the one every reader
+    needs."""
+
     made_by: str = MADE_BY
-    smoke: bool | None = None
-    device: str | None = None
-    torch: str | None = None
-    python: str | None = None
-    seed: int | None = None
-    budget_s_per_model: float | None = None
-    budgets: dict[str, Any] | None = None  # seconds: target, generate, drafter
-    labels: str | None = None
-    gamma: float | None = None
-    draft_data: str | None = None
+    smoke: bool | None = absent()
+    device: str | None = absent()
+    torch: str | None = absent()
+    python: str | None = absent()
+    seed: int | None = absent()
+    budget_s_per_model: float | None = absent()
+    budgets: dict[str, Any] | None = absent()  # seconds: target, generate, drafter
+    sizes: dict[str, Any]
+    labels: str | None = absent()
+    gamma: float | None = absent()
+    draft_data: str | None = absent()
     sampling: dict[str, Any] | None = None
     generated: dict[str, Any] | None = None
-    target: TargetRecord | None = None
-    drafters: dict[str, DrafterRecord] | None = None
-    times: dict[str, Any] | None = None
-    files: dict[str, Any] | None = None
-    where: str = MINI_JSON
+    target: TargetRecord | None = absent()
+    drafters: dict[str, DrafterRecord] | None = absent()
+    times: dict[str, Any] | None = absent()
+    files: dict[str, Any] | None = absent()
+    where: str = attribute(default=MINI_JSON)
 
     def to_json(self) -> dict[str, Any]:
-        """mini.json's object, its keys in FIELDS' order."""
-        value: dict[str, Any] = {}
-        for key in FIELDS:
-            item = getattr(self, key)
-            if key in SINCE_ISSUE_54 and item is None:
-                continue  # a folder trained before it reads back as it was written
-            if key == "target" and item is not None:
-                item = item.to_json()
-            elif key == "drafters" and item is not None:
-                item = {name: record.to_json() for name, record in item.items()}
-            value[key] = item
+        """mini.json's object, its keys in the type's order."""
+        value = {key: getattr(self, key) for key in table_of(MiniManifest)}
+        for key in SINCE_ISSUE_54:
+            if value[key] is None:
+                del value[key]  # a folder trained before it reads back as it was written
+        if self.target is not None:
+            value["target"] = self.target.to_json()
+        if self.drafters is not None:
+            value["drafters"] = {name: record.to_json() for name, record in self.drafters.items()}
         return value
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> MiniManifest:
         """The manifest, or J0Error (exit 2) naming `where`, the key, its value and what was
-        expected: the keys of FIELDS as their kinds say, sizes.draft_seq a whole number >= 1,
+        expected: the keys as the type says, sizes.draft_seq a whole number >= 1,
         and the target's and drafters' records whole where they are there."""
         if not isinstance(value, dict):
             raise J0Error(f"{where}: expected an object", INPUT_LACKS)
-        _refuse(where, "", value, FIELDS)
+        _refuse(where, "", value, cls)
         draft_seq = value["sizes"].get("draft_seq")
         if not is_of(draft_seq, (int,)) or draft_seq < 1:
             raise J0Error(
                 f"{where}: sizes.draft_seq is {draft_seq!r}, expected a whole number >= 1",
                 INPUT_LACKS,
             )
-        kept = {key: value[key] for key in FIELDS if key in value}
+        kept = by_key(value, cls)
         if "target" in kept:
-            _refuse(where, "target.", kept["target"], {**TARGET_FIELDS, **TARGET_EXTRA})
-            kept["target"] = TargetRecord(
-                **{
-                    k: kept["target"][k]
-                    for k in (*TARGET_FIELDS, *TARGET_EXTRA)
-                    if k in kept["target"]
-                }
-            )
+            _refuse(where, "target.", kept["target"], TargetRecord)
+            kept["target"] = TargetRecord(**by_key(kept["target"], TargetRecord))
         if "drafters" in kept:
             kept["drafters"] = {
                 name: _drafter(where, name, record) for name, record in kept["drafters"].items()
@@ -257,10 +206,10 @@ class MiniManifest:
         return Trained(self.target, self.drafters, rows, total)
 
 
-def _refuse(where: str, prefix: str, value: Any, table: FieldTable) -> None:
+def _refuse(where: str, prefix: str, value: Any, kind: type[Document]) -> None:
     if not isinstance(value, dict):
         raise J0Error(f"{where}: {prefix.rstrip('.')} is not an object", INPUT_LACKS)
-    if (problem := field_problem(value, table)) is not None:
+    if (problem := field_problem(value, table_of(kind))) is not None:
         raise J0Error(
             f"{where}: {prefix}{problem}" if prefix else f"{where}: {problem}", INPUT_LACKS
         )
@@ -268,23 +217,21 @@ def _refuse(where: str, prefix: str, value: Any, table: FieldTable) -> None:
 
 def _drafter(where: str, name: str, record: Any) -> DrafterRecord:
     prefix = f"drafters.{name}."
-    _refuse(where, prefix, record, {**DRAFTER_FIELDS, **DRAFTER_EXTRA})
-    _refuse(where, f"{prefix}heldout_slots.", record["heldout_slots"], SLOTS_FIELDS)
+    _refuse(where, prefix, record, DrafterRecord)
+    _refuse(where, f"{prefix}heldout_slots.", record["heldout_slots"], SlotScores)
     _refuse(
         where,
         f"{prefix}heldout_slots.chain_estimate.",
         record["heldout_slots"]["chain_estimate"],
-        CHAIN_FIELDS,
+        ChainEstimate,
     )
     for key in ("accuracy_vs_data", "agreement_with_target"):
-        first = record["heldout_slots"][key][:1]
-        if not first or not is_of(first[0], NUMBER):
+        if not record["heldout_slots"][key]:
             raise J0Error(
-                f"{where}: {prefix}heldout_slots.{key} is {first!r}..., expected a list of numbers",
+                f"{where}: {prefix}heldout_slots.{key} is [], expected a list of numbers",
                 INPUT_LACKS,
             )
-    keys = (*DRAFTER_FIELDS, *DRAFTER_EXTRA)
-    return DrafterRecord(**{k: record[k] for k in keys if k in record})
+    return DrafterRecord(**by_key(record, DrafterRecord))
 
 
 def read_manifest_file(folder: Path) -> MiniManifest:

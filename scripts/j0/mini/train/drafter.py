@@ -6,11 +6,12 @@ is_causal)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from j0.mini.device import autocast
+from j0.mini.manifest import SlotScores
 from j0.mini.sizes import MASK_ID, Sizes
 from j0.mini.train import batch as drafter_batch
 from j0.mini.train.schedule import Clock
@@ -24,15 +25,6 @@ class DraftRecipe:
     init: str  # mask | j0
     labels: str  # data | target
     gamma: float  # slot weights exp(-(k-1)/gamma); <= 0: equal
-
-
-@dataclass
-class SlotScores:
-    """Held-out, per slot 1..K-1: accuracy against the text and agreement with the target."""
-
-    accuracy_vs_data: list[float] = field(default_factory=list)
-    agreement_with_target: list[float] = field(default_factory=list)
-    chain_estimate: dict[str, float] = field(default_factory=dict)
 
 
 def drafter_config(sizes: Sizes) -> Any:
