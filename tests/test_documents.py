@@ -149,3 +149,27 @@ def test_a_document_is_written_in_its_order_and_read_back_as_it_was() -> None:
     flagged = _Doc("b", left_out="here", flag=True).to_json()
     assert (flagged["left_out"], flagged["flag"]) == ("here", True)
     assert _Doc.from_json({"name": "c", "unknown": 1}, "doc") == _Doc("c")
+
+
+def test_no_module_writes_a_field_table_by_hand() -> None:
+    """A document is declared once, as its type: a table of its keys beside it (`X: FieldTable =
+    {...}`, or a dict literal of (kinds, needed) pairs) is a second description that can drift."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "scripts" / "j0"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            annotated = isinstance(node, ast.AnnAssign) and "FieldTable" in ast.unparse(
+                node.annotation
+            )
+            pairs = isinstance(node, ast.Dict) and any(
+                isinstance(v, ast.Tuple)
+                and len(v.elts) == 2
+                and isinstance(v.elts[1], ast.Constant)
+                and isinstance(v.elts[1].value, bool)
+                for v in node.values
+            )
+            if (annotated and getattr(node, "value", None) is not None) or pairs:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -1,7 +1,8 @@
-"""The one helper of the typed documents (a JSON file one module writes and another reads): a
-field table says each key's kinds and whether it must be there, and a document is checked
-against it once, where it is read, so that a reader never guesses. `field_problem` names the key,
-the value and what was expected; the type that owns the document adds where (file, entry).
+"""The checks of the typed documents (a JSON file one module writes and another reads): a field
+table says each key's kinds and whether it must be there (j0.edge.document derives it from a
+document's annotations: no module writes one by hand), and a document is checked against it
+once, where it is read, so that a reader never guesses. `field_problem` names the key, the value
+and what was expected; the type that owns the document adds where (file, entry).
 
 Standard library only.
 """
