@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_text_atomic
-from j0.errors import INPUT_LACKS, USAGE, InputLimit, J0Error, read_json_file
+from j0.errors import INPUT_LACKS, USAGE, J0Error
+from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 SPEED = "speed"
@@ -61,15 +62,15 @@ class SpeedResult:
         return 1 if self.problems else 0
 
 
-def best_dflash(summary: dict[str, Any], tokens: int) -> str:
+def best_dflash(summary: RunSummary, tokens: int) -> str:
     """The run's DFlash setting at `tokens` draft tokens with the highest pooled acceptance
     length (J0 on with the pinned seed or J0 off: a setting the speed part can serve as is)."""
     best, value = None, -1.0
-    for name, record in sorted(summary.get("settings", {}).items()):
-        pooled = record.get("pooled_acceptance_length")
-        if record.get("kind") != DFLASH or record.get("k") != tokens:
+    for name, record in sorted(summary.records().items()):
+        pooled = record.pooled_acceptance_length
+        if record.kind != DFLASH or record.k != tokens:
             continue
-        if "-seed" in name or not isinstance(pooled, int | float):
+        if "-seed" in name or pooled is None:
             continue
         if pooled > value:
             best, value = name, float(pooled)
@@ -200,7 +201,7 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
     folder = work / SPEED
     if folder.exists():
         raise J0Error(f"{folder}: exists; the speed part is never written twice", USAGE)
-    summary = read_json_file(summary_path, limit=InputLimit.ANY)  # bounded
+    summary = RunSummary.read(summary_path)  # typed: a file of other kinds is refused, named
     names = list(options.settings or (BASELINE, f"{NGRAM}/k{options.tokens}"))
     if options.settings is None:
         names.append(best_dflash(summary, options.tokens))
@@ -209,10 +210,10 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
     lines = (work / "prompts.jsonl").read_text().splitlines()[: options.prompts]
     dataset = folder / "prompts.jsonl"
     write_text_atomic(dataset, "".join(line + "\n" for line in lines))
-    length = int(summary.get("max_model_len") or 0) or 8192
+    length = summary.max_model_len or 8192
     share = memory_share(len(names))
     servers = {}
-    sampling = Sampling(manifest.temperature(), int(summary.get("sample_seed") or 0))
+    sampling = Sampling(manifest.temperature(), summary.sample_seed or 0)
     result = SpeedResult()
     try:
         for number, name in enumerate(names):
