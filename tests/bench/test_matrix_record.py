@@ -86,3 +86,21 @@ def test_no_record_is_no_settings_and_a_hand_written_one_leaves_caching_unknown(
     (tmp_path / "matrix.json").write_text(json.dumps({"settings": [GOOD]}))
     entry = read_settings(tmp_path)["k7-j0-on"]
     assert entry.prefix_caching is None and entry.j0_ran is None and not entry.baseline
+
+
+def test_a_dry_runs_record_is_read_through_the_type_before_its_folder_is_claimed(
+    tmp_path: Path,
+) -> None:
+    """A dry run's matrix.json names the folders it made; one whose settings are not what the
+    writer writes is not taken for a dry run's (the real run would replace it): refused, named."""
+    from j0.bench.matrix.out_folder import claim_out_folder
+
+    (tmp_path / "k7-j0-on").mkdir()
+    (tmp_path / "matrix.json").write_text(json.dumps({"dry_run": True, "settings": [GOOD]}))
+    claim_out_folder(tmp_path)  # the dry run's own: claimed
+    bad = {"dry_run": True, "settings": [{**GOOD, "name": 7}]}
+    (tmp_path / "matrix.json").write_text(json.dumps(bad))
+    with pytest.raises(J0Error) as caught:
+        claim_out_folder(tmp_path)
+    said = f"{tmp_path / 'matrix.json'}: settings[0]: 'name' is 7, expected a string"
+    assert str(caught.value) == said and caught.value.exit_code == INPUT_LACKS

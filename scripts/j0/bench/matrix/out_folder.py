@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from j0.bench.matrix.layout import MATRIX_JSON, PROMPTS
+from j0.bench.matrix.layout import MATRIX_JSON, PROMPTS, MatrixJson
 from j0.errors import USAGE, InputLimit, J0Error, read_json_file
 
 K8S_DIR = "k8s"  # j0.bench.matrix.k8s.backend.MANIFEST_DIR
 SHOWN = 3
 
 
-def dry_run_record(out: Path) -> dict[str, Any] | None:
-    """OUT/matrix.json where it is the record of a dry run, else None."""
+def dry_run_record(out: Path) -> MatrixJson | None:
+    """OUT/matrix.json where it is the record of a dry run (read through its type: one of other
+    kinds is refused naming the file, exit 2), else None."""
     path = out / MATRIX_JSON
     if not os.path.lexists(path):
         return None
@@ -29,18 +29,14 @@ def dry_run_record(out: Path) -> dict[str, Any] | None:
     # it cannot read is refused naming the file (exit 2), never taken for a dry run's record.
     value = read_json_file(path, limit=InputLimit.ANY)
     if isinstance(value, dict) and value.get("dry_run") is True:
-        return value
+        return MatrixJson.from_json(value, str(path))
     return None
 
 
-def dry_run_names(record: dict[str, Any]) -> set[str]:
+def dry_run_names(record: MatrixJson) -> set[str]:
     """What a dry run writes in OUT: its record, the prompts, the k8s manifests' folder and one
     folder per setting (compose's baseline override)."""
-    names = {MATRIX_JSON, PROMPTS, K8S_DIR}
-    for setting in record.get("settings") or []:
-        if isinstance(setting, dict) and isinstance(setting.get("name"), str):
-            names.add(setting["name"])
-    return names
+    return {MATRIX_JSON, PROMPTS, K8S_DIR} | {entry.name for entry in record.settings}
 
 
 def claim_out_folder(out: Path) -> None:
