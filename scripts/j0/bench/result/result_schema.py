@@ -18,31 +18,7 @@ from typing import Any
 from j0.bench.result.manifest import problem_of as manifest_problem
 from j0.bench.result.metrics_crosscheck import problem_of as crosscheck_problem
 from j0.bench.result.request_entry import entry_problem, kinds_named
-from j0.edge.fields import NUMBER, is_of, shown
-
-TOP_TYPES: dict[str, tuple[type, ...]] = {
-    "format_version": (int,),
-    "label": (str,),
-    "complete": (bool,),
-    "error": (str,),
-    "acceptance_length": NUMBER,
-    "acceptance_rate": NUMBER,
-    "per_position_acceptance": (list,),
-    "acceptance_length_request_mean": NUMBER,
-    "acceptance_histogram": (list,),
-    "acceptance_by_context_request_mean": (dict,),
-    "acceptance_source": (str,),
-    "counts": (dict,),
-    "metrics_crosscheck": (dict,),
-    "acceptance_by_context": (dict,),
-    "summary": (dict,),
-    "repeats": (int,),
-    "flags": (list,),
-    "notes": (list,),
-    "warmup": (dict,),
-    "manifest": (dict,),
-    "requests": (list,),
-}
+from j0.edge.fields import is_of, shown
 
 
 def _typed(where: str, mapping: dict[str, Any], types: dict[str, tuple[type, ...]]) -> str | None:
@@ -53,9 +29,10 @@ def _typed(where: str, mapping: dict[str, Any], types: dict[str, tuple[type, ...
     return None
 
 
-def document_problem(doc: dict[str, Any]) -> str | None:
-    """What in a result document has another type than the readers take, or None."""
-    problem = _typed("", doc, TOP_TYPES)
+def document_problem(doc: dict[str, Any], top: dict[str, tuple[type, ...]]) -> str | None:
+    """What in a result document has another type than the readers take (`top`: its top-level
+    keys' kinds, null aside, as results.BenchResult declares them), or None."""
+    problem = _typed("", doc, top)
     if problem is not None:
         return f"key {problem}"
     for key in ("format_version", "repeats"):

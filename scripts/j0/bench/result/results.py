@@ -41,6 +41,7 @@ Standard library only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -58,6 +59,8 @@ from j0.bench.result.request_entry import ENTRY_TIMES, RequestEntry
 from j0.bench.result.result_schema import document_problem
 from j0.bench.stream.client import Outcome
 from j0.edge.atomic import write_text_atomic
+from j0.edge.document import Document, table_of
+from j0.edge.fields import NULL
 from j0.engine.figures import spec_counts, spec_ranges
 from j0.engine.figures.spec_counts import Counts
 from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
@@ -82,59 +85,34 @@ CACHED_J0_UNKNOWN = (
 )
 
 
-@dataclass
-class BenchResult:
-    """One `j0 bench run` result document (see the module's docstring for the keys)."""
+@dataclass(kw_only=True)
+class BenchResult(Document):
+    """One `j0 bench run` result document (see the module's docstring for the keys), its keys in
+    the order they are written; what each may be is what its readers take (result_schema: null
+    allowed where a writer or an older file may leave a key so)."""
 
+    kind: str = KIND
+    format_version: int = FORMAT_VERSION
     label: str | None
     complete: bool
     error: str | None
     acceptance_length: float | None
     acceptance_rate: float | None
-    per_position_acceptance: list[float]
+    per_position_acceptance: list[Any]  # numbers, by position
+    acceptance_length_request_mean: float | None = None
+    acceptance_histogram: list[Any] = field(default_factory=list)  # numbers
+    acceptance_by_context_request_mean: dict[str, Any] = field(default_factory=dict)
     acceptance_source: str | None
     counts: dict[str, Any] | None
     metrics_crosscheck: MetricsCrosscheck
     acceptance_by_context: dict[str, Any]
     summary: dict[str, Any]
-    flags: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    repeats: int = 1
+    flags: list[Any] = field(default_factory=list)  # objects: CACHED_WITH_J0, ...
+    notes: list[Any] = field(default_factory=list)  # in words
     warmup: dict[str, Any] | None = None
     manifest: SetupManifest = field(default_factory=SetupManifest)
     requests: list[RequestEntry] = field(default_factory=list)
-    acceptance_length_request_mean: float | None = None
-    acceptance_histogram: list[float] = field(default_factory=list)
-    acceptance_by_context_request_mean: dict[str, Any] = field(default_factory=dict)
-    repeats: int = 1
-    kind: str = KIND
-    format_version: int = FORMAT_VERSION
-
-    def to_json(self) -> dict[str, Any]:
-        """The document as FILE.json holds it, keys in the order they are written."""
-        return {
-            "kind": self.kind,
-            "format_version": self.format_version,
-            "label": self.label,
-            "complete": self.complete,
-            "error": self.error,
-            "acceptance_length": self.acceptance_length,
-            "acceptance_rate": self.acceptance_rate,
-            "per_position_acceptance": self.per_position_acceptance,
-            "acceptance_length_request_mean": self.acceptance_length_request_mean,
-            "acceptance_histogram": self.acceptance_histogram,
-            "acceptance_by_context_request_mean": self.acceptance_by_context_request_mean,
-            "acceptance_source": self.acceptance_source,
-            "counts": self.counts,
-            "metrics_crosscheck": self.metrics_crosscheck.to_json(),
-            "acceptance_by_context": self.acceptance_by_context,
-            "summary": self.summary,
-            "repeats": self.repeats,
-            "flags": self.flags,
-            "notes": self.notes,
-            "warmup": self.warmup,
-            "manifest": self.manifest.to_json(),
-            "requests": [entry.to_json() for entry in self.requests],
-        }
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> BenchResult:
@@ -206,13 +184,24 @@ class BenchResult:
         write_text_atomic(path, self.to_text())
 
 
+@functools.cache
+def top_types() -> dict[str, tuple[type, ...]]:
+    """The kinds of a result's top-level keys, null aside, from BenchResult's annotations (`kind`
+    is judged before them, by read_result)."""
+    return {
+        key: tuple(kind for kind in kinds if kind is not NULL)
+        for key, (kinds, _) in table_of(BenchResult).items()
+        if key != "kind" and isinstance(kinds, tuple)
+    }
+
+
 def read_result(path: Path) -> BenchResult:
     """A result file, checked to be one: readable UTF-8 JSON, kind j0-bench-run, each key of the
     type the readers take (exit 2 otherwise, naming the file and the key)."""
     doc = parse_json(read_input_text(path, "result file"), str(path))
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise J0Error(f"{path}: not a `j0 bench run` result (kind {KIND})", INPUT_LACKS)
-    problem = document_problem(doc)
+    problem = document_problem(doc, top_types())
     if problem is not None:
         raise J0Error(f"{path}: {problem}", INPUT_LACKS)
     return BenchResult.from_json(doc)
