@@ -2,8 +2,8 @@
 subpackage per command, each with a docstring and a `cli.py` that only the entry point imports; a
 shared floor (packages without `cli.py`) that imports no command; no call through the front door
 (`j0.cli`, `importlib`) below it; at most 8 top-level modules; no unit over 200 lines and no module
-over 600 (scripts and tests alike); and commands that meet only at their faces (a command
-imports another only through its package `__init__`)."""
+over 600 (scripts and tests alike); commands that meet only at their faces (a command
+imports another only through its package `__init__`); and each class name defined once."""
 
 from __future__ import annotations
 
@@ -505,3 +505,32 @@ def test_every_face_name_resolves() -> None:
         module = importlib.import_module(dotted) if names else None
         found += [f"{dotted}.{n}" for n in names if not hasattr(module, n)]
     assert found == []
+
+
+def duplicate_class_names(paths: list[Path]) -> dict[str, list[str]]:
+    """Each class name defined in more than one of `paths`, with the modules that define it."""
+    defined: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(module_name(path))
+    return {name: where for name, where in defined.items() if len(where) > 1}
+
+
+def test_the_duplicate_class_finder_finds_a_planted_pair(tmp_path: Path) -> None:
+    planted = [PACKAGE / "_planted_a.py", PACKAGE / "_planted_b.py"]
+    planted[0].write_text("class Plan:\n    pass\nclass Alone:\n    pass\n")
+    planted[1].write_text("def f():\n    class Plan:\n        pass\n")
+    try:
+        found = duplicate_class_names(planted)
+    finally:
+        for path in planted:
+            path.unlink()
+    assert found == {"Plan": ["j0._planted_a", "j0._planted_b"]}
+
+
+def test_one_meaning_per_class_name() -> None:
+    """A class name is defined once in j0 (issue 56: `Plan`, `Server`, `Setting`, `Step` and ten
+    more each named two different things), so a name read anywhere means one type."""
+    paths = [p for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts]
+    assert duplicate_class_names(paths) == {}

@@ -13,17 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from j0.bench.matrix.layout import SettingEntry, SettingRun, read_settings
-from j0.compose.server import Setting
+from j0.compose.server import MatrixSetting
 from j0.errors import INPUT_LACKS, J0Error
 
 matrix_settings = st.builds(
-    Setting, st.integers(min_value=0, max_value=64), st.booleans(), st.booleans()
+    MatrixSetting, st.integers(min_value=0, max_value=64), st.booleans(), st.booleans()
 )
 
 
 @settings(max_examples=40, deadline=None)
 @given(matrix_settings)
-def test_what_the_writer_writes_the_reader_takes_back(setting: Setting) -> None:
+def test_what_the_writer_writes_the_reader_takes_back(setting: MatrixSetting) -> None:
     written = SettingRun(setting, status="ok").to_json()
     assert list(written)[:4] == ["name", "num_speculative_tokens", "j0", "prefix_caching"]
     assert ("baseline" in written) is setting.baseline  # baseline: written when true

@@ -172,9 +172,9 @@ class Engine:
             [1 + p.req.slot * max_blocks + np.arange(max_blocks) for p in parts]
             + [np.ones(max_blocks, dtype=np.int64)] * (case.max_num_seqs - len(parts))
         ).astype(np.int32)
-        step = batches.Step(
+        step = batches.BatchStep(
             requests=tuple(
-                batches.Request(
+                batches.BatchRow(
                     req_state_idx=p.req.slot,
                     kind=p.kind,
                     start_pos=p.start,

@@ -25,7 +25,7 @@ from doctor.doctor_env import Host
 from j0.bench.matrix.layout import SettingEntry, SettingRun, judge_ran
 from j0.bench.report.results_folder import find_settings
 from j0.cli import main
-from j0.compose.server import Setting
+from j0.compose.server import MatrixSetting
 from j0.dumps.check.own_prefix import log_read
 from j0.engine.server.j0_state import J0State
 from j0.engine.server.server_log import parse
@@ -85,7 +85,7 @@ def bench_says(url: str, out: Path, *given: str) -> str:
 
 def matrix_says(text: str) -> str:
     """matrix.json's entry for a J0-on setting whose server wrote `text`, written and read back."""
-    entry = SettingRun(Setting(15, True), status="ok")
+    entry = SettingRun(MatrixSetting(15, True), status="ok")
     judge_ran(entry, [text])
     written = json.loads(json.dumps(entry.to_json()))
     read = SettingEntry.from_json(written, "matrix.json: settings[0]")

@@ -21,7 +21,7 @@ from serve.test_serve_launch import drafter, serve_args
 OTHER = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
 
 
-def logged_config(plan: serve_launch.Plan) -> dict:
+def logged_config(plan: serve_launch.ServePlan) -> dict:
     (line,) = [f for f in plan.facts if f.startswith("--speculative-config ")]
     return json.loads(line.removeprefix("--speculative-config "))
 

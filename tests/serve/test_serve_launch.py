@@ -355,13 +355,13 @@ def test_overlay_swap_links_the_installed_file_to_the_mounted_one(tmp_path: Path
     mount = tmp_path / "opt" / "speculator.py"
     mount.parent.mkdir()
     mount.write_text("swapped\n")
-    plan = serve_launch.Plan(args=[], env={})
+    plan = serve_launch.ServePlan(args=[], env={})
     serve_launch.apply_overlay_swap(mount, installed, plan)
     assert installed.is_symlink() and installed.read_text() == "swapped\n"
     assert not stale.exists() and other.exists()
     assert plan.facts == [f"overlay swap: {installed} -> {mount} (read-only bind mount)"]
     # A second start of the same container: the link is already there.
-    plan = serve_launch.Plan(args=[], env={})
+    plan = serve_launch.ServePlan(args=[], env={})
     serve_launch.apply_overlay_swap(mount, installed, plan)
     assert plan.facts == [f"overlay swap: {mount} is mounted over {installed}"]
 

@@ -25,7 +25,7 @@ BASELINE = "baseline"
 
 
 @dataclass(frozen=True)
-class Setting:
+class MatrixSetting:
     """One server configuration of the matrix; `tokens` (draft tokens) 0 is the baseline: no
     speculative decoding (and so no J0)."""
 
@@ -78,7 +78,7 @@ class ServerKnobs:
 
 
 def server_setting(
-    setting: Setting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
+    setting: MatrixSetting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> ServerSetting:
     """The server compose.serve.yaml runs for `setting`: its `vllm serve` arguments (args(), in
     compose's order) and switches (env(), its environment). The baseline's arguments are the
@@ -101,7 +101,7 @@ def server_setting(
     )
 
 
-def compose_switches(setting: Setting) -> dict[str, str]:
+def compose_switches(setting: MatrixSetting) -> dict[str, str]:
     """The compose variables that select `setting` (.env.example documents them)."""
     return {
         "NUM_SPEC_TOKENS": str(setting.tokens),

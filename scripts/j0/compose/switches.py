@@ -20,7 +20,7 @@ from pathlib import Path
 from j0.compose.dotenv import braced_end, interpolate, read_dotenv
 from j0.pins import Pins
 
-__all__ = ["Settings", "compose_defaults", "interpolate", "resolve"]
+__all__ = ["Knobs", "compose_defaults", "interpolate", "resolve"]
 
 COMPOSE_SERVICES = "compose.serve.yaml"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -62,7 +62,7 @@ def compose_defaults(root: Path) -> dict[str, str]:
 
 
 @dataclass
-class Settings:
+class Knobs:
     """The resolved knobs and where each came from."""
 
     root: Path
@@ -95,7 +95,7 @@ class Settings:
         return Path.home() / ".cache" / "huggingface" / "hub"
 
 
-def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
+def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Knobs:
     environ = os.environ if environ is None else environ
     root = pins.root
     layers: list[tuple[str, Mapping[str, str]]] = [
@@ -104,7 +104,7 @@ def resolve(pins: Pins, environ: Mapping[str, str] | None = None) -> Settings:
         ("overlay/pins.env", pins.values),
         (f"{COMPOSE_SERVICES}'s default", compose_defaults(root)),
     ]
-    settings = Settings(root)
+    settings = Knobs(root)
     keys = {key for _, layer in layers for key in layer}
     for key in keys:
         for name, layer in layers:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
 from j0.checks import FAIL, OK, WARN, Check
-from j0.compose.switches import Settings
+from j0.compose.switches import Knobs
 from j0.doctor import cuda, gpu, hub, needs
 
 GPU_FIX = (
@@ -33,7 +33,7 @@ def is_unset(value: str) -> bool:
 
 
 def repo_facts(
-    repo_id: str, revision: str, local: Path | None, settings: Settings, token: hub.Token
+    repo_id: str, revision: str, local: Path | None, settings: Knobs, token: hub.TokenFound
 ) -> hub.RepoFacts:
     facts = hub.RepoFacts(repo_id, revision)
     if local is not None:
@@ -52,7 +52,7 @@ def repo_facts(
 
 
 def compute_needs(
-    target: hub.RepoFacts, drafter: hub.RepoFacts, settings: Settings
+    target: hub.RepoFacts, drafter: hub.RepoFacts, settings: Knobs
 ) -> tuple[needs.Needs | None, str]:
     """The GPU memory the server takes, or None and why not."""
     notes = []
@@ -215,7 +215,7 @@ def fit(gpus: list[gpu.Gpu], need: needs.Needs, util: float) -> Check:
     )
 
 
-def token_check(token: hub.Token, facts: list[hub.RepoFacts]) -> Check:
+def token_check(token: hub.TokenFound, facts: list[hub.RepoFacts]) -> Check:
     gated = [f.repo_id for f in facts if f.gated]
     unknown = [f.repo_id for f in facts if f.gated is None]
     if token.compose_file is not None:

@@ -10,7 +10,7 @@ on the Docker engine's network, which may differ.
 from __future__ import annotations
 
 from j0.checks import FAIL, OK, WARN, Check
-from j0.compose.switches import Settings
+from j0.compose.switches import Knobs
 from j0.doctor import docker_checks
 from j0.edge import urls
 from j0.engine.source import wheel_cuda, wheel_index
@@ -19,28 +19,28 @@ from j0.pins import ENGINES, Pins, wheel_index_for
 TIMEOUT_S = 10.0
 
 
-def route_of(settings: Settings, pins: Pins) -> str:
+def route_of(settings: Knobs, pins: Pins) -> str:
     return settings.get("VLLM_ENGINE", pins.vllm_engine)
 
 
-def base_of(route: str, settings: Settings, pins: Pins) -> tuple[str, str]:
+def base_of(route: str, settings: Knobs, pins: Pins) -> tuple[str, str]:
     """(the image compose builds FROM on `route`, the knob that names it)."""
     if route == "wheel":
         return settings.get("VLLM_IMAGE_FALLBACK", pins.vllm_image_fallback), "VLLM_IMAGE_FALLBACK"
     return settings.get("VLLM_IMAGE", pins.vllm_image), "VLLM_IMAGE"
 
 
-def index_of(settings: Settings, pins: Pins) -> str:
+def index_of(settings: Knobs, pins: Pins) -> str:
     given = settings.get("WHEEL_INDEX")
     return wheel_index_for(given, pins.vllm_commit) if given else pins.wheel_index
 
 
-def shown_index(settings: Settings, pins: Pins) -> str:
+def shown_index(settings: Knobs, pins: Pins) -> str:
     """The index as messages name it: any user:password in it masked."""
     return urls.redact(index_of(settings, pins))
 
 
-def route_check(route: str, settings: Settings, pins: Pins) -> Check:
+def route_check(route: str, settings: Knobs, pins: Pins) -> Check:
     name = "engine-route"
     commit = pins.vllm_commit[:8]
     if route not in ENGINES:
@@ -79,7 +79,7 @@ def variant_of(pins: Pins) -> str:
         return "?"
 
 
-def index_check(route: str, settings: Settings, pins: Pins) -> Check:
+def index_check(route: str, settings: Knobs, pins: Pins) -> Check:
     """Does the index list a vllm wheel for the pinned commit (and the pinned file, if any) in
     the folder the build takes: the variant folder of the pinned CUDA (VLLM_CUDA: the base's
     torch's), else the root (vLLM's default variant), whose wheel the build takes only where its
@@ -178,7 +178,7 @@ def nightly_check(state: docker_checks.DockerState, pins: Pins) -> Check:
     )
 
 
-def checks(state: docker_checks.DockerState, settings: Settings, pins: Pins) -> list[Check]:
+def checks(state: docker_checks.DockerState, settings: Knobs, pins: Pins) -> list[Check]:
     """engine-route, then wheel-index on the wheel route and nightly-tag (the other route)."""
     route = route_of(settings, pins)
     found = [route_check(route, settings, pins)]

@@ -197,7 +197,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class Token:
+class TokenFound:
     """Whether a token is there, and where; the token itself only for the requests."""
 
     value: str | None
@@ -214,18 +214,18 @@ def _read_token(path: Path) -> tuple[str, str]:
         return "", str(exc)
 
 
-def find_token(compose_file: Path | None, environ: dict[str, str] | None = None) -> Token:
+def find_token(compose_file: Path | None, environ: dict[str, str] | None = None) -> TokenFound:
     """The token compose would pass (HF_TOKEN_FILE), else the one this host's huggingface_hub
     would use (HF_TOKEN, HF_TOKEN_PATH, the stored login)."""
     environ = dict(os.environ) if environ is None else environ
     if compose_file is not None:
         token, problem = _read_token(compose_file)
         if token:
-            return Token(token, compose_file, f"HF_TOKEN_FILE={compose_file}")
+            return TokenFound(token, compose_file, f"HF_TOKEN_FILE={compose_file}")
         problem = problem or f"token file {compose_file}: /dev/null, no token"
-        return Token(None, compose_file, f"HF_TOKEN_FILE={compose_file} ({problem})")
+        return TokenFound(None, compose_file, f"HF_TOKEN_FILE={compose_file} ({problem})")
     if environ.get("HF_TOKEN", "").strip():
-        return Token(environ["HF_TOKEN"].strip(), None, "HF_TOKEN in this shell")
+        return TokenFound(environ["HF_TOKEN"].strip(), None, "HF_TOKEN in this shell")
     candidates = []
     if environ.get("HF_TOKEN_PATH"):
         candidates.append(Path(environ["HF_TOKEN_PATH"]).expanduser())
@@ -234,5 +234,5 @@ def find_token(compose_file: Path | None, environ: dict[str, str] | None = None)
     for path in candidates:
         token, _ = _read_token(path) if os.path.lexists(path) else ("", "")
         if token:
-            return Token(token, None, f"{path} (huggingface_hub's login)")
-    return Token(None, None, "none")
+            return TokenFound(token, None, f"{path} (huggingface_hub's login)")
+    return TokenFound(None, None, "none")

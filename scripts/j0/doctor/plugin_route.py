@@ -7,7 +7,7 @@ pullable. Standard library only."""
 from __future__ import annotations
 
 from j0.checks import FAIL, OK, Check
-from j0.compose.switches import Settings
+from j0.compose.switches import Knobs
 from j0.doctor import docker_checks
 from j0.edge.atomic import sha256_file
 from j0.pins import Pins
@@ -16,7 +16,7 @@ from j0.plugin.options import VARIANTS
 IMAGE_KNOB = "V0340_IMAGE"
 
 
-def switches(settings: Settings) -> Check:
+def switches(settings: Knobs) -> Check:
     j0_on, variant = settings.get("J0_ON", "true"), settings.get("J0_VARIANT", "article")
     wrong = []
     if j0_on not in ("true", "false"):
@@ -49,7 +49,7 @@ def proven(pins: Pins) -> Check:
     return Check("plugin-pins", OK, "proven: " + "; ".join(words(r) for r in releases))
 
 
-def base_image(state: docker_checks.DockerState, settings: Settings, pins: Pins) -> Check:
+def base_image(state: docker_checks.DockerState, settings: Knobs, pins: Pins) -> Check:
     image = settings.get(IMAGE_KNOB, pins.values.get(IMAGE_KNOB, ""))
     if state.info is None:
         return Check(
@@ -72,5 +72,5 @@ def base_image(state: docker_checks.DockerState, settings: Settings, pins: Pins)
     )
 
 
-def checks(state: docker_checks.DockerState, settings: Settings, pins: Pins) -> list[Check]:
+def checks(state: docker_checks.DockerState, settings: Knobs, pins: Pins) -> list[Check]:
     return [switches(settings), proven(pins), base_image(state, settings, pins)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from j0.checks import Report
-from j0.compose.switches import Settings
+from j0.compose.switches import Knobs
 from j0.doctor import cuda, disk, docker_checks, engine_route, gpu, hub, needs
 from j0.doctor.doctor import (
     compute_needs,
@@ -26,7 +26,7 @@ class DoctorOptions:
     compose's .env and environment as `docker compose` reads them)."""
 
     pins: Pins | None = None
-    settings: Settings | None = None
+    settings: Knobs | None = None
     plugin: bool = False  # --plugin: compose.plugin.yaml's route (docs/plugin.md)
 
 

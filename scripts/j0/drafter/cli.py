@@ -156,11 +156,11 @@ def run_patch_config(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     import json
 
-    from j0.drafter.run import CheckOptions
+    from j0.drafter.run import DrafterCheckOptions
     from j0.drafter.run import run_check as check
 
     check_json_output(args.json)
-    checked = check(CheckOptions(args.dir))
+    checked = check(DrafterCheckOptions(args.dir))
     sink.result("\n".join(checked.lines()), json.dumps(checked.to_json(), indent=1))
     if not checked.causality.all_causal:
         raise J0Error("the draft is not causal everywhere", 1)

@@ -50,7 +50,7 @@ class PatchOptions:
 
 
 @dataclass(frozen=True)
-class CheckOptions:
+class DrafterCheckOptions:
     directory: Path
 
 
@@ -89,6 +89,6 @@ def run_patch_config(options: PatchOptions) -> drafter_config.PatchResult:
     return drafter_config.patch_config(options.directory, options.patch)
 
 
-def run_check(options: CheckOptions) -> Checked:
+def run_check(options: DrafterCheckOptions) -> Checked:
     causality = drafter_config.check_causality(options.directory)
     return Checked(options.directory / drafter_config.CONFIG_NAME, causality)

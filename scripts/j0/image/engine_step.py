@@ -196,7 +196,7 @@ def base_torch() -> TorchVersion:
 
 
 @dataclass(frozen=True)
-class Fetched:
+class DownloadedWheel:
     """The wheel downloaded: the index's link, the file, its sha256, the variant of the base's
     torch (cu130 for 13.0) and the folder of the index it came from (wheel_index.Source)."""
 
@@ -207,7 +207,7 @@ class Fetched:
     source: wheel_index.Source
 
 
-def fetch(pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion) -> Fetched:
+def fetch(pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion) -> DownloadedWheel:
     """The chosen wheel of the folder wheel_index.wheel_source takes for the base's torch
     (its variant folder, else the root), downloaded; an index that cannot give it ends in
     `choices`."""
@@ -219,11 +219,11 @@ def fetch(pins: Pins, index: str, name: str, folder: Path, torch: TorchVersion) 
         path, digest = wheel_index.download(link, folder)
     except wheel_index.WheelIndexError as exc:
         raise J0Error(wheel_index.choices(pins, index, str(exc)), exc.exit_code) from None
-    return Fetched(link, path, digest, variant, source)
+    return DownloadedWheel(link, path, digest, variant, source)
 
 
 def check_cuda(
-    fetched: Fetched, facts: WheelFacts, torch: TorchVersion, pins: Pins, index: str
+    fetched: DownloadedWheel, facts: WheelFacts, torch: TorchVersion, pins: Pins, index: str
 ) -> tuple[wheel_cuda.WheelCuda, str]:
     """The wheel's own CUDA (its local version label, its METADATA's Requires-Dist) against the
     base's torch: (that CUDA, why the folder was taken). A wheel of another CUDA is refused,

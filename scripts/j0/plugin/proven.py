@@ -31,7 +31,7 @@ class Installed:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReleaseVerdict:
     release: Release | None  # None: refused
     installed: Installed
     reason: str  # why refused; "" when proven
@@ -77,18 +77,18 @@ def supported(releases: list[Release]) -> str:
     return "; ".join(words(r) for r in releases) or "none (no V<release>_* pins)"
 
 
-def check(pins: Pins, found: Installed) -> Verdict:
+def check(pins: Pins, found: Installed) -> ReleaseVerdict:
     """The proven release the installed vLLM is, or why it is refused."""
     releases = proven_releases(pins)
     for release in releases:
         if found.version == release.release and found.sha256 == release.base_sha256:
-            return Verdict(release, found, "")
+            return ReleaseVerdict(release, found, "")
     if found.speculator is None:
         what = "no vLLM is importable"
     elif found.sha256 is None:
         what = f"vLLM {found.version} has no {found.speculator}"
     else:
         what = f"vLLM {found.version} with {found.speculator} sha256 {found.sha256}"
-    return Verdict(
+    return ReleaseVerdict(
         None, found, f"{what}: not a vLLM it was proven on (supported: {supported(releases)})"
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from j0.edge.atomic import sha256_bytes
 from j0.pins import Pins
 from j0.plugin.options import ARTICLE, J0Options
-from j0.plugin.proven import Release, Verdict, check, installed, plugin_pins
+from j0.plugin.proven import Release, ReleaseVerdict, check, installed, plugin_pins
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def _patches(release: Release, options: J0Options) -> tuple[str, ...]:
 
 
 @functools.cache
-def source_for(options: J0Options) -> tuple[Verdict, J0Source]:
+def source_for(options: J0Options) -> tuple[ReleaseVerdict, J0Source]:
     """This Python's vLLM, proven, and the J0 file of `options` made from its speculator.py;
     ValueError when that vLLM is not a proven one or the file cannot be made."""
     pins = plugin_pins()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from j0.selfcheck.kernels import call_prepare, make_inputs
 
 if TYPE_CHECKING:
-    from j0.selfcheck.batches import Case, Step
+    from j0.selfcheck.batches import BatchStep, Case
 
 AUDIT_FUNCTION = "j0_audit_rows"
 AUDIT_CLASS = "_J0Audit"
@@ -79,7 +79,7 @@ def _standin(case: Case, pool: Any, query_ids: Any) -> Any:
     )
 
 
-def _committed_into(store: Any, step: Step) -> None:
+def _committed_into(store: Any, step: BatchStep) -> None:
     """vLLM's all_token_ids at propose time: each request's committed tokens with the anchor."""
     import torch
 

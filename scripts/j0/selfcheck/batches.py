@@ -33,7 +33,7 @@ DECODE = "decode"  # anchor + drafts, some rejected: anchor = the target's new s
 
 
 @dataclass(frozen=True)
-class Request:
+class BatchRow:
     """One request's part of one step (one row of the batch)."""
 
     req_state_idx: int  # the request slot (row of the history)
@@ -51,10 +51,10 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Step:
+class BatchStep:
     """One call of prepare_dflash_inputs: the batch and every per-slot input array."""
 
-    requests: tuple[Request, ...]
+    requests: tuple[BatchRow, ...]
     last_sampled: Any  # np.ndarray[int64] [max_num_seqs]; garbage where no request samples
     next_prefill: Any  # np.ndarray[int32] [max_num_seqs]; garbage where unused
     temperature: Any  # np.ndarray[float32] [max_num_seqs]
@@ -86,7 +86,7 @@ class Case:
     pool_pad: int  # extra columns per history row (0: contiguous, as vLLM allocates it)
     mask_token: int  # parallel_drafting_token_id
     chunk_cap: int  # the longest prefill chunk
-    steps: tuple[Step, ...] = field(default_factory=tuple)
+    steps: tuple[BatchStep, ...] = field(default_factory=tuple)
 
     @property
     def num_query_per_req(self) -> int:
@@ -293,13 +293,13 @@ def make_case(seed: int, index: int) -> Case:
     return Case(**{**case.__dict__, "steps": tuple(steps)})
 
 
-def _make_step(rng: np.random.Generator, case: Case, chosen: list[_Live], budget: int) -> Step:
+def _make_step(rng: np.random.Generator, case: Case, chosen: list[_Live], budget: int) -> BatchStep:
     import numpy as np
 
     n_slots = case.max_num_seqs
     last_sampled = rng.integers(1, VOCAB, size=n_slots, dtype=np.int64)
     next_prefill = rng.integers(1, VOCAB, size=n_slots, dtype=np.int64).astype(np.int32)
-    requests: list[Request] = []
+    requests: list[BatchRow] = []
     left = budget
     for req in chosen:
         if left <= 0:
@@ -317,7 +317,7 @@ def _make_step(rng: np.random.Generator, case: Case, chosen: list[_Live], budget
     pad = int(rng.choice([0, 0, int(rng.integers(1, 8))]))
     blocks = rng.integers(1, 60_000, size=(n_slots, case.max_blocks), dtype=np.int64)
     blocks[rng.random(blocks.shape) < 0.05] = 0  # null blocks (evicted sliding-window entries)
-    return Step(
+    return BatchStep(
         requests=tuple(requests),
         last_sampled=last_sampled,
         next_prefill=next_prefill,
@@ -336,7 +336,7 @@ def _prefill(
     left: int,
     last_sampled: np.ndarray,
     next_prefill: np.ndarray,
-) -> Request:
+) -> BatchRow:
     import numpy as np
 
     remaining = len(req.prompt) - req.computed
@@ -360,7 +360,7 @@ def _prefill(
     committed = np.asarray([*req.seq, anchor], dtype=np.int32)
     if kind == PREFILL_LAST:
         req.seq.append(anchor)
-    return Request(
+    return BatchRow(
         req_state_idx=req.slot,
         kind=kind,
         start_pos=start,
@@ -374,7 +374,7 @@ def _prefill(
 
 def _decode(
     rng: np.random.Generator, case: Case, req: _Live, left: int, last_sampled: np.ndarray
-) -> Request | None:
+) -> BatchRow | None:
     import numpy as np
 
     anchor_pos = len(req.seq) - 1  # the previous step's anchor, now the target's first input
@@ -401,7 +401,7 @@ def _decode(
     req.seq.append(anchor)
     req.computed = anchor_pos + accepted + 1
     last_sampled[req.slot] = anchor
-    return Request(
+    return BatchRow(
         req_state_idx=req.slot,
         kind=DECODE,
         start_pos=anchor_pos,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from j0.selfcheck.batches import Case, Step
+    from j0.selfcheck.batches import BatchStep, Case
 
 from j0.selfcheck.kernels import call_prepare, make_inputs
 
@@ -36,7 +36,7 @@ def _first_diff(expected: np.ndarray, actual: np.ndarray) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def _describe_request(step: Step, i: int) -> str:
+def _describe_request(step: BatchStep, i: int) -> str:
     r = step.requests[i]
     return (
         f"request {i} of {step.num_reqs} (req_state_idx {r.req_state_idx}, {r.kind}, "
@@ -48,7 +48,7 @@ def _describe_request(step: Step, i: int) -> str:
 def compare_query_ids(
     case: Case,
     step_no: int,
-    step: Step,
+    step: BatchStep,
     mode: str,
     expected: np.ndarray,
     actual: np.ndarray,
@@ -112,7 +112,7 @@ def compare_buffers(
 
 
 def compare_history(
-    case: Case, step_no: int, step: Step, expected: np.ndarray, actual: np.ndarray
+    case: Case, step_no: int, step: BatchStep, expected: np.ndarray, actual: np.ndarray
 ) -> Mismatch | None:
     import numpy as np
 
@@ -151,7 +151,7 @@ def compare_history(
 
 
 def prepare_off_and_on(
-    module: Any, case: Case, step_no: int, step: Step, device: str, pool: Any
+    module: Any, case: Case, step_no: int, step: BatchStep, device: str, pool: Any
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """One step through the module's prepare twice, J0 off (no pool) and J0 on (`pool`): the
     outputs it started from and both results, read back as numpy arrays."""
@@ -213,7 +213,7 @@ def run_case(module: Any, case: Case, device: str, j0_seed: int) -> Mismatch | N
 
 
 def _compare_other_ids(
-    case: Case, step_no: int, step: Step, off: dict[str, Any], on: dict[str, Any], nq: int
+    case: Case, step_no: int, step: BatchStep, off: dict[str, Any], on: dict[str, Any], nq: int
 ) -> Mismatch | None:
     """J0 may change the query ids at slots k > 0 only: slot 0 and the padding must agree."""
     import numpy as np

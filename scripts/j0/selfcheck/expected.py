@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from j0.reference.draws import Draw, anchor_position, draws
-from j0.selfcheck.batches import Case, Step
+from j0.selfcheck.batches import BatchStep, Case
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,7 +29,7 @@ class ReferenceError(AssertionError):
     """The reference contradicts itself: a bug in j0, not in the file under test."""
 
 
-def update_history(history: np.ndarray, case: Case, step: Step) -> np.ndarray:
+def update_history(history: np.ndarray, case: Case, step: BatchStep) -> np.ndarray:
     """The history after a step: accepted tokens at their positions, then the anchor."""
     new = history.copy()
     for req in step.requests:
@@ -71,7 +71,7 @@ def _slot(block_table_row: np.ndarray, pos: int, block_size: int) -> int:
 
 def expected_outputs(
     case: Case,
-    step: Step,
+    step: BatchStep,
     before: dict[str, np.ndarray],
     seed: int,
     j0: bool,

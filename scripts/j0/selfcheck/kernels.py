@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from j0.selfcheck.batches import Case, Step
+    from j0.selfcheck.batches import BatchStep, Case
 
 OK, DEVIATES, NO_J0 = 0, 1, 2
 NO_CUDA = 75  # --device cuda on a machine where torch sees no GPU (the CLI may fall back)
@@ -104,7 +104,7 @@ def _with_tail(t: Any, values: np.ndarray, tail: Any) -> Any:
     return t(whole)[: len(values)]
 
 
-def make_inputs(module: Any, case: Case, step: Step, device: str) -> Inputs:
+def make_inputs(module: Any, case: Case, step: BatchStep, device: str) -> Inputs:
     import dataclasses
 
     import numpy as np

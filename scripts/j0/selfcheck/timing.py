@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from j0.selfcheck.batches import Case, Step
+    from j0.selfcheck.batches import BatchStep, Case
 
 MAX_NUM_SEQS = 8
 MAX_MODEL_LEN = 32_768
@@ -34,7 +34,7 @@ REPEATS = 15
 HOST_CALLS = 200
 
 
-def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step]:
+def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, BatchStep]:
     """A decode step of num_reqs requests in shuffled slots, contexts of 1k..30k tokens."""
     import numpy as np
 
@@ -50,7 +50,7 @@ def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step
         anchor = int(rng.integers(1, batches.VOCAB))
         committed = np.zeros(start + num_spec + 1 - rejected + 1, dtype=np.int32)
         requests.append(
-            batches.Request(
+            batches.BatchRow(
                 req_state_idx=int(slot),
                 kind=batches.DECODE,
                 start_pos=start,
@@ -61,7 +61,7 @@ def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step
                 committed=committed,
             )
         )
-    step = batches.Step(
+    step = batches.BatchStep(
         requests=tuple(requests),
         last_sampled=rng.integers(1, batches.VOCAB, size=MAX_NUM_SEQS),
         next_prefill=rng.integers(1, batches.VOCAB, size=MAX_NUM_SEQS).astype(np.int32),
@@ -89,7 +89,7 @@ def decode_case(num_reqs: int, num_spec: int, seed: int = 0) -> tuple[Case, Step
     return case, step
 
 
-def _time_one(module: Any, case: Case, step: Step, device: str, j0: bool) -> dict[str, Any]:
+def _time_one(module: Any, case: Case, step: BatchStep, device: str, j0: bool) -> dict[str, Any]:
     import torch
 
     from j0.selfcheck import batches

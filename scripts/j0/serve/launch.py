@@ -42,7 +42,7 @@ DEFAULT_OVERLAY_MOUNT = Path("/opt/j0/speculator.py")
 
 
 @dataclass
-class Plan:
+class ServePlan:
     """What will run: facts to log, warnings, and the environment for vLLM."""
 
     args: list[str]
@@ -57,7 +57,7 @@ class Plan:
     j0_fact: int | None = None  # where in `facts` the switch's J0 line is
 
 
-def _check_drafter(spec: ServeSpec, plan: Plan) -> None:
+def _check_drafter(spec: ServeSpec, plan: ServePlan) -> None:
     from j0.engine.source import causality as drafter_causality
 
     drafter = str(spec.config.drafter)  # the DFlash methods' drafter folder: always given
@@ -84,7 +84,7 @@ def _check_drafter(spec: ServeSpec, plan: Plan) -> None:
     plan.facts.append(f"drafter {drafter}: {causality.summary()}")
 
 
-def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
+def _check_switches(env: MutableMapping[str, str], plan: ServePlan) -> None:
     noise = env.get("VLLM_DFLASH_CTX_NOISE", "0")
     if noise not in ("0", "1"):
         raise J0Error(
@@ -138,7 +138,7 @@ def _check_switches(env: MutableMapping[str, str], plan: Plan) -> None:
 IMAGE_ROUTE_SWITCHES = ("VLLM_DFLASH_CTX_NOISE", "VLLM_DFLASH_DUMP", "VLLM_DFLASH_DUMP_STEPS")
 
 
-def _plugin_switches(spec: ServeSpec, plan: Plan) -> None:
+def _plugin_switches(spec: ServeSpec, plan: ServePlan) -> None:
     """The plugin route (method dflash_j0): J0's switches are its speculator_options."""
     options = plan.plugin = spec.plugin
     assert options is not None
@@ -164,7 +164,7 @@ def _plugin_switches(spec: ServeSpec, plan: Plan) -> None:
         plan.facts.append("dumps: off")
 
 
-def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: ServeSpec | None = None) -> None:
+def _apply_prefix_caching(plan: ServePlan, read: ServeArgs, spec: ServeSpec | None = None) -> None:
     """ENABLE_PREFIX_CACHING (1, 0 or empty) to vLLM's flag; warn when J0 runs with caching on.
     Whether ARGS set it is as vLLM reads them (any spelling vLLM takes)."""
     knob = plan.env.get("ENABLE_PREFIX_CACHING", "").strip()
@@ -198,7 +198,7 @@ def _apply_prefix_caching(plan: Plan, read: ServeArgs, spec: ServeSpec | None = 
             plan.warnings.append(PREFIX_CACHING_WITH_J0)
 
 
-def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> None:
+def _apply_api_key(api_key_file: Path | None, plan: ServePlan, read: ServeArgs) -> None:
     """The key of --api-key-file, else of compose's secret where one is mounted, as VLLM_API_KEY.
 
     A file that is given (or mounted) but is not one line of text stops here, exit 2, before
@@ -232,7 +232,7 @@ def _apply_api_key(api_key_file: Path | None, plan: Plan, read: ServeArgs) -> No
     plan.facts.append(f"API key: required on /v1 (read from {path})")
 
 
-def _no_api_key(plan: Plan, read: ServeArgs, compose: bool) -> None:
+def _no_api_key(plan: ServePlan, read: ServeArgs, compose: bool) -> None:
     """No key: /v1 answers whoever reaches the server. In compose (its api_key secret mounted)
     the port is published on the host's 127.0.0.1 only; elsewhere vLLM listens where --host says,
     every interface without one."""
@@ -249,7 +249,7 @@ def _no_api_key(plan: Plan, read: ServeArgs, compose: bool) -> None:
     plan.facts.append(f"API key: none: /v1 answers whoever reaches the server; {where}")
 
 
-def _apply_hf_token(plan: Plan) -> None:
+def _apply_hf_token(plan: ServePlan) -> None:
     """Say whether a Hugging Face token is given, never what it is; refuse a token file that
     huggingface_hub in vLLM could not use (the rule of j0.edge.secret_file).
 
@@ -283,7 +283,7 @@ def _apply_hf_token(plan: Plan) -> None:
         plan.facts.append("Hugging Face token: none (HF_TOKEN_FILE unset)")
 
 
-def apply_overlay_swap(mount: Path, installed: Path, plan: Plan) -> None:
+def apply_overlay_swap(mount: Path, installed: Path, plan: ServePlan) -> None:
     """Make vLLM import the bind-mounted file at `mount`, if one is mounted there.
 
     Where the image links `mount` to the installed file, the bind mount already lands on it and
@@ -347,9 +347,9 @@ def plan_serve(
     args: Sequence[str],
     env: Mapping[str, str],
     api_key_file: Path | None = None,
-) -> Plan:
+) -> ServePlan:
     """Check the `vllm serve` arguments and switches; return what will run."""
-    plan = Plan(args=list(args), env=dict(env))
+    plan = ServePlan(args=list(args), env=dict(env))
     refuse_log_forgery(plan.args, plan.env)
     read = vllm_args.read(plan.args)
     model = read.model
@@ -404,7 +404,7 @@ def plan_serve(
     return plan
 
 
-def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
+def confirm_j0(plan: ServePlan, path: Path, kind: str) -> None:
     """Say what VLLM_DFLASH_CTX_NOISE=1 really runs, by the one rule (j0.engine.server.j0_state) for
     the file vLLM will import (`kind`, its identity): J0 needs the article's (patched) file or
     its prefix-safe variant, which log the switch as asked. With vLLM's unpatched file the switch
@@ -454,7 +454,7 @@ def confirm_j0(plan: Plan, path: Path, kind: str) -> None:
         )
 
 
-def unknown_j0(plan: Plan) -> None:
+def unknown_j0(plan: ServePlan) -> None:
     """VLLM_DFLASH_CTX_NOISE=1 where the speculator.py vLLM will import cannot be identified: J0
     was asked for, whether it runs is not known here."""
     if plan.j0 is None or plan.j0.asked != ON or plan.j0_fact is None:
@@ -465,7 +465,7 @@ def unknown_j0(plan: Plan) -> None:
     )
 
 
-def plugin_running(plan: Plan) -> None:
+def plugin_running(plan: ServePlan) -> None:
     """The plugin route: this Python's vLLM one the plugin was proven on (else vLLM would refuse
     method dflash_j0: refused here first, naming what is supported), the plugin installed for it
     (its entry point), and the J0 file it will make said; no vLLM here: the plugin's line will."""
@@ -497,7 +497,7 @@ def plugin_running(plan: Plan) -> None:
     )
 
 
-def identify_running(plan: Plan) -> None:
+def identify_running(plan: ServePlan) -> None:
     """Identify the speculator.py that vLLM will import (after any overlay swap) and adjust the
     J0 fact to it; where no vLLM is found, say that the entrypoint's identity line will tell."""
     if plan.plugin is not None:
@@ -532,7 +532,7 @@ def drop_own_pythonpath(env: MutableMapping[str, str]) -> None:
         del env["PYTHONPATH"]
 
 
-def claim_dumps(plan: Plan, force: bool, dry_run: bool) -> None:
+def claim_dumps(plan: ServePlan, force: bool, dry_run: bool) -> None:
     """The dump folder new or empty (j0.serve.dump_folder), where steps are dumped."""
     from j0.serve.dump_folder import claim_dump_folder
 

@@ -17,7 +17,7 @@ from j0.serve.launch import (
     DEFAULT_OVERLAY_MOUNT,
     DEFAULT_THEN,
     LOGGED_KNOBS,
-    Plan,
+    ServePlan,
     apply_overlay_swap,
     claim_dumps,
     drop_own_pythonpath,
@@ -46,7 +46,7 @@ class ServePlanned:
     """What passed the checks and will run: the plan (launch.py's: arguments, environment,
     facts, warnings), the program to exec, and whether this is a dry run."""
 
-    plan: Plan
+    plan: ServePlan
     program: str
     dry_run: bool
 

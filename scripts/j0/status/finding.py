@@ -8,12 +8,12 @@ from j0.checks import OK, Check
 
 
 @dataclass(frozen=True)
-class Finding:
+class StatusFinding:
     check: Check
     reason: str = ""  # the verdict's words where the check is not ok; the detail where empty
 
     @classmethod
-    def of(cls, name: str, status: str, detail: str, reason: str = "") -> Finding:
+    def of(cls, name: str, status: str, detail: str, reason: str = "") -> StatusFinding:
         return cls(Check(name, status, detail), reason)
 
     @property

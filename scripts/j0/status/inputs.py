@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from j0.compose.getting import COMPOSE_V2_AND_BUILDX
-from j0.compose.switches import Settings
+from j0.compose.switches import Knobs
 from j0.edge.host_tools import run as run_host_command
 from j0.edge.secret_file import read_secret_file
 from j0.engine.server import server_log
@@ -15,25 +15,25 @@ from j0.errors import J0Error, read_input_bytes
 from j0.pins import Pins
 
 
-class LogRead(NamedTuple):
+class StatusLogRead(NamedTuple):
     """The log's facts, or None and why there are none (None: no log was asked for)."""
 
     facts: server_log.LogFacts | None
     why_none: str | None = None
 
 
-def read_log(log: Path | None, compose: bool, pins: Pins) -> LogRead:
+def read_log(log: Path | None, compose: bool, pins: Pins) -> StatusLogRead:
     """The facts of the log in the file `log`, else of compose's server (`compose`), else none."""
     if log is not None:
         # Bounded: a regular file of at most InputLimit.ANY (never /dev/zero read whole).
         text = read_input_bytes(Path(log), "--log").decode("utf-8", errors="replace")
-        return LogRead(server_log.parse(text, str(log)))
+        return StatusLogRead(server_log.parse(text, str(log)))
     if compose:
         return compose_log(pins)
-    return LogRead(None)
+    return StatusLogRead(None)
 
 
-def compose_log(pins: Pins) -> LogRead:
+def compose_log(pins: Pins) -> StatusLogRead:
     """`docker compose logs server` in the j0 checkout. It prints nothing and exits 0 where the
     project has no server container: that is asked of `docker compose ps` and said as such."""
     compose_file = pins.root / "compose.yaml"
@@ -50,17 +50,17 @@ def compose_log(pins: Pins) -> LogRead:
     if not text.strip():
         listed = run_host_command([*argv, "ps", "--all", "--quiet", "server"], timeout=60)
         if listed.ok and not listed.stdout.strip():
-            return LogRead(
+            return StatusLogRead(
                 None,
                 f"no server container in compose's project ({compose_file}): "
                 "`docker compose ps --all server` lists none (never started here, or removed by "
                 "`docker compose down`), so there is no log to read; `docker compose up -d` "
                 "starts it",
             )
-    return LogRead(server_log.parse(text, "docker compose logs server"))
+    return StatusLogRead(server_log.parse(text, "docker compose logs server"))
 
 
-def read_api_key(api_key_file: Path | None, settings: Settings) -> str | None:
+def read_api_key(api_key_file: Path | None, settings: Knobs) -> str | None:
     """The key in `api_key_file`, else in compose's API_KEY_FILE; None for none or /dev/null."""
     if api_key_file is not None:
         return read_secret_file(Path(api_key_file), "--api-key-file")

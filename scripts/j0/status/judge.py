@@ -15,7 +15,7 @@ from j0.engine.server.j0_state import UNKNOWN, J0State, j0_ran
 from j0.engine.server.server_log import LogFacts
 from j0.pins import Pins
 from j0.status import log_checks, server_checks
-from j0.status.finding import Finding
+from j0.status.finding import StatusFinding
 from j0.status.server_facts import ServerFacts
 from j0.status.status_report import StatusReport
 
@@ -25,7 +25,7 @@ def judge(
 ) -> tuple[list[Check], StatusReport]:
     """One check per fact, in the order printed; and the report (with article_setup, reasons).
     `why_no_log`: where there is no log, why (log_checks.no_log)."""
-    findings: list[Finding] = [
+    findings: list[StatusFinding] = [
         server_checks.health(facts),
         server_checks.model(facts, pins),
         server_checks.spec_decode(facts),

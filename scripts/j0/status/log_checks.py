@@ -13,17 +13,17 @@ from j0.checks import FAIL, OK
 from j0.engine.server.server_log import LogFacts, role_of
 from j0.engine.source.vllm_version import VllmVersion
 from j0.pins import Pins
-from j0.status.finding import Finding
+from j0.status.finding import StatusFinding
 from j0.status.server_facts import ServerFacts
 
 
-def no_log(why: str | None = None) -> Finding:
+def no_log(why: str | None = None) -> StatusFinding:
     """No log: none asked for, or `why` there is none (no server container)."""
     if why is not None:
-        return Finding.of(
+        return StatusFinding.of(
             "log", FAIL, why, "no server container (compose has not started the server)"
         )
-    return Finding.of(
+    return StatusFinding.of(
         "log",
         FAIL,
         "no server log read: give --compose (docker compose logs server) or --log FILE",
@@ -31,7 +31,7 @@ def no_log(why: str | None = None) -> Finding:
     )
 
 
-def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
+def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[StatusFinding]:
     """Every log check, in the order `j0 status` prints them."""
     found = [
         started(log),
@@ -45,11 +45,11 @@ def all_of(log: LogFacts, facts: ServerFacts, pins: Pins) -> list[Finding]:
     return found if seqs is None else [*found, seqs]
 
 
-def started(log: LogFacts) -> Finding:
+def started(log: LogFacts) -> StatusFinding:
     """The log shows the server coming up: only the lines before it are read (a request's text
     reaches the log after it), so without it no line can be told from one a client wrote."""
     if log.server_up is None:
-        return Finding.of(
+        return StatusFinding.of(
             "log",
             FAIL,
             f"no line of the server coming up in {log.source} (vLLM's `Starting vLLM server "
@@ -66,10 +66,10 @@ def started(log: LogFacts) -> Finding:
         )
     if log.not_up is not None:
         read += f"; a later start-up did not come up and is not judged: {log.not_up}"
-    return Finding.of("log", OK, read)
+    return StatusFinding.of("log", OK, read)
 
 
-def plugin_speculator(log: LogFacts, pins: Pins) -> Finding:
+def plugin_speculator(log: LogFacts, pins: Pins) -> StatusFinding:
     """The vLLM plugin's identity line: a J0 file pinned for the release it ran on (the article's
     patch, or the variant, cut for that release), at the article's seed. The engine is another
     vLLM than the article's: `engine` says so."""
@@ -83,20 +83,20 @@ def plugin_speculator(log: LogFacts, pins: Pins) -> Finding:
     }
     where = f"{log.speculator_path} + the plugin (method dflash_j0)"
     if log.identity not in pinned or pinned[log.identity] != log.speculator_sha256:
-        return Finding.of(
+        return StatusFinding.of(
             "speculator",
             FAIL,
             f"{where}: sha256 {log.speculator_sha256} identity={log.identity}",
             f"the plugin ran identity={log.identity}, not a pinned J0 file",
         )
     if log.seed != pins.j0_seed:
-        return Finding.of(
+        return StatusFinding.of(
             "speculator",
             FAIL,
             f"{where}: identity={log.identity} with seed {log.seed}",
             f"J0's seed is {log.seed}, not the article's {pins.j0_seed}",
         )
-    return Finding.of(
+    return StatusFinding.of(
         "speculator",
         OK,
         f"{where}: identity={log.identity} (the {role} J0 file cut for vLLM "
@@ -104,14 +104,14 @@ def plugin_speculator(log: LogFacts, pins: Pins) -> Finding:
     )
 
 
-def speculator(log: LogFacts, pins: Pins) -> Finding:
+def speculator(log: LogFacts, pins: Pins) -> StatusFinding:
     """The entrypoint's identity line names the article's speculator.py (identity and sha256), or
     its prefix-safe variant (said as such: identity=prefix-safe, never "the article's file"); on
     the plugin route, the plugin's line (plugin_speculator)."""
     if log.route == "plugin":
         return plugin_speculator(log, pins)
     if log.identity is None:
-        return Finding.of(
+        return StatusFinding.of(
             "speculator",
             FAIL,
             f"no `j0-entrypoint: ... identity=...` line (nor the plugin's `j0-plugin: ...`) in "
@@ -122,28 +122,28 @@ def speculator(log: LogFacts, pins: Pins) -> Finding:
     if log.identity == PREFIX_SAFE and log.speculator_sha256 == pins.values.get(
         "PREFIX_SAFE_SHA256"
     ):
-        return Finding.of(
+        return StatusFinding.of(
             "speculator",
             OK,
             f"{log.speculator_path}: the prefix-safe variant of the article's file "
             "(identity=prefix-safe; J0 safe under prefix caching, not the article's file)",
         )
     if log.identity != "article" or log.speculator_sha256 != pins.patched_sha256:
-        return Finding.of(
+        return StatusFinding.of(
             "speculator",
             FAIL,
             f"{log.speculator_path}: sha256 {log.speculator_sha256} identity={log.identity}",
             f"speculator.py is identity={log.identity}, not the article's file",
         )
-    return Finding.of(
+    return StatusFinding.of(
         "speculator", OK, f"{log.speculator_path}: the article's file (identity=article)"
     )
 
 
-def engine(log: LogFacts, pins: Pins) -> Finding:
+def engine(log: LogFacts, pins: Pins) -> StatusFinding:
     """The identity line's vLLM commit is the pinned one (the release's commit is named)."""
     if log.vllm_commit is None:
-        return Finding.of(
+        return StatusFinding.of(
             "engine",
             FAIL,
             f"the vLLM commit is not in {log.source} (an image built before j0 recorded it)",
@@ -151,14 +151,14 @@ def engine(log: LogFacts, pins: Pins) -> Finding:
         )
     found = VllmVersion("", log.vllm_version or "", log.vllm_commit)
     if found.matches(pins.vllm_commit):
-        return Finding.of("engine", OK, f"{found.describe()}: the pinned commit")
+        return StatusFinding.of("engine", OK, f"{found.describe()}: the pinned commit")
     release = pins.values.get("VLLM_RELEASE_COMMIT", "")
     which = (
         f" (the {pins.vllm_release} release, VLLM_IMAGE_FALLBACK)"
         if release and found.matches(release)
         else ""
     )
-    return Finding.of(
+    return StatusFinding.of(
         "engine",
         FAIL,
         f"{found.describe()}{which}, not the pinned {pins.vllm_commit[:8]}",
@@ -167,11 +167,11 @@ def engine(log: LogFacts, pins: Pins) -> Finding:
     )
 
 
-def j0_history(log: LogFacts, facts: ServerFacts) -> Finding:
+def j0_history(log: LogFacts, facts: ServerFacts) -> StatusFinding:
     """The patch's `DFLASH_CTX_NOISE=... pool=(...)` line: J0 on with a (max_num_seqs,
     max_model_len) history, or off (the baseline)."""
     if log.j0 is None:
-        return Finding.of(
+        return StatusFinding.of(
             "j0",
             FAIL,
             f"no `DFLASH_CTX_NOISE=... pool=(...)` line in {log.source}: the patched "
@@ -181,23 +181,23 @@ def j0_history(log: LogFacts, facts: ServerFacts) -> Finding:
     shape = tuple(log.pool_shape or ())
     words = f"{log.j0}: history pool={shape}"
     if log.j0 != "on":
-        return Finding.of("j0", OK, words + " (the baseline: vLLM's mask tokens)")
+        return StatusFinding.of("j0", OK, words + " (the baseline: vLLM's mask tokens)")
     cols = facts.max_model_len or (shape[1] if len(shape) == 2 else 0)
     want = (ARTICLE_MAX_NUM_SEQS, cols)
     if shape != want:
-        return Finding.of(
+        return StatusFinding.of(
             "j0",
             FAIL,
             f"{words}, expected {want} (max_num_seqs, max_model_len)",
             f"J0's history is {shape}, not {want}",
         )
-    return Finding.of("j0", OK, words + " (max_num_seqs x max_model_len)")
+    return StatusFinding.of("j0", OK, words + " (max_num_seqs x max_model_len)")
 
 
-def draft_kv(log: LogFacts) -> Finding:
+def draft_kv(log: LogFacts) -> StatusFinding:
     """The patch's `DFLASH_DRAFT_KV_DTYPES=...` line: the draft's KV cache is its own ("auto")."""
     if log.draft_kv_dtypes is None:
-        return Finding.of(
+        return StatusFinding.of(
             "draft-kv",
             FAIL,
             f"no `DFLASH_DRAFT_KV_DTYPES=...` line in {log.source}",
@@ -210,25 +210,25 @@ def draft_kv(log: LogFacts) -> Finding:
     good = set(log.draft_kv_dtypes) == {DRAFT_KV_CACHE_DTYPE}
     good = good and log.spec_kv_cache_dtype == DRAFT_KV_CACHE_DTYPE
     if good:
-        return Finding.of("draft-kv", OK, words + " (the draft's own BF16)")
-    return Finding.of("draft-kv", FAIL, words, f'the draft KV cache is {words}, not "auto"')
+        return StatusFinding.of("draft-kv", OK, words + " (the draft's own BF16)")
+    return StatusFinding.of("draft-kv", FAIL, words, f'the draft KV cache is {words}, not "auto"')
 
 
-def spec_config(log: LogFacts) -> Finding:
+def spec_config(log: LogFacts) -> StatusFinding:
     """The speculative config: DFlash, with a draft length the article ran."""
     spec = log.speculative_config
     if spec is None:
-        return Finding.of(
+        return StatusFinding.of(
             "spec-config", FAIL, f"no speculative config in {log.source}", "no speculative config"
         )
     words = json.dumps(spec, separators=(",", ":"))
     problem = LoggedSpec.of(spec).article_problem()  # the rule j0 serve applies
     if problem is not None:
-        return Finding.of("spec-config", FAIL, words, problem)
-    return Finding.of("spec-config", OK, words)
+        return StatusFinding.of("spec-config", FAIL, words, problem)
+    return StatusFinding.of("spec-config", OK, words)
 
 
-def max_num_seqs(log: LogFacts) -> Finding | None:
+def max_num_seqs(log: LogFacts) -> StatusFinding | None:
     """--max-num-seqs (vLLM's non-default args, else J0's history rows) where it is not the
     article's; None where it is, or where the log does not say."""
     seqs = log.max_num_seqs
@@ -236,7 +236,7 @@ def max_num_seqs(log: LogFacts) -> Finding | None:
         seqs = log.pool_shape[0]
     if seqs is None or seqs == ARTICLE_MAX_NUM_SEQS:
         return None
-    return Finding.of(
+    return StatusFinding.of(
         "max-num-seqs",
         FAIL,
         f"--max-num-seqs {seqs}",

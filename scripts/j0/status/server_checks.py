@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from j0.checks import FAIL, OK, WARN
 from j0.pins import Pins
-from j0.status.finding import Finding
+from j0.status.finding import StatusFinding
 from j0.status.server_facts import ServerFacts
 
 
@@ -17,11 +17,11 @@ def _why(head: str, facts: ServerFacts) -> str:
     return f"{head}: {'; '.join(facts.problems)}" if facts.problems else head
 
 
-def health(facts: ServerFacts) -> Finding:
-    return Finding.of("health", OK if facts.healthy else FAIL, facts.health)
+def health(facts: ServerFacts) -> StatusFinding:
+    return StatusFinding.of("health", OK if facts.healthy else FAIL, facts.health)
 
 
-def model(facts: ServerFacts, pins: Pins) -> Finding:
+def model(facts: ServerFacts, pins: Pins) -> StatusFinding:
     """The first model of /v1/models is the article's target (by its name or its root)."""
     words = facts.model or "none"
     if facts.root and facts.root != facts.model:
@@ -29,32 +29,34 @@ def model(facts: ServerFacts, pins: Pins) -> Finding:
     if facts.max_model_len is not None:
         words += f", max_model_len {facts.max_model_len}"
     if facts.model is None:
-        return Finding.of("model", FAIL, _why("no model in /v1/models", facts))
+        return StatusFinding.of("model", FAIL, _why("no model in /v1/models", facts))
     if pins.target_model not in (facts.model, facts.root):
-        return Finding.of(
+        return StatusFinding.of(
             "model",
             WARN,
             words,
             f"serves {facts.model}, not the article's target {pins.target_model}",
         )
-    return Finding.of("model", OK, words)
+    return StatusFinding.of("model", OK, words)
 
 
-def spec_decode(facts: ServerFacts) -> Finding:
+def spec_decode(facts: ServerFacts) -> StatusFinding:
     """vllm:spec_decode_* counters in /metrics, and the probe made them move."""
     before, after = facts.counters_before, facts.counters_after
     if before is None:
-        return Finding.of("spec-decode", FAIL, _why("no /metrics", facts))
+        return StatusFinding.of("spec-decode", FAIL, _why("no /metrics", facts))
     if "drafts" not in before:
-        return Finding.of(
+        return StatusFinding.of(
             "spec-decode",
             FAIL,
             "no vllm:spec_decode_* counters in /metrics: speculative decoding is off",
         )
     if after is None and facts.probe.startswith("not sent (--no-probe)"):
-        return Finding.of("spec-decode", OK, "counters present (not shown moving: --no-probe)")
+        return StatusFinding.of(
+            "spec-decode", OK, "counters present (not shown moving: --no-probe)"
+        )
     if after is None:
-        return Finding.of(
+        return StatusFinding.of(
             "spec-decode", WARN, f"counters present; probe {facts.probe}", f"probe {facts.probe}"
         )
     drafts = facts.delta("drafts") or 0.0
@@ -65,5 +67,5 @@ def spec_decode(facts: ServerFacts) -> Finding:
         f"{drafts:.0f} steps, {accepted:.0f} accepted"
     )
     if drafts > 0:
-        return Finding.of("spec-decode", OK, words)
-    return Finding.of("spec-decode", FAIL, words, "the probe request drafted nothing")
+        return StatusFinding.of("spec-decode", OK, words)
+    return StatusFinding.of("spec-decode", FAIL, words, "the probe request drafted nothing")

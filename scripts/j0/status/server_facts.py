@@ -34,7 +34,7 @@ class DeadlinePassed(OSError):
 
 
 @dataclass
-class Clock:
+class Deadline:
     """The time left of `j0 status`'s overall deadline. Each request gets at most half of what
     is left as its timeout, because j0.engine.server.endpoints.request gives a whole request twice
     its timeout: so no request ends after the deadline."""
@@ -52,7 +52,7 @@ class Clock:
 @dataclass
 class ServerFacts:
     url: str  # as reported: any userinfo masked (j0.edge.urls.redact)
-    clock: Clock = field(default_factory=lambda: Clock(DEADLINE_S))
+    clock: Deadline = field(default_factory=lambda: Deadline(DEADLINE_S))
     healthy: bool = False
     health: str = ""
     version: str | None = None
@@ -104,7 +104,7 @@ def ask(
     /version, /v1/models, /metrics, then (unless `probe` is False) one probe and /metrics again;
     all of it within `deadline_s` seconds (what was not asked in time says so)."""
     require("prometheus_client", "j0 status", extra="status")
-    facts = ServerFacts(urls.redact(url).rstrip("/"), Clock(deadline_s), target=url.rstrip("/"))
+    facts = ServerFacts(urls.redact(url).rstrip("/"), Deadline(deadline_s), target=url.rstrip("/"))
     if not _ask_health(facts):
         return facts
     _ask_version(facts)

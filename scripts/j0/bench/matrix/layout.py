@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from j0.compose.server import Setting
+from j0.compose.server import MatrixSetting
 from j0.edge.document import Document, absent, attribute, by_key, written_unless
 from j0.edge.fields import Rule, is_of, one_of, read_document, write_document
 from j0.engine.server import server_log
@@ -62,7 +62,7 @@ def j0_revision(root: Path) -> str:
 class SettingRun:
     """How one setting ran: the files it left (relative to OUT) and its outcome."""
 
-    setting: Setting
+    setting: MatrixSetting
     status: str = "pending"  # pending, rendered, ok, failed
     error: str | None = None
     results: list[str] = field(default_factory=list)

@@ -35,7 +35,7 @@ from j0.bench.matrix.out_folder import claim_out_folder
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
-from j0.compose.server import ServerKnobs, Setting
+from j0.compose.server import MatrixSetting, ServerKnobs
 from j0.edge.atomic import claimed
 from j0.errors import CHECK_FAILED, USAGE, J0Error, parse_json, require
 from j0.pins import Pins, load_pins
@@ -102,7 +102,7 @@ def run_matrix(options: MatrixOptions) -> MatrixOutcome:
 
 def _run_into(
     options: MatrixOptions,
-    settings: list[Setting],
+    settings: list[MatrixSetting],
     system_prompt: str | None,
     system_prompt_file: str | None,
     shards: int | None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.bench.run.options import RunOptions
-from j0.compose.server import Setting
+from j0.compose.server import MatrixSetting
 from j0.edge import urls
 from j0.engine.server.j0_state import OFF, ON
 from j0.errors import USAGE, J0Error
@@ -58,12 +58,12 @@ def parse_j0(text: str) -> list[bool]:
 
 def matrix_settings(
     tokens: str, j0: str, prefix_caching: bool, baseline: bool = False
-) -> list[Setting]:
+) -> list[MatrixSetting]:
     """The baseline first where asked, then every (tokens, J0) pair, tokens outermost, both in
     the order given."""
-    first = [Setting(0, False, prefix_caching)] if baseline else []
+    first = [MatrixSetting(0, False, prefix_caching)] if baseline else []
     return first + [
-        Setting(tokens=n, j0=on, prefix_caching=prefix_caching)
+        MatrixSetting(tokens=n, j0=on, prefix_caching=prefix_caching)
         for n in parse_tokens(tokens)
         for on in parse_j0(j0)
     ]

@@ -20,12 +20,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from j0.bench.report.results_folder import Setting, prompt_key
+from j0.bench.report.results_folder import SettingResults, prompt_key
 from j0.errors import INPUT_LACKS, J0Error
 
 
 @dataclass(frozen=True)
-class Difference:
+class SetupDifference:
     """One field two settings disagree on: each setting's values and its files."""
 
     field: str
@@ -58,7 +58,7 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def setup_values(setting: Setting) -> dict[str, dict[str, tuple[Any, list[str]]]]:
+def setup_values(setting: SettingResults) -> dict[str, dict[str, tuple[Any, list[str]]]]:
     """field -> {value's JSON: (value, the files that record it)} over the setting's files."""
     found: dict[str, dict[str, tuple[Any, list[str]]]] = {}
     for path, doc in zip(setting.files, setting.docs, strict=True):
@@ -70,11 +70,11 @@ def setup_values(setting: Setting) -> dict[str, dict[str, tuple[Any, list[str]]]
     return found
 
 
-def prompt_set(setting: Setting) -> set[str]:
+def prompt_set(setting: SettingResults) -> set[str]:
     return {prompt_key(r) for doc in setting.docs for r in doc.requests}
 
 
-def _prompt_difference(a: Setting, b: Setting) -> Difference | None:
+def _prompt_difference(a: SettingResults, b: SettingResults) -> SetupDifference | None:
     mine, theirs = prompt_set(a), prompt_set(b)
     finished_a = all(doc.complete for doc in a.docs)
     finished_b = all(doc.complete for doc in b.docs)
@@ -86,7 +86,7 @@ def _prompt_difference(a: Setting, b: Setting) -> Difference | None:
     def said(prompts: set[str], extra: set[str], other: str) -> list[Any]:
         return [f"{len(prompts)} prompts, {len(extra)} of them not in {other}"]
 
-    return Difference(
+    return SetupDifference(
         "prompt set",
         a.name,
         said(mine, extra_a, b.name),
@@ -110,7 +110,9 @@ SPECULATIVE_FIELDS = frozenset(
 )
 
 
-def differences(a: Setting, b: Setting, ignore: frozenset[str] = frozenset()) -> list[Difference]:
+def differences(
+    a: SettingResults, b: SettingResults, ignore: frozenset[str] = frozenset()
+) -> list[SetupDifference]:
     """Every field (and the prompt set) on which settings `a` and `b` differ, but `ignore`."""
     mine, theirs = setup_values(a), setup_values(b)
     found = []
@@ -121,7 +123,7 @@ def differences(a: Setting, b: Setting, ignore: frozenset[str] = frozenset()) ->
         if set(left) == set(right) and len(left) == 1:
             continue
         found.append(
-            Difference(
+            SetupDifference(
                 name,
                 a.name,
                 [v for v, _ in left.values()],
@@ -136,7 +138,7 @@ def differences(a: Setting, b: Setting, ignore: frozenset[str] = frozenset()) ->
 
 
 def check(
-    settings: list[Setting],
+    settings: list[SettingResults],
     pairs: list[dict[str, Any]],
     baseline: dict[str, Any],
     allow: bool,

@@ -34,7 +34,7 @@ BASELINE_NAME = "baseline"
 
 
 @dataclass
-class Setting:
+class SettingResults:
     name: str
     files: list[Path]
     requests: list[RequestEntry] = field(default_factory=list)
@@ -66,7 +66,7 @@ def request_key(entry: RequestEntry) -> tuple[str, int]:
     return prompt_key(entry), entry.repeat
 
 
-def find_settings(folder: Path) -> list[Setting]:
+def find_settings(folder: Path) -> list[SettingResults]:
     if not folder.is_dir():
         what = "a file, expected the results folder" if folder.exists() else "no such folder"
         raise J0Error(f"{folder}: {what}", INPUT_LACKS)
@@ -75,7 +75,7 @@ def find_settings(folder: Path) -> list[Setting]:
         files = [sub / "result.json"] if (sub / "result.json").is_file() else []
         files += sorted(sub.glob("result-shard-*.json"))
         if files:
-            settings.append(Setting(sub.name, files))
+            settings.append(SettingResults(sub.name, files))
     if not settings:
         raise J0Error(
             f"{folder}: no <setting>/result.json or <setting>/result-shard-NN.json inside",
@@ -94,7 +94,7 @@ def _matrix_settings(folder: Path) -> dict[str, SettingEntry]:
     return read_settings(folder)
 
 
-def _merge(setting: Setting) -> None:
+def _merge(setting: SettingResults) -> None:
     seen: set[tuple[str, int]] = set()
     for path in setting.files:
         doc = results.read_result(path)
@@ -135,7 +135,7 @@ def _excluded(
     }
 
 
-def _recorded_j0(setting: Setting, matrix: SettingEntry | None) -> list[J0State]:
+def _recorded_j0(setting: SettingResults, matrix: SettingEntry | None) -> list[J0State]:
     """What records J0's state, first first: matrix.json's entry (J0 as its server's log showed
     it), the result's manifest (--log, --status-json, else --j0)."""
     manifest = setting.docs[0].manifest
@@ -145,7 +145,7 @@ def _recorded_j0(setting: Setting, matrix: SettingEntry | None) -> list[J0State]
     return states
 
 
-def _describe(setting: Setting, matrix: SettingEntry | None) -> None:
+def _describe(setting: SettingResults, matrix: SettingEntry | None) -> None:
     if matrix:
         setting.k = matrix.num_speculative_tokens
         setting.baseline = matrix.baseline

@@ -14,7 +14,7 @@ from j0.bench.result import manifest
 from j0.bench.result.manifest import SeenRun, SetupManifest
 from j0.bench.run import status_check
 from j0.bench.run.options import DEFAULT_REQUESTS, RunOptions
-from j0.bench.run.sending import Server
+from j0.bench.run.sending import ServerSession
 from j0.bench.stream.bounded_http import RedirectRefused
 from j0.engine.server.endpoints import BodyTooLarge
 from j0.errors import CHECK_FAILED, J0Error, parse_json
@@ -29,7 +29,9 @@ class Discovery:
     manifest: SetupManifest
 
 
-async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[str, Any]], str]:
+async def served_models(
+    server: ServerSession, wanted: str | None
+) -> tuple[list[dict[str, Any]], str]:
     """/v1/models' entries and the model to send to (`wanted`, else the first)."""
     try:
         status, text = await server.get("/v1/models")
@@ -54,7 +56,7 @@ async def served_models(server: Server, wanted: str | None) -> tuple[list[dict[s
     return models, wanted or ids[0]
 
 
-async def server_version(server: Server) -> str | None:
+async def server_version(server: ServerSession) -> str | None:
     try:
         status, text = await server.get("/version")
         if status == 200:
@@ -75,7 +77,7 @@ def max_words_for(card: dict[str, Any], max_tokens: int) -> int | None:
 
 
 async def discover(
-    server: Server, opts: RunOptions, status: SeenRun | None, notes: list[str]
+    server: ServerSession, opts: RunOptions, status: SeenRun | None, notes: list[str]
 ) -> Discovery:
     models, model = await served_models(server, opts.model)
     version = await server_version(server)

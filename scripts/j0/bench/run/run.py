@@ -28,7 +28,7 @@ from j0.bench.result.results import BenchResult
 from j0.bench.run import status_check
 from j0.bench.run.discovery import discover
 from j0.bench.run.options import RunOptions, check_options
-from j0.bench.run.sending import Measurement, Sender, Server, measure, open_server, warm_up
+from j0.bench.run.sending import Measurement, Sender, ServerSession, measure, open_server, warm_up
 from j0.bench.run.summary import build_result, failure, say_summary
 from j0.edge.atomic import claimed_output
 from j0.engine.figures.prometheus_counters import Snapshot
@@ -202,7 +202,7 @@ async def _measured_run(opts: RunOptions, status: SeenRun | None, signals: _Sign
 
 
 async def _settled_delta(
-    server: Server, before: Snapshot, per_request: Counts | None
+    server: ServerSession, before: Snapshot, per_request: Counts | None
 ) -> tuple[Counts | None, list[str]]:
     """The /metrics counters' change over the measured requests, re-read a few times until
     they match the per-request figures (vLLM counts the last step just after its chunk)."""

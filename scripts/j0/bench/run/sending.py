@@ -37,7 +37,7 @@ WARMUP_SEED = 10_000  # warm-up prompts share nothing with the measured ones
 
 
 @dataclass
-class Server:
+class ServerSession:
     """The server at `base`, through one aiohttp session; `notes` collects what the result
     should say about it (a /metrics that could not be read, ...)."""
 
@@ -91,7 +91,7 @@ class Server:
 
 
 @asynccontextmanager
-async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[Server]:
+async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[ServerSession]:
     """A session to --url, with the bearer key of OPENAI_API_KEY or VLLM_API_KEY where set, else
     the URL's own credentials as a Basic header (the URL itself without them: j0.edge.urls)."""
     import aiohttp
@@ -106,7 +106,7 @@ async def open_server(opts: RunOptions, notes: list[str]) -> AsyncIterator[Serve
     async with aiohttp.ClientSession(
         timeout=timeout, headers=headers, connector=connector
     ) as session:
-        yield Server(session, base.rstrip("/"), notes)
+        yield ServerSession(session, base.rstrip("/"), notes)
 
 
 @dataclass
@@ -114,7 +114,7 @@ class Sender:
     """Sends one prompt to `model` on the endpoint in use; the first chat request to a server
     without /v1/chat/completions switches the run (and its manifest) to /v1/completions."""
 
-    server: Server
+    server: ServerSession
     opts: RunOptions
     model: str
     manifest: SetupManifest

@@ -16,7 +16,7 @@ from j0.mini.train.schedule import Clock
 
 
 @dataclass(frozen=True)
-class Trained:
+class TrainedTarget:
     steps: int
     seconds: float
     last_loss: float
@@ -141,7 +141,7 @@ def train_target(
     log: Path,
     progress: bool,
     compile_model: bool = True,
-) -> tuple[Any, Trained]:
+) -> tuple[Any, TrainedTarget]:
     """Train until the budget is spent; the model (fp32 weights, on device) and what it did.
     The training stream goes to the device once; each step's windows are gathered there. With
     `compile_model` on CUDA the forward is torch.compile'd; where the first compiled step fails,
@@ -195,7 +195,7 @@ def train_target(
     rate = flops.throughput(
         tokens, timed, flops.target_flops_per_token(sizes), flops.device_name(device)
     )
-    return model, Trained(
+    return model, TrainedTarget(
         clock.steps,
         seconds,
         clock.last_loss,

@@ -178,8 +178,8 @@ def make_prefix_case(seed: int, index: int, hit: bool) -> PrefixCase:
 
 def _run_phases(
     rng: np.random.Generator, case: batches.Case, phases: list[list[_Spec]]
-) -> tuple[list[batches.Step], list[tuple[str, ...]], list[tuple[int, ...]], list[Admission]]:
-    steps: list[batches.Step] = []
+) -> tuple[list[batches.BatchStep], list[tuple[str, ...]], list[tuple[int, ...]], list[Admission]]:
+    steps: list[batches.BatchStep] = []
     req_ids: list[tuple[str, ...]] = []
     computed: list[tuple[int, ...]] = []
     admissions: list[Admission] = []

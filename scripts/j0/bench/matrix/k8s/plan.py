@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from j0.bench.matrix.layout import result_name
-from j0.compose.server import ServerKnobs, Setting, server_setting
+from j0.compose.server import MatrixSetting, ServerKnobs, server_setting
 from j0.edge.document import Document, needed, written_unless
 from j0.edge.fields import Rule, all_are, list_of
 from j0.errors import INPUT_LACKS, USAGE, J0Error
@@ -89,8 +89,8 @@ class PlanServer(Document):
     server_env: Annotated[dict[str, str], TEXTS] = needed(default_factory=dict)
 
     @property
-    def setting(self) -> Setting:
-        return Setting(self.num_speculative_tokens, self.j0, self.prefix_caching)
+    def setting(self) -> MatrixSetting:
+        return MatrixSetting(self.num_speculative_tokens, self.j0, self.prefix_caching)
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PlanServer:
@@ -104,7 +104,7 @@ class PlanServer(Document):
         return read
 
 
-def plan_server(setting: Setting, knobs: ServerKnobs) -> PlanServer:
+def plan_server(setting: MatrixSetting, knobs: ServerKnobs) -> PlanServer:
     """The setting's server as compose renders it (j0.compose.server.server_setting)."""
     server = server_setting(setting, knobs)
     return PlanServer(
@@ -181,7 +181,7 @@ class Plan:
 
 def build_plan(
     run: str,
-    settings: Sequence[Setting],
+    settings: Sequence[MatrixSetting],
     knobs: ServerKnobs,
     shards: int,
     options: BenchOptions,
