@@ -37,6 +37,8 @@ from typing import Any
 
 from j0.errors import INPUT_LACKS, USAGE, InputLimit, J0Error, read_json_file
 from j0.measure.pairing import t975
+from j0.mini.manifest import MiniManifest
+from j0.mini.run.run_summary import RunSummary
 
 MIN_SETS = 3
 Z975 = 1.959963984540054
@@ -57,8 +59,8 @@ SUMMARY_PLACES = (
 class ModelSet:
     label: str
     folder: Path
-    manifest: dict[str, Any]
-    summary: dict[str, Any]
+    manifest: MiniManifest
+    summary: RunSummary
 
     @property
     def recipe(self) -> str:
@@ -66,23 +68,23 @@ class ModelSet:
 
     @property
     def seed(self) -> Any:
-        return self.manifest.get("seed")
+        return self.manifest.seed
 
 
-def recipe_of(manifest: dict[str, Any]) -> dict[str, Any]:
+def recipe_of(manifest: MiniManifest) -> dict[str, Any]:
     """What was asked of the training, the seed left out."""
-    recipe = {key: manifest.get(key) for key in RECIPE_KEYS}
-    recipe["rows_asked"] = (manifest.get("generated") or {}).get("rows_asked")
-    recipe["temperature_chosen_by"] = (manifest.get("sampling") or {}).get("chosen_by")
+    recipe = {key: getattr(manifest, key) for key in RECIPE_KEYS}
+    recipe["rows_asked"] = (manifest.generated or {}).get("rows_asked")
+    recipe["temperature_chosen_by"] = (manifest.sampling or {}).get("chosen_by")
     return recipe
 
 
-def recipe_id(manifest: dict[str, Any]) -> str:
+def recipe_id(manifest: MiniManifest) -> str:
     text = json.dumps(recipe_of(manifest), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _first(folder: Path, places: tuple[str, ...], what: str) -> dict[str, Any]:
+def _first(folder: Path, places: tuple[str, ...], what: str) -> tuple[Path, dict[str, Any]]:
     for place in places:
         found = sorted(folder.glob(place))
         if len(found) > 1:
@@ -96,7 +98,7 @@ def _first(folder: Path, places: tuple[str, ...], what: str) -> dict[str, Any]:
                 raise J0Error(f"{exc}; expected {what}", INPUT_LACKS) from None
             if not isinstance(value, dict):
                 raise J0Error(f"{path}: expected {what} (an object)", INPUT_LACKS)
-            return value
+            return path, value
     raise J0Error(
         f"{folder}: no {' or '.join(places)}; expected a model set's folder ({what})",
         INPUT_LACKS,
@@ -108,9 +110,11 @@ def read_set(folder: Path) -> ModelSet:
     if not folder.is_dir():
         what = "a file" if folder.exists() else "no such folder"
         raise J0Error(f"{folder}: {what}; expected a model set's folder", INPUT_LACKS)
-    manifest = _first(folder, MANIFEST_PLACES, "j0 mini train's mini.json")
-    summary = _first(folder, SUMMARY_PLACES, "j0 mini run's mini-run.json")
-    if not isinstance(summary.get("comparisons"), dict):
+    path, value = _first(folder, MANIFEST_PLACES, "j0 mini train's mini.json")
+    manifest = MiniManifest.from_json(value, str(path))
+    path, value = _first(folder, SUMMARY_PLACES, "j0 mini run's mini-run.json")
+    summary = RunSummary.checked(value, str(path))
+    if summary.comparisons is None:
         raise J0Error(f"{folder}: its mini-run.json holds no comparisons", INPUT_LACKS)
     return ModelSet(folder.name, folder, manifest, summary)
 
@@ -196,10 +200,10 @@ def needed(combined: dict[str, Any]) -> str:
     return f"about {max(sets, k + 1)} sets at this spread would resolve {effect:+.3f}"
 
 
-def rows_of(summary: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+def rows_of(summary: RunSummary) -> dict[tuple[str, str, str], dict[str, Any]]:
     """(draft tokens, comparison, subset) -> the run's comparison (subset: all, context N)."""
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for tokens, named in (summary["comparisons"].get("by_tokens") or {}).items():
+    for tokens, named in ((summary.comparisons or {}).get("by_tokens") or {}).items():
         for name, comparison in named.items():
             if isinstance(comparison.get("all"), dict):
                 out[(tokens, name, "all")] = comparison["all"]
@@ -288,7 +292,7 @@ def report(sets: list[ModelSet], recipe_of_label: str | None = None) -> dict[str
                 "seed": s.seed,
                 "recipe": s.recipe,
                 "replication": s.recipe == recipe,
-                "device": s.manifest.get("device"),
+                "device": s.manifest.device,
             }
             for s in sets
         ],
