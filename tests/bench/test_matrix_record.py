@@ -104,3 +104,18 @@ def test_a_dry_runs_record_is_read_through_the_type_before_its_folder_is_claimed
         claim_out_folder(tmp_path)
     said = f"{tmp_path / 'matrix.json'}: settings[0]: 'name' is 7, expected a string"
     assert str(caught.value) == said and caught.value.exit_code == INPUT_LACKS
+
+
+def test_the_doc_names_every_key_of_the_type() -> None:
+    """docs/bench-matrix.md's paragraph on matrix.json names each key MatrixJson and its
+    settings' SettingEntry declare (a key added to the type and not to the doc fails here)."""
+    import re
+
+    from j0.bench.matrix.layout import MatrixJson
+    from j0.edge.document import table_of
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "bench-matrix.md").read_text()
+    start = text.index("`matrix.json` (`kind: j0-bench-matrix`")
+    named = set(re.findall(r"`([a-z0-9_]+)", text[start : text.index("\n\n", start)]))
+    assert set(table_of(MatrixJson)) - named == set()
+    assert set(table_of(SettingEntry)) - named == set()
