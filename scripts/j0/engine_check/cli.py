@@ -18,7 +18,7 @@ from j0.commands import (
 )
 from j0.edge.processes import owning
 from j0.engine_check.scenarios.check import NAMES as SCENARIO_NAMES
-from j0.engine_check.scenarios.check import ScenarioSettings
+from j0.engine_check.scenarios.check import ScenarioChoice
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 from j0.terminal import sink
 
@@ -183,7 +183,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=owning(run))  # the servers it starts stop with it
 
 
-def scenario_settings(args: argparse.Namespace) -> ScenarioSettings | None:
+def scenario_settings(args: argparse.Namespace) -> ScenarioChoice | None:
     """The scenarios and their server settings; a setting without --scenario, or --scenario
     without --here, is a usage error before anything starts."""
     from j0.engine_check.scenarios.check import choose

@@ -29,7 +29,7 @@ from j0.engine.server.launcher import (
 from j0.engine_check import checks
 from j0.engine_check.check_report import EngineCheckReport
 from j0.engine_check.requests import Exchange, exchange
-from j0.engine_check.scenarios.check import SCENARIO_MAX_MODEL_LEN, ScenarioSettings
+from j0.engine_check.scenarios.check import SCENARIO_MAX_MODEL_LEN, ScenarioChoice
 from j0.engine_check.scenarios.record import ScenarioRecord
 from j0.errors import J0Error
 from j0.pins import load_pins
@@ -58,7 +58,7 @@ class EngineCheckOptions:
     models: Path | None = None  # ready-made tiny models (target/, draft/) instead of making them
     image_source: str = "--image"  # where the image's name came from (for messages)
     # --scenario: the serving scenarios (j0.engine_check.scenarios.check) instead of the 3 prompts
-    scenarios: ScenarioSettings | None = None
+    scenarios: ScenarioChoice | None = None
 
 
 @dataclass
@@ -290,7 +290,7 @@ def run_engine_check(
 def serve_scenarios(
     options: EngineCheckOptions,
     setting: ServerStart,
-    chosen: ScenarioSettings,
+    chosen: ScenarioChoice,
     work: Path,
     say: Callable[[str], None],
 ) -> tuple[Run, list[ScenarioRecord]]:
@@ -315,7 +315,7 @@ def serve_scenarios(
 
 def scenario_check(
     options: EngineCheckOptions,
-    chosen: ScenarioSettings,
+    chosen: ScenarioChoice,
     models: tuple[Path, Path],
     tree: Path,
     work: Path,

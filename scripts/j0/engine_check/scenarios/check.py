@@ -35,7 +35,7 @@ PREFIX = table.PREFIX_SCENARIOS  # the scenarios that run with prefix caching on
 
 
 @dataclass(frozen=True)
-class ScenarioSettings:
+class ScenarioChoice:
     """The scenarios chosen and the server settings they force (on both servers)."""
 
     names: tuple[str, ...]
@@ -61,7 +61,7 @@ def choose(
     max_num_batched_tokens: int | None,
     num_gpu_blocks_override: int | None,
     prefix_caching: bool | None,
-) -> ScenarioSettings:
+) -> ScenarioChoice:
     """The scenarios (`all` is every one, in sender.py's order) and their settings: each
     setting a chosen scenario needs defaults to what forces it; one that cannot force it is a
     usage error naming the value."""
@@ -95,7 +95,7 @@ def choose(
     ):
         if value is not None and value < 1:
             raise J0Error(f"{flag} {value}: expected a positive number", USAGE)
-    return ScenarioSettings(names, max_num_batched_tokens, num_gpu_blocks_override, prefix_caching)
+    return ScenarioChoice(names, max_num_batched_tokens, num_gpu_blocks_override, prefix_caching)
 
 
 def installed_vllm_dir(env: dict[str, str]) -> Path:
@@ -148,7 +148,7 @@ def audited_tree(work: Path, env: dict[str, str], pins: Pins) -> Path:
 
 
 def send(
-    url: str, model: str, settings: ScenarioSettings, max_tokens: int, audit: Path | None
+    url: str, model: str, settings: ScenarioChoice, max_tokens: int, audit: Path | None
 ) -> list[ScenarioRecord]:
     """Every chosen scenario, one after the other, as j0.engine_check.scenarios.sender sends
     them."""
@@ -161,7 +161,7 @@ def verdicts(
     on: list[ScenarioRecord],
     off: list[ScenarioRecord],
     audit: Path,
-    settings: ScenarioSettings,
+    settings: ScenarioChoice,
     mode: str,
 ) -> tuple[list[Check], list[dict[str, Any]]]:
     """One check and one report row per scenario: the audit's verdict on the records written
