@@ -344,7 +344,7 @@ def request_entry(
             entry["flags"].append(
                 {"flag": "cached_prompt_tokens_j0_unknown", "note": CACHED_J0_UNKNOWN}
             )
-    return RequestEntry.from_json(entry)
+    return RequestEntry.made(**entry)  # the type: a key it does not declare is a TypeError
 
 
 def entry_counts(entry: RequestEntry) -> Counts | None:
