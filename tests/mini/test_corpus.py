@@ -56,3 +56,40 @@ def test_a_corpus_of_other_kinds_is_refused_naming_where(tmp_path: Path, edit, s
     with pytest.raises(J0Error) as caught:
         corpus_mod.read(path)
     assert said in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_the_candidates_come_in_the_order_of_their_sorted_paths(tmp_path: Path) -> None:
+    """candidates() walks lazily (collect stops once it has enough); the files and their order are
+    what sorting every `rglob("*.py")` path relative to its root gives, as before: `a-b/` sorts
+    before `a/` ('-' < '/'), a folder named `c.py` before its own files, links to folders not
+    followed, a file linked from two places taken once, sizes outside the bounds left out."""
+    root = tmp_path / "root"
+    body = b"#" * corpus_mod.MIN_FILE_BYTES
+    names = [
+        "a.py", "a-b/x.py", "a/x.py", "a/y.py", "a/b/z.py", "a0.py", ".hidden/h.py", "A.py",
+        "c.py/inner.py", "c.py-d/e.py", "d/not-python.txt", "e/deep/er/f.py",
+    ]  # fmt: skip
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(body)
+    (root / "small.py").write_bytes(b"#")
+    (root / "big.py").write_bytes(b"#" * (corpus_mod.MAX_FILE_BYTES + 1))
+    (root / "linked").symlink_to(root / "a", target_is_directory=True)
+    (root / "same.py").symlink_to(root / "a0.py")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.py").write_bytes(body)
+    roots = [root, outside, root / "e"]
+    reference = []
+    seen: set[Path] = set()
+    for top in roots:
+        for path in sorted(top.rglob("*.py"), key=lambda p: p.relative_to(top).as_posix()):
+            size = path.stat().st_size
+            if path.resolve() not in seen:  # the rule before, whatever the path is
+                if corpus_mod.MIN_FILE_BYTES <= size <= corpus_mod.MAX_FILE_BYTES:
+                    seen.add(path.resolve())
+                    reference.append((top, path.relative_to(top).as_posix()))
+    got = [(top, relative) for top, relative in corpus_mod.candidates(roots)]
+    assert got == reference
+    assert [r for t, r in got if t == root][:4] == [".hidden/h.py", "A.py", "a-b/x.py", "a.py"]
+    assert (root, "linked/x.py") not in got and (root / "e", "deep/er/f.py") not in got

@@ -8,7 +8,9 @@ and split."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,13 +77,14 @@ def default_roots() -> list[Path]:
     return seen
 
 
-def candidates(roots: list[Path]) -> list[tuple[Path, str]]:
-    """(root, relative path) of every .py file of the right size, sorted by root then path; a
-    file under two roots (site-packages inside the standard library's tree) is taken once."""
-    found: list[tuple[Path, str]] = []
+def candidates(roots: list[Path]) -> Iterator[tuple[Path, str]]:
+    """(root, relative path) of every .py file of the right size, in order of root then path (as
+    the relative paths sort as text), found as they are needed (collect stops once it has
+    enough: a walk of the whole of site-packages took seconds); a file under two roots
+    (site-packages inside the standard library's tree) is taken once."""
     taken: set[Path] = set()
     for root in roots:
-        for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        for path in _python_files(root):
             try:
                 real = path.resolve()
                 size = path.stat().st_size
@@ -90,8 +93,33 @@ def candidates(roots: list[Path]) -> list[tuple[Path, str]]:
             if real in taken or not (MIN_FILE_BYTES <= size <= MAX_FILE_BYTES):
                 continue
             taken.add(real)
-            found.append((root, path.relative_to(root).as_posix()))
-    return found
+            yield root, path.relative_to(root).as_posix()
+
+
+def _python_files(folder: Path) -> Iterator[Path]:
+    """What `folder.rglob("*.py")` finds (symbolic links to folders not followed, unreadable
+    folders skipped), in the order of their paths relative to `folder` sorted as text: a
+    folder's entries sorted by name, a folder's as NAME/ (so `a/x.py` comes after `a-b/x.py`
+    and `a.py`, as its path does)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    keyed: list[tuple[str, bool, os.DirEntry[str]]] = []
+    for entry in entries:
+        try:
+            inside = entry.is_dir() and not entry.is_symlink()
+        except OSError:
+            inside = False
+        if entry.name.endswith(".py"):
+            keyed.append((entry.name, False, entry))
+        if inside:
+            keyed.append((entry.name + "/", True, entry))
+    for _, inside, entry in sorted(keyed, key=lambda k: k[0]):
+        if inside:
+            yield from _python_files(folder / entry.name)
+        else:
+            yield folder / entry.name
 
 
 def collect(roots: list[Path], cap_bytes: int, min_heldout: int) -> Corpus:
