@@ -72,8 +72,12 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 
 def _worker(paths: list[Path], results: Path, *extra: str) -> dict[str, dict[str, Any]]:
-    """All files in one worker process (one import of vLLM 0.34.0), as the CLI starts it."""
+    """All files in one worker process (one import of vLLM 0.34.0), as the CLI starts it: in the
+    CLI's environment, j0's folder first on PYTHONPATH (j0.selfcheck.run), so that the run's
+    selfcheck zygote of 0.34.0 serves these workers and the CLI's alike (another order of the
+    same folders is another zygote's key: a second import of vLLM 0.34.0, 12-16 s of CPU)."""
     env = env_with_vllm(env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    env["PYTHONPATH"] = os.pathsep.join((str(ROOT / "scripts"), env["PYTHONPATH"]))
     env.update(INTERPRETER_ENV, VLLM_LOGGING_LEVEL="ERROR")
     cmd = [sys.executable, "-m", "j0.selfcheck", "--device", "cpu", *extra]
     for path in paths:

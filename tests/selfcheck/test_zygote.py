@@ -4,7 +4,8 @@ imported vLLM once (the test run sets J0_SELFCHECK_ZYGOTES, tests/conftest.py).
 What a forked check says must be what a check in a process of its own says, byte for byte but for
 the times; SIGTERM to `j0 selfcheck` must stop the forked worker; a zygote that cannot start (a
 package vLLM needs is missing) must leave the check to run as without one. Real processes: the
-real vLLM module, the real kernels in Triton's interpreter, a zygote of each test's own.
+real vLLM module, the real kernels in Triton's interpreter, a zygote of each test's own
+(but for the forked check's words, which the run's zygote forks).
 """
 
 from __future__ import annotations
@@ -105,10 +106,14 @@ def _without_times(document: list[dict[str, object]]) -> list[dict[str, object]]
 
 @pytest.mark.slow
 def test_a_forked_check_says_what_a_check_of_its_own_says(
-    article_file: Path, zygotes: Path, tmp_path: Path
+    article_file: Path, tmp_path: Path
 ) -> None:
     """The article's file passes and a broken copy fails, with the same words and the same
-    result document, forked or not; the zygote's log names the caller it forked a worker for."""
+    result document, forked or not; the zygote's log names the caller it forked a worker for.
+    Forked by the run's zygote of this environment (tests/conftest.py), the one that forks the
+    other tests' `j0 selfcheck --device cpu` workers: started here where none is yet, else
+    reused (a zygote of the test's own was a second import of vLLM, about 8 s of CPU)."""
+    zygotes = Path(os.environ[ZYGOTES_ENV])
     broken = tmp_path / "broken.py"
     text = article_file.read_text()
     fault = ("    m = j < num_valid_ctx\n", "    m = j < (ctx_end - ctx_start)\n")
@@ -129,7 +134,7 @@ def test_a_forked_check_says_what_a_check_of_its_own_says(
         if how == "forked":
             logs = "".join(p.read_text() for p in zygotes.glob("*.log"))
             assert f"for caller pid {proc.pid}\n" in logs, logs
-            assert _asked_with(next(zygotes.glob("*.sock")), {**env, "OTHER": "1"}) == {
+            assert _asked_with(zygotes / f"{env_key(env)}.sock", {**env, "OTHER": "1"}) == {
                 "declined": "another environment"
             }
     assert said["forked"] == said["own"]
