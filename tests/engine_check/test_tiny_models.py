@@ -12,15 +12,24 @@ import pytest
 pytest.importorskip("dflash")
 
 
+@pytest.fixture(scope="module")
+def made_here(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny models made in this process, where `dflash` imports (its draft writer): what both
+    tests below compare with (one making of them, not one per test)."""
+    from j0.engine_check.tiny_models import make_models
+
+    return make_models(tmp_path_factory.mktemp("tiny") / "a")
+
+
 @pytest.mark.slow
-def test_make_models_writes_a_causal_draft_and_a_seeded_target(tmp_path: Path) -> None:
+def test_make_models_writes_a_causal_draft_and_a_seeded_target(made_here, tmp_path: Path) -> None:
     from safetensors import safe_open
     from transformers import AutoTokenizer
 
     from j0.drafter import config as drafter_config
     from j0.engine_check.tiny_models import MASK_TOKEN, make_models
 
-    made = make_models(tmp_path / "a")
+    made = made_here
     config = json.loads((made.draft / "config.json").read_text())
     assert config["dflash_config"]["causal"] is True
     assert config["dflash_config"]["mask_token_id"] == MASK_TOKEN == 4095
@@ -41,11 +50,12 @@ def test_make_models_writes_a_causal_draft_and_a_seeded_target(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_the_draft_without_dflash_is_what_dflash_writes(tmp_path: Path) -> None:
+def test_the_draft_without_dflash_is_what_dflash_writes(made_here, tmp_path: Path) -> None:
     """vLLM's image has no `dflash`: there the draft is written from transformers' Qwen3 layers.
     Its tensors (names, shapes, dtypes) and config.json must be those of dflash's own
     DFlashDraftModel.save_pretrained for the same config (dflash is installed in the test
-    environment, and made unimportable for the second run only)."""
+    environment, and made unimportable in the process of `python -m j0.engine_check.tiny_models`
+    here; dflash's own draft is the one made in this process)."""
     import subprocess
     import sys
 
@@ -53,21 +63,20 @@ def test_the_draft_without_dflash_is_what_dflash_writes(tmp_path: Path) -> None:
 
     root = Path(__file__).resolve().parents[2]
     hide = root / "tests" / "selfcheck" / "hide_modules"
-    outs = {}
-    for name, hidden in (("with", ""), ("without", "dflash")):
-        out = tmp_path / name
-        env = {
-            "PYTHONPATH": f"{hide}:{root / 'scripts'}",
-            "J0_TEST_HIDE_MODULES": hidden,
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-        }
-        cmd = [sys.executable, "-m", "j0.engine_check.tiny_models", str(out)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        writer = "transformers" if hidden else "dflash"
-        assert f"(draft written by {writer})" in done.stdout, done.stdout
-        outs[name] = out / "draft"
+    assert made_here.draft_written_by == "dflash"
+    outs = {"with": made_here.draft}
+    out = tmp_path / "without"
+    env = {
+        "PYTHONPATH": f"{hide}:{root / 'scripts'}",
+        "J0_TEST_HIDE_MODULES": "dflash",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    cmd = [sys.executable, "-m", "j0.engine_check.tiny_models", str(out)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "(draft written by transformers)" in done.stdout, done.stdout
+    outs["without"] = out / "draft"
 
     def tensors(folder: Path) -> dict[str, tuple[tuple[int, ...], str]]:
         with safe_open(folder / "model.safetensors", "pt") as f:
