@@ -56,11 +56,11 @@ def test_train_wait_run_pack(tmp_path: Path, article_file: Path) -> None:
         "--train-args",
         "--smoke --device cpu",
         "--target-budget",
-        "1",
+        "0.5",
         "--gen-budget",
-        "1",
+        "0.3",
         "--budget",
-        "1",
+        "0.4",
         "--rows",
         "16",
         env=env,
@@ -72,10 +72,10 @@ def test_train_wait_run_pack(tmp_path: Path, article_file: Path) -> None:
     assert waited.returncode == 0, waited.stdout[-3000:] + waited.stderr[-2000:]
     assert (work / "train.rc").read_text().strip() == "0"
     manifest = json.loads((work / "models" / "mini.json").read_text())
-    assert manifest["seed"] == 3 and manifest["budgets"] == {
-        "target": 1.0,
-        "generate": 1.0,
-        "drafter": 1.0,
+    assert manifest["seed"] == 3 and manifest["budgets"] == {  # each flag to its own budget
+        "target": 0.5,
+        "generate": 0.3,
+        "drafter": 0.4,
     }
     again = script("train", *common, env=env, timeout=60)
     assert again.returncode == 64 and "already holds a training" in again.stderr
