@@ -79,11 +79,7 @@ class SettingRun:
         """The setting's entry in matrix.json."""
         ran, setting = self.ran, self.setting
         return SettingEntry(
-            name=setting.name,
-            num_speculative_tokens=setting.tokens,
-            j0=setting.j0,
-            prefix_caching=setting.prefix_caching,
-            baseline=setting.baseline,
+            **setting.to_json(),  # the setting as asked: name, num_speculative_tokens, j0, ...
             j0_ran=ran.ran if ran is not None else None,
             speculator_identity=ran.identity if ran is not None else None,
             j0_from=ran.why if ran is not None else None,

@@ -107,15 +107,7 @@ class PlanServer(Document):
 def plan_server(setting: MatrixSetting, knobs: ServerKnobs) -> PlanServer:
     """The setting's server as compose renders it (j0.compose.server.server_setting)."""
     server = server_setting(setting, knobs)
-    return PlanServer(
-        name=setting.name,
-        num_speculative_tokens=setting.tokens,
-        j0=setting.j0,
-        prefix_caching=setting.prefix_caching,
-        baseline=setting.baseline,
-        server_args=server.args(),
-        server_env=server.env(),
-    )
+    return PlanServer(**setting.to_json(), server_args=server.args(), server_env=server.env())
 
 
 @dataclass(frozen=True)
