@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.edge.document import Document, absent, attribute, written_unless
+from j0.edge.document import Document, KeyName, absent, attribute, written_unless
 from j0.edge.fields import Rule, read_document, write_document
 from j0.errors import INPUT_LACKS, J0Error
 
@@ -149,6 +149,30 @@ def test_a_document_is_written_in_its_order_and_read_back_as_it_was() -> None:
     flagged = _Doc("b", left_out="here", flag=True).to_json()
     assert (flagged["left_out"], flagged["flag"]) == ("here", True)
     assert _Doc.from_json({"name": "c", "unknown": 1}, "doc") == _Doc("c")
+
+
+@dataclass(frozen=True)
+class _Span(Document):
+    start: Annotated[int, KeyName("from")]
+    to: int
+    label: Annotated[str | None, KeyName("class")] = absent()
+
+
+def test_a_key_that_is_no_field_name_is_named_by_its_marker() -> None:
+    """`from` and `class` are keys no field can be called: KeyName names them; the file has
+    them, the reader reads them into the fields and names them where the value is wrong."""
+    written = _Span(1, 2, "x").to_json()
+    assert json.dumps(written) == '{"from": 1, "to": 2, "class": "x"}'
+    assert _Span.from_json({"from": 1, "to": 2, "class": "x"}, "doc") == _Span(1, 2, "x")
+    assert _Span(3, 4).to_json() == {"from": 3, "to": 4}
+    for value, said in [
+        ({"to": 2}, "doc: no 'from' (expected a whole number)"),
+        ({"from": "1", "to": 2}, "doc: 'from' is \"1\", expected a whole number"),
+        ({"from": 1, "to": 2, "class": None}, "doc: 'class' is null, expected a string"),
+    ]:
+        with pytest.raises(J0Error) as caught:
+            _Span.from_json(value, "doc")
+        assert str(caught.value).startswith(said), str(caught.value)
 
 
 def test_no_module_writes_a_field_table_by_hand() -> None:

@@ -56,11 +56,11 @@ def test_the_loss_by_position_is_the_per_token_cross_entropy() -> None:
             for row in range(3):
                 losses.append([-float(logp[row, p, batch[row, p + 1]]) for p in range(39)])
     per_position = [sum(x[p] for x in losses) / len(losses) for p in range(39)]
-    assert [(b["from"], b["to"]) for b in buckets] == [(0, 16), (16, 32), (32, 40)]
-    assert [b["tokens"] for b in buckets] == [16 * 6, 16 * 6, 7 * 6]  # position 39 predicts nothing
+    assert [(b.start, b.to) for b in buckets] == [(0, 16), (16, 32), (32, 40)]
+    assert [b.tokens for b in buckets] == [16 * 6, 16 * 6, 7 * 6]  # position 39 predicts nothing
     for bucket in buckets:
-        part = per_position[bucket["from"] : min(bucket["to"], 39)]
-        assert bucket["loss"] == pytest.approx(sum(part) / len(part), abs=1e-3)
+        part = per_position[bucket.start : min(bucket.to, 39)]
+        assert bucket.loss == pytest.approx(sum(part) / len(part), abs=1e-3)
     assert overall == pytest.approx(sum(per_position) / 39, abs=1e-4)
 
 

@@ -13,6 +13,8 @@ What an annotation says:
     dict[str, Any], Any             an object, any JSON value
     Literal["a", "b"]               one of those strings
     Annotated[X, Rule(...)]         the Rule in place of X's (a test the kinds cannot say)
+    Annotated[X, KeyName("from")]   X, under the key "from" in the file (a key no field can be
+                                    called: a Python keyword); not for a KeptKeys
     a Document, list[a Document]    an object (each item) read by that type, `where` naming it
 
 A field without a default is a key the document must have (so is one whose default is
@@ -75,9 +77,18 @@ def written_unless(value: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class KeyName:
+    """`Annotated[X, KeyName("from")]`: the field's key in the file, where it cannot be the
+    field's name."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Key:
     """One key of a document: its name, what its value may be, whether it must be there, the
-    Document that reads it (or each of its items, `many`) and the value it is not written at."""
+    Document that reads it (or each of its items, `many`), the value it is not written at and
+    the field that holds it (`field`, where the key is no field name: KeyName)."""
 
     name: str
     kinds: Kinds | Rule
@@ -86,13 +97,22 @@ class Key:
     many: bool = False  # a list of `reader`'s documents (a tuple, where `tuple_` says so)
     tuple_: bool = False
     unless: Any = ALWAYS
+    field: str = ""
+
+    @property
+    def attr(self) -> str:
+        """The field that holds the key's value."""
+        return self.field or self.name
 
 
 def _kinds(hint: Any, absent_is_none: bool) -> tuple[Kinds | Rule, type[Document] | None, bool]:
     """What `hint` allows, the Document that reads the value (each item, where a list) and
     whether it is a list of them."""
     if typing.get_origin(hint) is typing.Annotated:
-        return next(m for m in hint.__metadata__ if isinstance(m, Rule)), None, False
+        rule = next((m for m in hint.__metadata__ if isinstance(m, Rule)), None)
+        if rule is None:  # KeyName alone: the kinds of the type it annotates
+            return _kinds(typing.get_args(hint)[0], absent_is_none)
+        return rule, None, False
     if hint is Any:
         return ANY_VALUE, None, False
     if typing.get_origin(hint) not in (types.UnionType, typing.Union):
@@ -141,8 +161,11 @@ def keys_of(cls: type[Document]) -> tuple[Key, ...]:
             or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
         )
         unless = f.metadata.get(_UNLESS, ALWAYS)
-        tuple_ = typing.get_origin(hint) is tuple
-        found.append(Key(f.name, kinds, required, reader, many, tuple_, unless))
+        bare = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+        tuple_ = typing.get_origin(bare) is tuple
+        named = [m.name for m in getattr(hint, "__metadata__", ()) if isinstance(m, KeyName)]
+        name, field = (named[0], f.name) if named else (f.name, "")
+        found.append(Key(name, kinds, required, reader, many, tuple_, unless, field))
     return tuple(found)
 
 
@@ -193,14 +216,14 @@ class Document:
                 item = tuple(items) if key.tuple_ else list(items)
             elif key.reader is not None and item is not None:
                 item = key.reader.from_json(item, f"{where}: {key.name}")
-            kept[key.name] = item
+            kept[key.attr] = item
         return cls(**kept)
 
     def to_json(self) -> dict[str, Any]:
         """The document: its keys in their declared order, a Document within as its to_json."""
         written: dict[str, Any] = {}
         for key in keys_of(type(self)):
-            value = getattr(self, key.name)
+            value = getattr(self, key.attr)
             if key.unless is not ALWAYS and value == key.unless:
                 continue
             written[key.name] = _json(value)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from j0.edge.atomic import write_bytes_atomic
-from j0.errors import INPUT_LACKS, InputLimit, J0Error, parse_json, read_input_text, read_json_file
+from j0.errors import INPUT_LACKS, J0Error, parse_json, read_input_text
+from j0.mini.train.positions import POSITIONS, read_positions
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -28,29 +29,6 @@ def read_log(path: Path) -> list[dict[str, Any]]:
             raise J0Error(f"{path}:{number}: no whole-number 'step'; expected a log line", 2)
         rows.append(row)
     return rows
-
-
-POSITIONS = "target-positions.json"
-
-
-def read_positions(path: Path) -> list[dict[str, Any]]:
-    """The target's held-out loss by position bucket ([{from, to, tokens, loss}]), [] where the
-    file is not there (folders trained before issue 54); a file that is not such a list is an
-    error naming it."""
-    if not path.is_file():
-        return []
-    try:
-        value = read_json_file(path, limit=InputLimit.ANY)  # bounded
-    except J0Error as exc:
-        raise J0Error(f"{exc}; expected {{'buckets': [...]}}", 2) from None
-    buckets = value.get("buckets") if isinstance(value, dict) else None
-    keys = ("from", "to", "loss")
-    if not isinstance(buckets, list) or not all(
-        isinstance(b, dict) and all(isinstance(b.get(k), int | float) for k in keys)
-        for b in buckets
-    ):
-        raise J0Error(f"{path}: expected {{'buckets': [{{from, to, loss}}, ...]}}", 2)
-    return buckets
 
 
 def series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -91,13 +69,13 @@ def plot_curves(logs: Path) -> Path:
     right.set(title="drafters (weighted slot loss)", xlabel="step", ylabel="loss")
     right.legend()
     if buckets:
-        middle = [(b["from"] + b["to"]) / 2 for b in buckets]
+        middle = [(b.start + b.to) / 2 for b in buckets]
         axes[2].step(
-            [b["from"] for b in buckets] + [buckets[-1]["to"]],
-            [b["loss"] for b in buckets] + [buckets[-1]["loss"]],
+            [b.start for b in buckets] + [buckets[-1].to],
+            [b.loss for b in buckets] + [buckets[-1].loss],
             where="post",
         )
-        axes[2].plot(middle, [b["loss"] for b in buckets], "o")
+        axes[2].plot(middle, [b.loss for b in buckets], "o")
         axes[2].set(
             title="target: held-out loss by position",
             xlabel="position in the window (tokens)",

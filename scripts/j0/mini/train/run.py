@@ -18,6 +18,7 @@ from j0.errors import USAGE, J0Error, require
 from j0.mini.manifest import MADE_BY, MINI_JSON, DrafterRecord, MiniManifest, TargetRecord
 from j0.mini.sizes import FULL, SMOKE, Sizes
 from j0.mini.train.batch import DRAFT_DATA, INITS, LABELS
+from j0.mini.train.positions import write_positions
 from j0.mini.train.temperature import MAX_TEMPERATURE
 from j0.terminal import sink
 
@@ -243,10 +244,7 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
     from j0.mini.train import tokenizer as tok_mod
 
     tok_mod.save(tokenizer, out / "target")
-    write_text_atomic(
-        out / "logs" / "target-positions.json",
-        json.dumps({"buckets": target_run.by_position}, indent=1) + "\n",
-    )
+    write_positions(out / "logs", target_run.by_position)
     if device == "cpu":
         target.to(torch.float32)
     target.eval()
@@ -261,7 +259,7 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
     )
     say(
         "    held-out loss by position: "
-        + ", ".join(f"{b['from']}-{b['to']}: {b['loss']:.3f}" for b in target_run.by_position)
+        + ", ".join(f"{b.start}-{b.to}: {b.loss:.3f}" for b in target_run.by_position)
     )
 
     sampling = choose_temperature(options, target, train_tokens, sizes, device, say)
@@ -312,7 +310,7 @@ def train(options: TrainOptions, sizes: Sizes, say: Any) -> TrainResult:
             last_loss=round(target_run.last_loss, 4),
             heldout_loss=round(target_run.heldout_loss, 4),
             seed=options.seed,
-            heldout_by_position=target_run.by_position,
+            heldout_by_position=[b.to_json() for b in target_run.by_position],
             throughput=target_run.throughput,
             compiled=target_run.compiled,
             warm_s=target_run.warm_s,

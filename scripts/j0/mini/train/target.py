@@ -12,6 +12,7 @@ from typing import Any
 
 from j0.mini.device import autocast
 from j0.mini.sizes import EOS_ID, Sizes
+from j0.mini.train.positions import PositionBucket
 from j0.mini.train.schedule import Clock
 
 
@@ -21,7 +22,7 @@ class TrainedTarget:
     seconds: float
     last_loss: float
     heldout_loss: float
-    by_position: list[dict[str, Any]] = field(default_factory=list)  # held-out loss by position
+    by_position: list[PositionBucket] = field(default_factory=list)  # held-out loss by position
     throughput: dict[str, Any] = field(default_factory=dict)  # j0.mini.train.flops.Throughput
     compiled: str = "eager"  # compiled | eager | eager (torch.compile failed: ...)
     warm_s: float = 0.0  # the first step's seconds (compilation included)
@@ -69,11 +70,11 @@ def bucket_edges(sizes: Sizes) -> list[int]:
 
 def heldout_by_position(
     model: Any, tokens: Any, sizes: Sizes, device: str, seed: int
-) -> tuple[float, list[dict[str, Any]]]:
+) -> tuple[float, list[PositionBucket]]:
     """The held-out loss (the mean over every predicted token of `eval_batches` batches of
     windows of `target_seq`) and the same loss by the predicted token's position in the window,
-    in the buckets of bucket_edges: [{"from", "to", "tokens", "loss"}]. A position p's loss is
-    that of predicting token p + 1 from tokens 0..p."""
+    in the buckets of bucket_edges. A position p's loss is that of predicting token p + 1 from
+    tokens 0..p."""
     import torch
     import torch.nn.functional as F
 
@@ -102,12 +103,12 @@ def heldout_by_position(
     for low, high in itertools.pairwise(edges):
         part = per_position[low : min(high, sizes.target_seq - 1)]
         buckets.append(
-            {
-                "from": low,
-                "to": high,
-                "tokens": int(part.numel()) * count,
-                "loss": round(float(part.mean()), 4),
-            }
+            PositionBucket(
+                start=low,
+                to=high,
+                tokens=int(part.numel()) * count,
+                loss=round(float(part.mean()), 4),
+            )
         )
     return float(per_position.mean()), buckets
 
