@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from j0.article.server_setting import ServerSetting
+from j0.article.server_setting import Problem, ServerSetting
 from j0.article.spec_config import SpecConfig
 from j0.errors import J0Error
 
@@ -83,7 +83,7 @@ def test_the_baseline_goes_without_the_spec_decode_metrics() -> None:
         "8000",
         "--no-enable-prefix-caching",
     ]
-    assert base.problems() == ["no speculative config"]
+    assert base.problems() == [Problem("spec-config", None, "no speculative config")]
 
 
 def test_the_launchers_flags_follow_composes() -> None:
@@ -125,14 +125,23 @@ def test_the_launchers_flags_follow_composes() -> None:
         "VLLM_DFLASH_DUMP": "/d",
         "VLLM_DFLASH_DUMP_STEPS": "5",
     }
-    assert server.problems() == ["speculative method 'ngram'"]
+    # j0 serve refuses another method while reading the config: no warning of its own
+    assert server.problems() == [Problem("spec-config", None, "speculative method 'ngram'")]
 
 
 def test_problems_are_the_articles_rule_and_its_request_slots() -> None:
     server = ServerSetting("m", SpecConfig.article("/d", 9), "auto", "0.90", 8000, max_num_seqs=8)
     assert server.problems() == [
-        "num_speculative_tokens=9: the article ran 15 and 7",
-        "--max-num-seqs 8: the article ran 4",
+        Problem(
+            "spec-config",
+            "num_speculative_tokens=9: the article tested 15 and 7 only (NUM_SPEC_TOKENS)",
+            "num_speculative_tokens=9: the article ran 15 and 7",
+        ),
+        Problem(
+            "max-num-seqs",
+            "--max-num-seqs 8: the article ran 4",
+            "--max-num-seqs 8, the article ran 4",
+        ),
     ]
 
 
@@ -234,7 +243,13 @@ def test_from_args_reads_an_option_and_its_value_as_one_word() -> None:
 def test_an_option_not_given_is_not_written() -> None:
     server = ServerSetting.from_args(["m", "--served-model-name", "target"])
     assert server.args() == ["m", "--enable-prompt-tokens-details", "--served-model-name", "target"]
-    assert server.problems() == ["no speculative config"]
+    assert server.problems() == [
+        Problem("spec-config", None, "no speculative config"),
+        # not given: vLLM's default, which j0 serve warns of and a log does not list
+        Problem(
+            "max-num-seqs", "no --max-num-seqs: the article ran 4 (vLLM's default differs)", None
+        ),
+    ]
 
 
 @pytest.mark.parametrize(

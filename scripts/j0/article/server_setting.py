@@ -6,7 +6,9 @@ matrix, the Kubernetes manifests; compose.serve.yaml is the other place, held eq
 the local launcher (engine-check, mini) and the GPU scripts (`python3 -m j0.article.server_flags`
 prints their flags). `from_args()` reads a command line of these options back into the value
 (compose's rendered server, from which the matrix makes its baseline); `problems()` says where
-it is not the article's setup (the speculative config's rule, the request slots).
+it is not the article's setup (the speculative config's rule, the request slots), each Problem
+in the words `j0 serve` warns with and the words `j0 status` finds on a logged server
+(`setting_problems`, which `j0 status` applies to what the log says).
 
 Standard library only: `j0 serve` runs inside the image, on the base image's python3.
 """
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from j0.article.spec_config import SpecConfig
+from j0.article.spec_config import ARTICLE_METHODS, TOKENS, SpecConfig, tested_words
 from j0.errors import USAGE, J0Error
 
 ARTICLE_MAX_NUM_SEQS = 4
@@ -140,17 +143,73 @@ class ServerSetting:
         them (the matrix's baseline, made from compose's server of 0 draft tokens)."""
         return _read(list(args), dict(env or {}), where, speculative)
 
-    def problems(self) -> list[str]:
-        """Where this server is not the article's setup, one phrase each: the speculative
-        config's rule (article_problem), the request slots."""
-        found = ["no speculative config"] if self.spec is None else []
-        if self.spec is not None and (problem := self.spec.article_problem()) is not None:
-            found.append(problem)
-        if self.max_num_seqs not in (None, ARTICLE_MAX_NUM_SEQS):
-            found.append(
-                f"--max-num-seqs {self.max_num_seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}"
+    def problems(self) -> list[Problem]:
+        """Where this server is not the article's setup (setting_problems): the speculative
+        config's rule, then the request slots."""
+        return setting_problems(self.spec, self.max_num_seqs)
+
+
+# --- judging -------------------------------------------------------------------------------------
+
+SPEC_CHECK, SEQS_CHECK = "spec-config", "max-num-seqs"  # j0 status's names for the two checks
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way a server is not the article's setup. `check` is j0 status's name for it; `serve`
+    the warning `j0 serve` logs before the server starts (None: `j0 serve` refuses it while
+    reading the arguments, with its own message, or says nothing); `status` the finding `j0
+    status` reports on a logged server (None: `j0 status` says nothing of it)."""
+
+    check: str
+    serve: str | None
+    status: str | None
+
+
+class JudgedSpec(Protocol):
+    """What the article's rule reads of a speculative config: a SpecConfig, or a LoggedSpec (as
+    a log says it, each field any value)."""
+
+    @property
+    def method(self) -> object: ...
+
+    @property
+    def tokens(self) -> object: ...
+
+    def article_problem(self) -> str | None: ...
+
+
+def setting_problems(spec: JudgedSpec | None, max_num_seqs: int | None) -> list[Problem]:
+    """The article's rule on a server's speculative config (None: none given) and its request
+    slots (None: not given, vLLM's default), in the order both commands say them."""
+    found: list[Problem] = []
+    if spec is None:
+        found.append(Problem(SPEC_CHECK, None, "no speculative config"))
+    elif (rule := spec.article_problem()) is not None:
+        # j0 serve refuses another method while reading the config; it warns of the count
+        count = (
+            f"{TOKENS}={spec.tokens}: the article tested {tested_words()} only (NUM_SPEC_TOKENS)"
+        )
+        found.append(Problem(SPEC_CHECK, count if spec.method in ARTICLE_METHODS else None, rule))
+    article = ARTICLE_MAX_NUM_SEQS
+    if max_num_seqs is None:  # vLLM's default: j0 status's log does not list a default
+        found.append(
+            Problem(
+                SEQS_CHECK,
+                f"no --max-num-seqs: the article ran {article} (vLLM's default differs)",
+                None,
             )
-        return found
+        )
+    elif max_num_seqs != article:
+        said = f"--max-num-seqs {max_num_seqs}"
+        found.append(
+            Problem(
+                SEQS_CHECK,
+                f"{said}: the article ran {article}",
+                f"{said}, the article ran {article}",
+            )
+        )
+    return found
 
 
 # --- reading back --------------------------------------------------------------------------------

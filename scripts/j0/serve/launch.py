@@ -24,7 +24,6 @@ from j0.article.serving import (
     ServeSpec,
     read_speculative_config,
 )
-from j0.article.spec_config import tested_words
 from j0.edge.secret_file import check_secret_text, read_secret_file
 from j0.engine.server import server_log
 from j0.engine.server.j0_state import OFF, ON, UNKNOWN, J0State
@@ -364,7 +363,6 @@ def plan_serve(
     # as such, so that the log's config is the one that runs.
     raw = json.dumps(config, separators=(",", ":"))
     spec = read_speculative_config(config, raw, read.values.get("kv_cache_dtype"))
-    n = spec.config.tokens
     plan.facts.append(f"target {model}")
     plan.facts.append(f"--speculative-config {raw}")
     plan.facts.append(f"arguments read by {read.reader}")
@@ -374,20 +372,12 @@ def plan_serve(
         if times > 1 and name in vllm_args.JUDGED
     )
     plan.facts.extend(f"note: {note}" for note in spec.notes)
-    if spec.config.article_problem() is not None:  # the method is the article's: the count
-        plan.warnings.append(
-            f"num_speculative_tokens={n}: the article tested {tested_words()} only "
-            "(NUM_SPEC_TOKENS)"
-        )
-    seqs = read.values.get("max_num_seqs")
-    if seqs is None:
-        plan.warnings.append(
-            f"no --max-num-seqs: the article ran {ARTICLE_MAX_NUM_SEQS} (vLLM's default differs)"
-        )
-    elif seqs != ARTICLE_MAX_NUM_SEQS:
-        plan.warnings.append(f"--max-num-seqs {seqs}: the article ran {ARTICLE_MAX_NUM_SEQS}")
-    else:
-        plan.facts.append(f"--max-num-seqs {seqs}")
+    # The article's rule and the request slots, judged on the server these arguments start
+    # (ServerSetting.problems, the words j0 status's checks share); the arguments pass as given.
+    setting = read.setting(spec.config)
+    plan.warnings.extend(p.serve for p in setting.problems() if p.serve is not None)
+    if setting.max_num_seqs == ARTICLE_MAX_NUM_SEQS:
+        plan.facts.append(f"--max-num-seqs {setting.max_num_seqs}")
     _check_drafter(spec, plan)
     if spec.plugin is None:
         _check_switches(plan.env, plan)

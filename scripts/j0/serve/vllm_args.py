@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from j0.article.server_setting import ServerSetting
+from j0.article.spec_config import SpecConfig
 from j0.errors import USAGE, J0Error, JsonNestedTooDeep, parse_json
 
 VLLM_PARSER = "vLLM's own parser"
@@ -71,6 +73,24 @@ class ServeArgs:
 
     def judged(self) -> dict[str, Any]:
         return {"model": self.model, **{k: self.values.get(k) for k in JUDGED}}
+
+    def setting(self, spec: SpecConfig) -> ServerSetting:
+        """The server these arguments start, as vLLM reads them (any spelling it takes), for
+        `j0 serve` to judge (ServerSetting.problems); `spec` the speculative config as `j0 serve`
+        took it. The arguments themselves go to vLLM as given, never rewritten from this value.
+        What `j0 serve` does not judge is left out (None: not read here)."""
+        caching = self.values.get("enable_prefix_caching")
+        return ServerSetting(
+            model=self.model or "",
+            spec=spec,
+            max_model_len=None,
+            gpu_memory_utilization=None,
+            port=None,
+            max_num_seqs=self.values.get("max_num_seqs"),
+            kv_cache_dtype=self.values.get("kv_cache_dtype"),
+            host=self.values.get("host"),
+            prefix_caching=None if caching is None else bool(caching),
+        )
 
 
 def read(args: Sequence[str]) -> ServeArgs:

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 
 from j0.article.identity import PREFIX_SAFE
-from j0.article.server_setting import ARTICLE_MAX_NUM_SEQS
+from j0.article.server_setting import (
+    ARTICLE_MAX_NUM_SEQS,
+    SEQS_CHECK,
+    SPEC_CHECK,
+    setting_problems,
+)
 from j0.article.spec_config import DRAFT_KV_CACHE_DTYPE, LoggedSpec
 from j0.checks import FAIL, OK
 from j0.engine.server.server_log import LogFacts, role_of
@@ -218,14 +223,13 @@ def spec_config(log: LogFacts) -> StatusFinding:
     """The speculative config: DFlash, with a draft length the article ran."""
     spec = log.speculative_config
     if spec is None:
-        return StatusFinding.of(
-            "spec-config", FAIL, f"no speculative config in {log.source}", "no speculative config"
-        )
+        said = _logged_problem(None, None, SPEC_CHECK)
+        return StatusFinding.of(SPEC_CHECK, FAIL, f"no speculative config in {log.source}", said)
     words = json.dumps(spec, separators=(",", ":"))
-    problem = LoggedSpec.of(spec).article_problem()  # the rule j0 serve applies
+    problem = _logged_problem(LoggedSpec.of(spec), None, SPEC_CHECK)  # the rule j0 serve applies
     if problem is not None:
-        return StatusFinding.of("spec-config", FAIL, words, problem)
-    return StatusFinding.of("spec-config", OK, words)
+        return StatusFinding.of(SPEC_CHECK, FAIL, words, problem)
+    return StatusFinding.of(SPEC_CHECK, OK, words)
 
 
 def max_num_seqs(log: LogFacts) -> StatusFinding | None:
@@ -234,11 +238,14 @@ def max_num_seqs(log: LogFacts) -> StatusFinding | None:
     seqs = log.max_num_seqs
     if seqs is None and log.j0 == "on" and log.pool_shape:
         seqs = log.pool_shape[0]
-    if seqs is None or seqs == ARTICLE_MAX_NUM_SEQS:
+    problem = _logged_problem(None, seqs, SEQS_CHECK)
+    if seqs is None or problem is None:  # not said, or the article's
         return None
-    return StatusFinding.of(
-        "max-num-seqs",
-        FAIL,
-        f"--max-num-seqs {seqs}",
-        f"--max-num-seqs {seqs}, the article ran {ARTICLE_MAX_NUM_SEQS}",
-    )
+    return StatusFinding.of(SEQS_CHECK, FAIL, f"--max-num-seqs {seqs}", problem)
+
+
+def _logged_problem(spec: LoggedSpec | None, seqs: int | None, check: str) -> str | None:
+    """j0 status's words for `check` on the logged setting: the server setting's problems
+    (setting_problems, the rule and words j0 serve's warnings share), None where there is none."""
+    found = [p.status for p in setting_problems(spec, seqs) if p.check == check]
+    return found[0] if found else None
