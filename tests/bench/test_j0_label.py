@@ -110,23 +110,27 @@ def test_the_report_labels_a_setting_as_it_ran(tmp_path: Path) -> None:
 
 
 def test_the_matrix_fails_a_setting_that_did_not_run_j0_as_asked() -> None:
-    on = SettingRun(MatrixSetting(7, True), status="ok")
+    on = SettingRun(MatrixSetting(7, True))
+    on.entry.status = "ok"
     judge_ran(on, [BASE_LOG])
-    assert on.status == "failed" and "k7-j0-on: J0 on was asked" in str(on.error)
+    assert on.entry.status == "failed" and "k7-j0-on: J0 on was asked" in str(on.entry.error)
     record = on.to_json()
     assert (record["j0"], record["j0_ran"], record["speculator_identity"]) == (True, "off", "base")
 
-    fine = SettingRun(MatrixSetting(7, True), status="ok")
+    fine = SettingRun(MatrixSetting(7, True))
+    fine.entry.status = "ok"
     judge_ran(fine, [article_log(), article_log()])  # k8s: one log per shard
-    assert fine.status == "ok" and fine.to_json()["j0_ran"] == "on"
+    assert fine.entry.status == "ok" and fine.to_json()["j0_ran"] == "on"
 
-    shards = SettingRun(MatrixSetting(7, True), status="ok")
+    shards = SettingRun(MatrixSetting(7, True))
+    shards.entry.status = "ok"
     judge_ran(shards, [article_log(), BASE_LOG])  # one shard's server ran the base file
-    assert shards.status == "failed" and shards.to_json()["j0_ran"] == "unknown"
+    assert shards.entry.status == "failed" and shards.to_json()["j0_ran"] == "unknown"
 
-    baseline = SettingRun(MatrixSetting(0, False), status="ok")
+    baseline = SettingRun(MatrixSetting(0, False))
+    baseline.entry.status = "ok"
     judge_ran(baseline, [BASE_LOG])  # no speculative decoding: nothing to judge
-    assert baseline.status == "ok" and baseline.ran is None
+    assert baseline.entry.status == "ok" and baseline.ran is None
 
 
 def j0_line(text: str) -> str:

@@ -85,7 +85,8 @@ def bench_says(url: str, out: Path, *given: str) -> str:
 
 def matrix_says(text: str) -> str:
     """matrix.json's entry for a J0-on setting whose server wrote `text`, written and read back."""
-    entry = SettingRun(MatrixSetting(15, True), status="ok")
+    entry = SettingRun(MatrixSetting(15, True))
+    entry.entry.status = "ok"
     judge_ran(entry, [text])
     written = json.loads(json.dumps(entry.to_json()))
     read = SettingEntry.from_json(written, "matrix.json: settings[0]")

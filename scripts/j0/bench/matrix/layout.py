@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from j0.compose.server import MatrixSetting
-from j0.edge.document import Document, absent, attribute, by_key, written_unless
+from j0.edge.document import Document, absent, attribute, written_unless
 from j0.edge.fields import Rule, is_of, one_of, read_document, write_document
 from j0.engine.server import server_log
 from j0.engine.server.j0_state import OFF, ON, STATES, UNKNOWN, J0State, j0_ran, not_applicable
@@ -58,37 +58,33 @@ def j0_revision(root: Path) -> str:
     return checkout_revision(root).label() or "unknown"
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a key set on the run instead of its entry is an error
 class SettingRun:
-    """How one setting ran: the files it left (relative to OUT) and its outcome."""
+    """How one setting ran: `entry`, its entry in matrix.json as it runs (the setting as asked;
+    its outcome: status pending, rendered, ok or failed, the files it left relative to OUT, ...,
+    set by the backends), and J0 as asked and as the server's log shows it (`ran`, judge_ran)."""
 
     setting: MatrixSetting
-    status: str = "pending"  # pending, rendered, ok, failed
-    error: str | None = None
-    results: list[str] = field(default_factory=list)
-    server_log: str | None = None
-    server_args: list[str] = field(default_factory=list)
-    server_env: dict[str, str] = field(default_factory=dict)
-    started: str | None = None
-    finished: str | None = None
-    seconds: float | None = None
-    shards: list[dict[str, Any]] = field(default_factory=list)
-    ran: J0State | None = None  # J0 as asked and as the server's log shows it (judge_ran)
+    entry: SettingEntry = field(init=False)
+    ran: J0State | None = None
 
-    def entry(self) -> SettingEntry:
-        """The setting's entry in matrix.json."""
-        ran, setting = self.ran, self.setting
-        return SettingEntry(
-            **setting.to_json(),  # the setting as asked: name, num_speculative_tokens, j0, ...
+    def __post_init__(self) -> None:
+        # the setting as asked: name, num_speculative_tokens, j0, ...
+        self.entry = SettingEntry(**self.setting.to_json())
+
+    def written(self) -> SettingEntry:
+        """The setting's entry in matrix.json: `entry` with J0 as run."""
+        ran = self.ran
+        return dataclasses.replace(
+            self.entry,
             j0_ran=ran.ran if ran is not None else None,
             speculator_identity=ran.identity if ran is not None else None,
             j0_from=ran.why if ran is not None else None,
             j0_state=self.j0_state().to_json(),
-            **by_key(vars(self), SettingEntry),  # how it ran: status, error, results, ...
         )
 
     def to_json(self) -> dict[str, Any]:
-        return self.entry().to_json()
+        return self.written().to_json()
 
     def j0_state(self) -> J0State:
         """J0 as asked and as run: judge_ran's, else the baseline's (not applicable) or none
@@ -115,13 +111,14 @@ def judge_ran(run: SettingRun, logs: list[str]) -> None:
         seen[0] if len(states) == 1 else J0State(seen[0].asked, UNKNOWN, "its shards' logs differ")
     )
     if differs:
-        run.status = "failed"
-        run.error = "; ".join(x for x in (run.error, f"{run.setting.name}: {differs[0]}") if x)
+        run.entry.status = "failed"
+        said = (run.entry.error, f"{run.setting.name}: {differs[0]}")
+        run.entry.error = "; ".join(x for x in said if x)
 
 
-@dataclass(frozen=True)
+@dataclass
 class SettingEntry(Document):
-    """One of matrix.json's `settings`, as SettingRun.entry() writes it and read_settings reads
+    """One of matrix.json's `settings`, as SettingRun.written() writes it and read_settings reads
     it: the setting as asked, J0 as its server's log showed it (j0_ran; None where no log was
     read) and how it ran. prefix_caching is None where the record does not say (a record written
     by hand); `baseline` is written where true; `state` (no key) is J0 as asked and as run,
@@ -221,7 +218,7 @@ class MatrixRecord:
             requests=self.requests,
             max_tokens=self.max_tokens,
             shards=self.shards,
-            settings=[run.entry() for run in self.runs],
+            settings=[run.written() for run in self.runs],
             prompts=self.prompts,
             baseline=self.baseline,
             repeats=self.repeats,

@@ -155,7 +155,7 @@ def _run_into(
 def _finish(record: MatrixRecord) -> int:
     record.finished = now()
     record.write()
-    failed = [run.setting.name for run in record.runs if run.status not in ("ok", "rendered")]
+    failed = [run.setting.name for run in record.runs if run.entry.status not in ("ok", "rendered")]
     if failed:
         say(f"failed: {', '.join(failed)} (see {record.out / MATRIX_JSON})")
         return CHECK_FAILED
@@ -188,19 +188,19 @@ def _compose(options: MatrixOptions, record: MatrixRecord, prompts_file: Path, c
             config = compose(["config", "--format", "json"], timeout=120)
             if config.returncode != 0:
                 raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}")
-            seen, run.server_args, run.server_env = rendered_setting(
+            seen, run.entry.server_args, run.entry.server_env = rendered_setting(
                 parse_json(config.stdout, "`docker compose config`'s output")
             )
-            run.status = "rendered" if seen == run.setting else "failed"
+            run.entry.status = "rendered" if seen == run.setting else "failed"
             if seen != run.setting:
-                run.error = f"the compose project renders {seen}"
+                run.entry.error = f"the compose project renders {seen}"
             record.write()
             continue
         try:
             backend.run_setting(run)
-            run.status = "ok"
+            run.entry.status = "ok"
         except J0Error as exc:
-            run.status, run.error = "failed", str(exc)
+            run.entry.status, run.entry.error = "failed", str(exc)
             say(f"{run.setting.name}: {exc}")
         log = record.out / run.setting.name / SERVER_LOG
         if log.is_file():
@@ -254,8 +254,8 @@ def _k8s(
     path = write_manifests(record.out, manifests, plan)
     for run in record.runs:
         server = plan.document.settings[run.setting.name]
-        run.server_args, run.server_env = server.server_args, server.server_env
-        run.status = "rendered"
+        run.entry.server_args, run.entry.server_env = server.server_args, server.server_env
+        run.entry.status = "rendered"
     record.k8s = {
         "run": plan.run,
         "manifests": str(path.relative_to(record.out)),
@@ -268,7 +268,7 @@ def _k8s(
     if options.dry_run:
         return _finish(record)
     for run in record.runs:
-        run.status, run.started = "running", now()
+        run.entry.status, run.entry.started = "running", now()
     record.write()
     record.k8s.update(backend.apply_and_follow(plan, manifests, record.runs))
     return _finish(record)

@@ -106,18 +106,18 @@ class ComposeBackend:
         setting = run.setting
         switches = compose_switches(setting)
         url = url_of(self.environ)
-        run.started = now()
+        run.entry.started = now()
         started = time.monotonic()
         setting_dir = self.out / setting.name
         setting_dir.mkdir(parents=True, exist_ok=True)
-        run.server_log = f"{setting.name}/{SERVER_LOG}"
+        run.entry.server_log = f"{setting.name}/{SERVER_LOG}"
         compose = self.project(setting_dir, {**self.environ, **switches}, setting.baseline)
 
         config = compose(["config", "--format", "json"], timeout=120)
         if config.returncode != 0:
             raise J0Error(f"docker compose config failed:\n{config.stderr.strip()}", INPUT_LACKS)
         seen, command, env = rendered_setting(parse_json(config.stdout, COMPOSE_CONFIG))
-        run.server_args, run.server_env = command, env
+        run.entry.server_args, run.entry.server_env = command, env
         if seen != setting:
             raise J0Error(
                 f"{setting.name}: the compose project renders {seen} for the switches "
@@ -163,7 +163,7 @@ class ComposeBackend:
             )
             code = bench_exit_code(bench.options())
             if out.is_file():
-                run.results = [f"{setting.name}/{result_name(None)}"]
+                run.entry.results = [f"{setting.name}/{result_name(None)}"]
             if code != 0:
                 raise J0Error(f"{setting.name}: j0 bench run exited {code}")
         finally:
@@ -171,5 +171,5 @@ class ComposeBackend:
             down = compose(["down"], timeout=600)
             if down.returncode != 0:
                 self.say(f"{setting.name}: docker compose down: {down.stderr.strip()}")
-            run.finished = now()
-            run.seconds = round(time.monotonic() - started, 1)
+            run.entry.finished = now()
+            run.entry.seconds = round(time.monotonic() - started, 1)

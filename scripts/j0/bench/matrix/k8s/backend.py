@@ -161,7 +161,7 @@ class K8sBackend:
                 "status": "missing",
                 "result": None,
             }
-            run.shards.append(entry)
+            run.entry.shards.append(entry)
             if not views:
                 continue
             chosen = views[-1]
@@ -192,16 +192,16 @@ class K8sBackend:
                 continue
             write_text_atomic(self.out / task.out, data.decode("utf-8"))
             entry["result"] = task.out
-            run.results.append(task.out)
+            run.entry.results.append(task.out)
         for name, run in by_setting.items():
             shard_logs = server_logs[name]
             write_text_atomic(self.out / name / SERVER_LOG, "".join(shard_logs))
-            run.server_log = f"{name}/{SERVER_LOG}"
-            bad = [s for s in run.shards if s["status"] != "ok"]
-            run.status = "failed" if bad else "ok"
+            run.entry.server_log = f"{name}/{SERVER_LOG}"
+            bad = [s for s in run.entry.shards if s["status"] != "ok"]
+            run.entry.status = "failed" if bad else "ok"
             if bad:
-                run.error = "; ".join(
+                run.entry.error = "; ".join(
                     f"shard {s['shard']:02d}: {s.get('error') or s['status']}" for s in bad
                 )
             judge_ran(run, shard_logs)  # each shard's server: J0 as its log shows it
-            run.finished = now()
+            run.entry.finished = now()
