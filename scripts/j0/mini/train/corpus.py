@@ -82,44 +82,48 @@ def candidates(roots: list[Path]) -> Iterator[tuple[Path, str]]:
     the relative paths sort as text), found as they are needed (collect stops once it has
     enough: a walk of the whole of site-packages took seconds); a file under two roots
     (site-packages inside the standard library's tree) is taken once."""
-    taken: set[Path] = set()
+    taken: set[str] = set()
     for root in roots:
-        for path in _python_files(root):
+        top, real_top = str(root), str(root.resolve())
+        for relative, linked in _python_files(root, ""):
+            path = os.path.join(top, relative)
             try:
-                real = path.resolve()
-                size = path.stat().st_size
+                # the folders walked are no links: only a linked file's own path resolves apart
+                real = os.path.realpath(path) if linked else os.path.join(real_top, relative)
+                size = os.stat(path).st_size
             except OSError:
                 continue
             if real in taken or not (MIN_FILE_BYTES <= size <= MAX_FILE_BYTES):
                 continue
             taken.add(real)
-            yield root, path.relative_to(root).as_posix()
+            yield root, relative
 
 
-def _python_files(folder: Path) -> Iterator[Path]:
+def _python_files(folder: Path, prefix: str) -> Iterator[tuple[str, bool]]:
     """What `folder.rglob("*.py")` finds (symbolic links to folders not followed, unreadable
-    folders skipped), in the order of their paths relative to `folder` sorted as text: a
-    folder's entries sorted by name, a folder's as NAME/ (so `a/x.py` comes after `a-b/x.py`
-    and `a.py`, as its path does)."""
+    folders skipped), as (`prefix` + the path relative to `folder`, whether it is a symbolic
+    link), in the order of those paths sorted as text: a folder's entries sorted by name, a
+    folder's as NAME/ (so `a/x.py` comes after `a-b/x.py` and `a.py`, as its path does)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
-    keyed: list[tuple[str, bool, os.DirEntry[str]]] = []
+    keyed: list[tuple[str, bool, bool, str]] = []  # (key, a folder to walk, a link, name)
     for entry in entries:
         try:
-            inside = entry.is_dir() and not entry.is_symlink()
+            linked = entry.is_symlink()
+            inside = entry.is_dir() and not linked
         except OSError:
-            inside = False
+            linked = inside = False
         if entry.name.endswith(".py"):
-            keyed.append((entry.name, False, entry))
+            keyed.append((entry.name, False, linked, entry.name))
         if inside:
-            keyed.append((entry.name + "/", True, entry))
-    for _, inside, entry in sorted(keyed, key=lambda k: k[0]):
+            keyed.append((entry.name + "/", True, False, entry.name))
+    for _, inside, linked, name in sorted(keyed, key=lambda k: k[0]):
         if inside:
-            yield from _python_files(folder / entry.name)
+            yield from _python_files(folder / name, f"{prefix}{name}/")
         else:
-            yield folder / entry.name
+            yield prefix + name, linked
 
 
 def collect(roots: list[Path], cap_bytes: int, min_heldout: int) -> Corpus:
