@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench.matrix.layout import SettingRun, judge_ran
+from j0.bench.matrix.layout import PointRun, judge_ran
 from j0.bench.report.results_folder import find_settings
 from j0.cli import main
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.engine.server import server_log
 from j0.engine.server.j0_state import j0_ran
 from servers.vllm.server import VllmStandIn
@@ -110,24 +110,24 @@ def test_the_report_labels_a_setting_as_it_ran(tmp_path: Path) -> None:
 
 
 def test_the_matrix_fails_a_setting_that_did_not_run_j0_as_asked() -> None:
-    on = SettingRun(MatrixSetting(7, True))
+    on = PointRun(MatrixPoint(7, True))
     on.entry.status = "ok"
     judge_ran(on, [BASE_LOG])
     assert on.entry.status == "failed" and "k7-j0-on: J0 on was asked" in str(on.entry.error)
     record = on.to_json()
     assert (record["j0"], record["j0_ran"], record["speculator_identity"]) == (True, "off", "base")
 
-    fine = SettingRun(MatrixSetting(7, True))
+    fine = PointRun(MatrixPoint(7, True))
     fine.entry.status = "ok"
     judge_ran(fine, [article_log(), article_log()])  # k8s: one log per shard
     assert fine.entry.status == "ok" and fine.to_json()["j0_ran"] == "on"
 
-    shards = SettingRun(MatrixSetting(7, True))
+    shards = PointRun(MatrixPoint(7, True))
     shards.entry.status = "ok"
     judge_ran(shards, [article_log(), BASE_LOG])  # one shard's server ran the base file
     assert shards.entry.status == "failed" and shards.to_json()["j0_ran"] == "unknown"
 
-    baseline = SettingRun(MatrixSetting(0, False))
+    baseline = PointRun(MatrixPoint(0, False))
     baseline.entry.status = "ok"
     judge_ran(baseline, [BASE_LOG])  # no speculative decoding: nothing to judge
     assert baseline.entry.status == "ok" and baseline.ran is None

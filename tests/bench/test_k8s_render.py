@@ -24,7 +24,7 @@ from j0.bench.matrix.k8s import pod as k8s_pod
 from j0.bench.matrix.k8s import render as k8s_render
 from j0.bench.matrix.k8s.plan import BenchOptions, PlanDocument, build_plan
 from j0.bench.matrix.settings import matrix_settings
-from j0.compose.server import MatrixSetting, ServerKnobs
+from j0.compose.server import MatrixPoint, ServerKnobs
 from j0.kube import objects as kube_objects
 from j0.kube import serving as kube_serving
 from j0.pins import Pins
@@ -301,14 +301,12 @@ def compose_server(home: Path, **knobs: str) -> dict[str, Any]:
     return server
 
 
-SWITCHES = [
-    MatrixSetting(n, j0, pc) for n in (15, 7) for j0 in (False, True) for pc in (False, True)
-]
+SWITCHES = [MatrixPoint(n, j0, pc) for n in (15, 7) for j0 in (False, True) for pc in (False, True)]
 
 
 @pytest.mark.parametrize("setting", SWITCHES, ids=lambda s: f"{s.name}-pc{int(s.prefix_caching)}")
 def test_matrix_server_arguments_equal_composes(
-    setting: MatrixSetting, pins: Pins, tmp_path: Path
+    setting: MatrixPoint, pins: Pins, tmp_path: Path
 ) -> None:
     require_compose()
     from j0.compose.server import compose_switches
@@ -419,7 +417,7 @@ def test_baseline_server_arguments_equal_composes(
     from j0.bench.matrix.compose.project import BASELINE_FILE, baseline_override
     from j0.compose.server import compose_switches
 
-    setting = MatrixSetting(0, False, caching)
+    setting = MatrixPoint(0, False, caching)
     switches = compose_switches(setting)
     plain = compose_server(tmp_path, **switches)
     override = tmp_path / BASELINE_FILE

@@ -27,7 +27,7 @@ from conftest import OwnImages
 from j0.bench.matrix.compose.project import rendered_setting
 from j0.bench.matrix.settings import matrix_settings
 from j0.cli import main as j0_main
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.errors import J0Error
 from j0.pins import Pins
 from servers.base import free_port
@@ -132,7 +132,7 @@ def test_rendered_setting_reads_the_server_service() -> None:
         }
     }
     setting, command, env = rendered_setting(project)
-    assert setting == MatrixSetting(7, True, False)
+    assert setting == MatrixPoint(7, True, False)
     assert command[0] == "m" and env == {"VLLM_DFLASH_CTX_NOISE": "1"}
     project["services"]["server"]["environment"]["VLLM_DFLASH_CTX_NOISE"] = "yes"
     with pytest.raises(J0Error, match="VLLM_DFLASH_CTX_NOISE='yes'"):

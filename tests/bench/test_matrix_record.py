@@ -1,5 +1,5 @@
 """matrix.json's settings are a type owned by their writer (j0.bench.matrix.layout): the reader's
-field table is what SettingRun.to_json writes, an entry read back is the setting written, and an
+field table is what PointRun.to_json writes, an entry read back is the setting written, and an
 entry of other types is refused naming the file, the entry, the key, the value and what was
 expected. Before, `j0 bench report` took J0 as on where matrix.json said True, "on" or 1."""
 
@@ -12,24 +12,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from j0.bench.matrix.layout import SettingEntry, SettingRun, read_settings
-from j0.compose.server import MatrixSetting
+from j0.bench.matrix.layout import PointEntry, PointRun, read_settings
+from j0.compose.server import MatrixPoint
 from j0.errors import INPUT_LACKS, J0Error
 
 matrix_settings = st.builds(
-    MatrixSetting, st.integers(min_value=0, max_value=64), st.booleans(), st.booleans()
+    MatrixPoint, st.integers(min_value=0, max_value=64), st.booleans(), st.booleans()
 )
 
 
 @settings(max_examples=40, deadline=None)
 @given(matrix_settings)
-def test_what_the_writer_writes_the_reader_takes_back(setting: MatrixSetting) -> None:
-    run = SettingRun(setting)
+def test_what_the_writer_writes_the_reader_takes_back(setting: MatrixPoint) -> None:
+    run = PointRun(setting)
     run.entry.status = "ok"
     written = run.to_json()
     assert list(written)[:4] == ["name", "num_speculative_tokens", "j0", "prefix_caching"]
     assert ("baseline" in written) is setting.baseline  # baseline: written when true
-    entry = SettingEntry.from_json(json.loads(json.dumps(written)), "matrix.json: settings[0]")
+    entry = PointEntry.from_json(json.loads(json.dumps(written)), "matrix.json: settings[0]")
     assert (entry.name, entry.num_speculative_tokens, entry.j0, entry.prefix_caching) == (
         setting.name,
         setting.tokens,
@@ -110,7 +110,7 @@ def test_a_dry_runs_record_is_read_through_the_type_before_its_folder_is_claimed
 
 def test_the_doc_names_every_key_of_the_type() -> None:
     """docs/bench-matrix.md's paragraph on matrix.json names each key MatrixJson and its
-    settings' SettingEntry declare (a key added to the type and not to the doc fails here)."""
+    settings' PointEntry declare (a key added to the type and not to the doc fails here)."""
     import re
 
     from j0.bench.matrix.layout import MatrixJson
@@ -120,4 +120,4 @@ def test_the_doc_names_every_key_of_the_type() -> None:
     start = text.index("`matrix.json` (`kind: j0-bench-matrix`")
     named = set(re.findall(r"`([a-z0-9_]+)", text[start : text.index("\n\n", start)]))
     assert set(table_of(MatrixJson)) - named == set()
-    assert set(table_of(SettingEntry)) - named == set()
+    assert set(table_of(PointEntry)) - named == set()

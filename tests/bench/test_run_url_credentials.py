@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from j0.bench.matrix.settings import SettingBench
+from j0.bench.matrix.settings import PointBench
 from j0.cli import main
 from servers.vllm.server import VllmStandIn
 
@@ -58,7 +58,7 @@ def test_the_result_and_the_output_hold_no_url_credentials(
 
 
 def test_the_matrix_log_line_masks_the_url_credentials(tmp_path: Path) -> None:
-    run = SettingBench(
+    run = PointBench(
         url="http://user:s3cret@10.0.0.7:8000", out=tmp_path / "r.json", label="x", j0=True
     )
     line = " ".join(run.command_line())

@@ -181,9 +181,9 @@ def test_compose_and_the_server_setting_write_one_command_line(
     (j0.article.server_setting, which the matrix, the manifests and the launcher use): held
     equal here, and what compose renders reads back as the same setting."""
     from j0.article.server_setting import ServerSetting
-    from j0.compose.server import MatrixSetting, ServerKnobs, compose_switches, server_setting
+    from j0.compose.server import MatrixPoint, ServerKnobs, compose_switches, server_setting
 
-    setting = MatrixSetting(tokens, j0, caching)
+    setting = MatrixPoint(tokens, j0, caching)
     server = render(**compose_switches(setting))["services"]["server"]
     ours = server_setting(setting, ServerKnobs(pins.target_model))
     assert server["command"] == ours.args()

@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 
 from doctor.doctor_env import Host
-from j0.bench.matrix.layout import SettingEntry, SettingRun, judge_ran
+from j0.bench.matrix.layout import PointEntry, PointRun, judge_ran
 from j0.bench.report.results_folder import find_settings
 from j0.cli import main
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.dumps.check.own_prefix import log_read
 from j0.engine.server.j0_state import J0State
 from j0.engine.server.server_log import parse
-from j0.mini.run.setting import SettingOutcome, SettingPlan, ran_as_asked
-from j0.mini.run.setting_record import SettingRecord
+from j0.mini.run.setting import PointOutcome, PointPlan, ran_as_asked
+from j0.mini.run.setting_record import PointRecord
 from j0.serve import launch
 from servers.vllm.server import VllmStandIn
 from status.status_logs import ARTICLE_SHA, article_log
@@ -85,11 +85,11 @@ def bench_says(url: str, out: Path, *given: str) -> str:
 
 def matrix_says(text: str) -> str:
     """matrix.json's entry for a J0-on setting whose server wrote `text`, written and read back."""
-    entry = SettingRun(MatrixSetting(15, True))
+    entry = PointRun(MatrixPoint(15, True))
     entry.entry.status = "ok"
     judge_ran(entry, [text])
     written = json.loads(json.dumps(entry.to_json()))
-    read = SettingEntry.from_json(written, "matrix.json: settings[0]")
+    read = PointEntry.from_json(written, "matrix.json: settings[0]")
     assert read.state is not None and read.state.ran == written["j0_ran"]
     return str(written["j0_ran"])
 
@@ -98,10 +98,10 @@ def mini_says(folder: Path, text: str) -> str:
     """setting.json's J0 for a J0-on setting of `j0 mini run` whose server wrote `text`."""
     folder.mkdir(parents=True)
     (folder / "server.log").write_text(text)
-    plan = SettingPlan(drafter="j0", tokens=15, j0=True, max_model_len=2048, folder=folder)
-    outcome = SettingOutcome(summary={"kind": "dflash"})
+    plan = PointPlan(drafter="j0", tokens=15, j0=True, max_model_len=2048, folder=folder)
+    outcome = PointOutcome(summary={"kind": "dflash"})
     ran_as_asked(plan, outcome)
-    record = SettingRecord.checked(json.loads(json.dumps(outcome.summary)), "setting.json")
+    record = PointRecord.checked(json.loads(json.dumps(outcome.summary)), "setting.json")
     assert record.state().ran == record.j0
     return str(record.j0)
 

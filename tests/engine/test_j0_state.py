@@ -14,7 +14,7 @@ import pytest
 
 from j0.engine.server.j0_state import J0State
 from j0.errors import INPUT_LACKS, J0Error
-from j0.mini.run.setting_record import SettingRecord
+from j0.mini.run.setting_record import PointRecord
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 LOOPS = RESULTS / "mini-h200" / "2026-12-01-loops" / "engine-k7" / "run-k7"
@@ -74,7 +74,7 @@ def test_mini_run_settings() -> None:
     assert state(settings["drafter-mask/k7-j0-on-seed20261032"]) == ("on", "on", True, "article")
     ngram = J0State.from_json(settings["ngram/k7"], "t")
     assert (ngram.ran, ngram.why) == ("n/a", "not applicable: ngram has no DFlash drafter")
-    old = SettingRecord.from_folder_name("drafter-mask/k7-j0-on-seed7")
+    old = PointRecord.from_folder_name("drafter-mask/k7-j0-on-seed7")
     assert old is not None and state(old.to_json()) == ("on", "unknown", False, None)
 
 

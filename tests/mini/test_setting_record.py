@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from j0.errors import J0Error
-from j0.mini.run.setting_record import SettingRecord
+from j0.mini.run.setting_record import PointRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = ROOT / "docs" / "results" / "mini-h200" / "run.tar.xz"
@@ -24,7 +24,7 @@ def test_the_recorded_runs_records_read_and_write_back_byte_for_byte(tmp_path: P
     assert len(paths) == 15
     kinds = set()
     for path in paths:
-        record = SettingRecord.read(path)
+        record = PointRecord.read(path)
         kinds.add(record.kind)
         out = tmp_path / "again" / path.parent.relative_to(tmp_path)
         out.mkdir(parents=True)
@@ -34,7 +34,7 @@ def test_the_recorded_runs_records_read_and_write_back_byte_for_byte(tmp_path: P
 
 
 def test_an_older_runs_folders_are_described_from_their_names() -> None:
-    on = SettingRecord.from_folder_name("drafter-mask/k7-j0-on-seed5")
+    on = PointRecord.from_folder_name("drafter-mask/k7-j0-on-seed5")
     assert on is not None and (on.kind, on.drafter, on.k, on.j0, on.seed) == (
         "dflash",
         "mask",
@@ -43,16 +43,16 @@ def test_an_older_runs_folders_are_described_from_their_names() -> None:
         5,
     )
     assert on.ran_as_asked(True) and not on.ran_as_asked(False)  # J0 as asked: a bool
-    ngram = SettingRecord.from_folder_name("ngram/k15")
+    ngram = PointRecord.from_folder_name("ngram/k15")
     assert ngram is not None and (ngram.kind, ngram.k) == ("ngram", 15)
-    assert SettingRecord.from_folder_name("baseline").to_json() == {"kind": "baseline", "k": None}
-    assert SettingRecord.from_folder_name("drafter-mask/k7") is None
+    assert PointRecord.from_folder_name("baseline").to_json() == {"kind": "baseline", "k": None}
+    assert PointRecord.from_folder_name("drafter-mask/k7") is None
 
 
 def test_the_label_from_the_log_decides_and_must_agree_with_what_was_asked() -> None:
-    ran = SettingRecord.checked({"kind": "dflash", "j0": "off", "j0_asked": "on"}, "s.json")
+    ran = PointRecord.checked({"kind": "dflash", "j0": "off", "j0_asked": "on"}, "s.json")
     assert not ran.ran_as_asked(True) and not ran.ran_as_asked(False)
-    fine = SettingRecord.checked({"kind": "dflash", "j0": "on", "j0_asked": "on"}, "s.json")
+    fine = PointRecord.checked({"kind": "dflash", "j0": "on", "j0_asked": "on"}, "s.json")
     assert fine.ran_as_asked(True)
 
 
@@ -68,7 +68,7 @@ def test_the_label_from_the_log_decides_and_must_agree_with_what_was_asked() -> 
 )
 def test_a_record_of_other_kinds_is_refused_naming_the_key(value: object, said: str) -> None:
     with pytest.raises(J0Error) as caught:
-        SettingRecord.checked(value, "s.json")
+        PointRecord.checked(value, "s.json")
     assert said in str(caught.value) and caught.value.exit_code == 2
 
 
@@ -76,7 +76,7 @@ def test_a_file_that_is_not_json_is_named(tmp_path: Path) -> None:
     (tmp_path / "setting.json").write_text("{")
     said = r"setting\.json: not JSON \(.*\); expected the setting\.json of `j0 mini run`"
     with pytest.raises(J0Error, match=said):
-        SettingRecord.read(tmp_path / "setting.json")
+        PointRecord.read(tmp_path / "setting.json")
     (tmp_path / "setting.json").write_text(json.dumps({"kind": "ngram", "port": "x"}))
     with pytest.raises(J0Error, match=r"setting\.json: 'port' is \"x\", expected a whole number"):
-        SettingRecord.read(tmp_path / "setting.json")
+        PointRecord.read(tmp_path / "setting.json")

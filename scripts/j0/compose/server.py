@@ -25,9 +25,12 @@ BASELINE = "baseline"
 
 
 @dataclass(frozen=True)
-class MatrixSetting:
+class MatrixPoint:
     """One server configuration of the matrix; `tokens` (draft tokens) 0 is the baseline: no
-    speculative decoding (and so no J0)."""
+    speculative decoding (and so no J0). "Point" names one measured point of the matrix or of
+    `j0 mini run` in code (MatrixPoint, PointRun, PointEntry, PointBench, PointPlan,
+    PointOutcome, PointRecord, PointResults); "setting" stays the word in files, options and
+    output (setting.json, matrix.json's settings), and ServerSetting is a server's settings."""
 
     tokens: int
     j0: bool
@@ -78,7 +81,7 @@ class ServerKnobs:
 
 
 def server_setting(
-    setting: MatrixSetting, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
+    setting: MatrixPoint, knobs: ServerKnobs, drafter_dir: str = DRAFTER_MOUNT
 ) -> ServerSetting:
     """The server compose.serve.yaml runs for `setting`: its `vllm serve` arguments (args(), in
     compose's order) and switches (env(), its environment). The baseline's arguments are the
@@ -101,7 +104,7 @@ def server_setting(
     )
 
 
-def compose_switches(setting: MatrixSetting) -> dict[str, str]:
+def compose_switches(setting: MatrixPoint) -> dict[str, str]:
     """The compose variables that select `setting` (.env.example documents them)."""
     return {
         "NUM_SPEC_TOKENS": str(setting.tokens),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.article.serving import default_image_tag
-from j0.compose.server import SERVER_PORT, MatrixSetting, ServerKnobs, server_setting
+from j0.compose.server import SERVER_PORT, MatrixPoint, ServerKnobs, server_setting
 from j0.kube import hardening
 from j0.kube.hardening import HF_TOKEN_SECRET
 from j0.kube.literal import check_names, literal, literal_container, literal_containers
@@ -44,7 +44,7 @@ from j0.terminal import sink
 SERVING_NAME = "j0-vllm"
 SERVING_PVC = "j0-cache"
 # The serving default: compose.yaml's defaults (15 draft tokens, J0 on, vLLM's prefix caching).
-SERVING_SETTING = MatrixSetting(tokens=15, j0=True, prefix_caching=True)
+SERVING_SETTING = MatrixPoint(tokens=15, j0=True, prefix_caching=True)
 
 
 def default_image(pins: Pins) -> str:

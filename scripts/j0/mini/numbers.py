@@ -36,7 +36,7 @@ from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 from j0.mini.manifest import read_manifest_file
 from j0.mini.run.run_summary import MINI_RUN_JSON, RunSummary
-from j0.mini.run.setting_record import SETTING_JSON, SettingRecord
+from j0.mini.run.setting_record import SETTING_JSON, PointRecord
 
 BLOCK = re.compile(
     r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
@@ -78,17 +78,17 @@ def training(folders: list[Path]) -> list[str]:
     return lines
 
 
-def settings_of(run: Path) -> dict[str, SettingRecord]:
+def settings_of(run: Path) -> dict[str, PointRecord]:
     """The settings of a run folder by their names (drafter-mask/k7-j0-on[-seedS], ngram/kK,
     baseline): each one's setting.json, or for a run from before setting.json, what its
-    folder's name says (SettingRecord.from_folder_name)."""
-    found: dict[str, SettingRecord] = {}
+    folder's name says (PointRecord.from_folder_name)."""
+    found: dict[str, PointRecord] = {}
     for path in sorted(run.rglob("result.json")):
         name = path.parent.relative_to(run).as_posix()
         described = path.parent / SETTING_JSON
         if described.is_file():
-            found[name] = SettingRecord.read(described)
-        elif (named := SettingRecord.from_folder_name(name)) is not None:
+            found[name] = PointRecord.read(described)
+        elif (named := PointRecord.from_folder_name(name)) is not None:
             found[name] = named
     return found
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.edge.document import Document, absent, attribute, written_unless
 from j0.edge.fields import Rule, is_of, one_of, read_document, write_document
 from j0.engine.server import server_log
@@ -59,20 +59,20 @@ def j0_revision(root: Path) -> str:
 
 
 @dataclass(slots=True)  # slots: a key set on the run instead of its entry is an error
-class SettingRun:
+class PointRun:
     """How one setting ran: `entry`, its entry in matrix.json as it runs (the setting as asked;
     its outcome: status pending, rendered, ok or failed, the files it left relative to OUT, ...,
     set by the backends), and J0 as asked and as the server's log shows it (`ran`, judge_ran)."""
 
-    setting: MatrixSetting
-    entry: SettingEntry = field(init=False)
+    setting: MatrixPoint
+    entry: PointEntry = field(init=False)
     ran: J0State | None = None
 
     def __post_init__(self) -> None:
         # the setting as asked: name, num_speculative_tokens, j0, ...
-        self.entry = SettingEntry(**self.setting.to_json())
+        self.entry = PointEntry(**self.setting.to_json())
 
-    def written(self) -> SettingEntry:
+    def written(self) -> PointEntry:
         """The setting's entry in matrix.json: `entry` with J0 as run."""
         ran = self.ran
         return dataclasses.replace(
@@ -97,7 +97,7 @@ class SettingRun:
         return J0State(asked, UNKNOWN, "no server log was read", seen=False)
 
 
-def judge_ran(run: SettingRun, logs: list[str]) -> None:
+def judge_ran(run: PointRun, logs: list[str]) -> None:
     """Label the setting's J0 state from the server's log of each of its runs (compose: one;
     k8s: one per shard), never from what was asked (j0.engine.server.j0_state); a setting whose
     server did not run J0 as asked fails, saying what ran. The baseline has no J0 to judge."""
@@ -117,8 +117,8 @@ def judge_ran(run: SettingRun, logs: list[str]) -> None:
 
 
 @dataclass
-class SettingEntry(Document):
-    """One of matrix.json's `settings`, as SettingRun.written() writes it and read_settings reads
+class PointEntry(Document):
+    """One of matrix.json's `settings`, as PointRun.written() writes it and read_settings reads
     it: the setting as asked, J0 as its server's log showed it (j0_ran; None where no log was
     read) and how it ran. prefix_caching is None where the record does not say (a record written
     by hand); `baseline` is written where true; `state` (no key) is J0 as asked and as run,
@@ -146,7 +146,7 @@ class SettingEntry(Document):
     state: J0State | None = attribute(default=None)
 
     @classmethod
-    def from_json(cls, value: Any, where: str) -> SettingEntry:
+    def from_json(cls, value: Any, where: str) -> PointEntry:
         """The entry, or J0Error naming `where`, the key, its value and what was expected."""
         entry = super().from_json(value, where)
         return dataclasses.replace(entry, state=J0State.from_json(value, where))
@@ -172,7 +172,7 @@ class MatrixJson(Document):
     requests: int | None = None
     max_tokens: int | None = None
     shards: int | None = absent()
-    settings: list[SettingEntry] = field(default_factory=list)
+    settings: list[PointEntry] = field(default_factory=list)
     prompts: dict[str, Any] = field(default_factory=dict)
     baseline: bool = False
     repeats: int = 1
@@ -188,7 +188,7 @@ class MatrixRecord:
 
     out: Path
     backend: str
-    runs: list[SettingRun]
+    runs: list[PointRun]
     prefix_caching: bool
     dataset: str | None
     requests: int | None
@@ -235,7 +235,7 @@ class MatrixRecord:
         write_document(self.out / MATRIX_JSON, self.to_json(), indent=2)
 
 
-def read_settings(out: Path) -> dict[str, SettingEntry]:
+def read_settings(out: Path) -> dict[str, PointEntry]:
     """OUT/matrix.json's settings by name, typed; {} where there is no matrix.json (a folder of
     `j0 bench run` results alone). J0Error for a record that is not valid JSON or whose entries
     have other types than MatrixJson says (named: file, entry, key, value)."""

@@ -26,7 +26,7 @@ from j0.bench.matrix.layout import (
     MATRIX_JSON,
     SERVER_LOG,
     MatrixRecord,
-    SettingRun,
+    PointRun,
     j0_revision,
     judge_ran,
     now,
@@ -35,7 +35,7 @@ from j0.bench.matrix.out_folder import claim_out_folder
 from j0.bench.matrix.prompts import make_prompts, write_prompts
 from j0.bench.matrix.settings import matrix_settings
 from j0.bench.run.options import system_prompt_of
-from j0.compose.server import MatrixSetting, ServerKnobs
+from j0.compose.server import MatrixPoint, ServerKnobs
 from j0.edge.atomic import claimed
 from j0.errors import CHECK_FAILED, USAGE, J0Error, parse_json, require
 from j0.pins import Pins, load_pins
@@ -102,7 +102,7 @@ def run_matrix(options: MatrixOptions) -> MatrixOutcome:
 
 def _run_into(
     options: MatrixOptions,
-    settings: list[MatrixSetting],
+    settings: list[MatrixPoint],
     system_prompt: str | None,
     system_prompt_file: str | None,
     shards: int | None,
@@ -121,7 +121,7 @@ def _run_into(
     prompts_file = write_prompts(out, made)
     if backend == "k8s" and shards is None:
         shards = max(1, (gpus or len(settings)) // len(settings))
-    runs = [SettingRun(setting) for setting in settings]
+    runs = [PointRun(setting) for setting in settings]
     record = MatrixRecord(
         out=out,
         backend=backend,

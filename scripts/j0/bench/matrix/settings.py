@@ -1,6 +1,6 @@
 """The settings of `j0 bench matrix`: draft tokens x J0 off/on, named like `k15-j0-off`, and with
 --baseline a setting `baseline` (the same server without --speculative-config); and the
-`j0 bench run` of a setting (SettingBench), built here for both backends.
+`j0 bench run` of a setting (PointBench), built here for both backends.
 
 Standard library only.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from j0.bench.run.options import RunOptions
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.edge import urls
 from j0.engine.server.j0_state import OFF, ON
 from j0.errors import USAGE, J0Error
@@ -58,19 +58,19 @@ def parse_j0(text: str) -> list[bool]:
 
 def matrix_settings(
     tokens: str, j0: str, prefix_caching: bool, baseline: bool = False
-) -> list[MatrixSetting]:
+) -> list[MatrixPoint]:
     """The baseline first where asked, then every (tokens, J0) pair, tokens outermost, both in
     the order given."""
-    first = [MatrixSetting(0, False, prefix_caching)] if baseline else []
+    first = [MatrixPoint(0, False, prefix_caching)] if baseline else []
     return first + [
-        MatrixSetting(tokens=n, j0=on, prefix_caching=prefix_caching)
+        MatrixPoint(tokens=n, j0=on, prefix_caching=prefix_caching)
         for n in parse_tokens(tokens)
         for on in parse_j0(j0)
     ]
 
 
 @dataclass(frozen=True)
-class SettingBench:
+class PointBench:
     """The `j0 bench run` of one setting (or one shard of it), for both backends: what is None
     is left to `j0 bench run`'s defaults."""
 

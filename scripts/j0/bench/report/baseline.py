@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from j0.bench.report.figures import SPEED_KEYS, per_prompt, sources
-from j0.bench.report.results_folder import SettingResults, prompt_key
+from j0.bench.report.results_folder import PointResults, prompt_key
 from j0.bench.result.request_entry import RequestEntry
 from j0.measure import pairing, stats
 
@@ -52,7 +52,7 @@ def _baseline_request(
     return found
 
 
-def lossless(setting: SettingResults, baseline: SettingResults) -> dict[str, Any]:
+def lossless(setting: PointResults, baseline: PointResults) -> dict[str, Any]:
     """Each of the setting's ok requests against the baseline's output for its prompt."""
     base = {(prompt_key(r), r.repeat): r for r in baseline.ok}
     compared = identical = missing = 0
@@ -114,7 +114,7 @@ def lossless(setting: SettingResults, baseline: SettingResults) -> dict[str, Any
 
 
 def against_baseline(
-    settings: list[SettingResults], figs: dict[str, dict[str, Any]]
+    settings: list[PointResults], figs: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """The report's `baseline` block: which setting it is (or why there is none) and every other
     setting against it."""

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from j0.bench.report.results_folder import SettingResults, prompt_key
+from j0.bench.report.results_folder import PointResults, prompt_key
 from j0.errors import INPUT_LACKS, J0Error
 
 
@@ -58,7 +58,7 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def setup_values(setting: SettingResults) -> dict[str, dict[str, tuple[Any, list[str]]]]:
+def setup_values(setting: PointResults) -> dict[str, dict[str, tuple[Any, list[str]]]]:
     """field -> {value's JSON: (value, the files that record it)} over the setting's files."""
     found: dict[str, dict[str, tuple[Any, list[str]]]] = {}
     for path, doc in zip(setting.files, setting.docs, strict=True):
@@ -70,11 +70,11 @@ def setup_values(setting: SettingResults) -> dict[str, dict[str, tuple[Any, list
     return found
 
 
-def prompt_set(setting: SettingResults) -> set[str]:
+def prompt_set(setting: PointResults) -> set[str]:
     return {prompt_key(r) for doc in setting.docs for r in doc.requests}
 
 
-def _prompt_difference(a: SettingResults, b: SettingResults) -> SetupDifference | None:
+def _prompt_difference(a: PointResults, b: PointResults) -> SetupDifference | None:
     mine, theirs = prompt_set(a), prompt_set(b)
     finished_a = all(doc.complete for doc in a.docs)
     finished_b = all(doc.complete for doc in b.docs)
@@ -111,7 +111,7 @@ SPECULATIVE_FIELDS = frozenset(
 
 
 def differences(
-    a: SettingResults, b: SettingResults, ignore: frozenset[str] = frozenset()
+    a: PointResults, b: PointResults, ignore: frozenset[str] = frozenset()
 ) -> list[SetupDifference]:
     """Every field (and the prompt set) on which settings `a` and `b` differ, but `ignore`."""
     mine, theirs = setup_values(a), setup_values(b)
@@ -138,7 +138,7 @@ def differences(
 
 
 def check(
-    settings: list[SettingResults],
+    settings: list[PointResults],
     pairs: list[dict[str, Any]],
     baseline: dict[str, Any],
     allow: bool,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from j0.bench.analysis import acceptance
-from j0.bench.report.results_folder import SettingResults, prompt_key
+from j0.bench.report.results_folder import PointResults, prompt_key
 from j0.bench.result import results
 from j0.bench.result.request_entry import RequestEntry
 from j0.engine.figures import spec_counts
@@ -71,7 +71,7 @@ def pooled_figures(entries: Sequence[RequestEntry]) -> dict[str, Any]:
     }
 
 
-def over_repeats(setting: SettingResults) -> dict[str, Any]:
+def over_repeats(setting: PointResults) -> dict[str, Any]:
     """Each repeat's figures, and their mean, sample standard deviation, min and max."""
     per_repeat = []
     for repeat in setting.repeats:
@@ -99,7 +99,7 @@ def over_repeats(setting: SettingResults) -> dict[str, Any]:
     return {"count": len(per_repeat), "per_repeat": per_repeat, "spread": spread}
 
 
-def figures(setting: SettingResults, bin_of: Callable[[int], acceptance.Bin]) -> dict[str, Any]:
+def figures(setting: PointResults, bin_of: Callable[[int], acceptance.Bin]) -> dict[str, Any]:
     ok = setting.ok
     return {
         **pooled_figures(ok),
@@ -115,7 +115,7 @@ def figures(setting: SettingResults, bin_of: Callable[[int], acceptance.Bin]) ->
     }
 
 
-def per_prompt(setting: SettingResults, key: str) -> dict[str, float]:
+def per_prompt(setting: PointResults, key: str) -> dict[str, float]:
     """One value per prompt: the mean over its repeats of `key` (acceptance_length: the
     request's own, from its counts where the entry lacks it)."""
     values: dict[str, list[float]] = {}
@@ -129,7 +129,7 @@ def per_prompt(setting: SettingResults, key: str) -> dict[str, float]:
     return {k: statistics.fmean(v) for k, v in values.items()}
 
 
-def sources(settings: Sequence[SettingResults]) -> dict[str, str]:
+def sources(settings: Sequence[PointResults]) -> dict[str, str]:
     """prompt key -> the prompt's source (`prompt_source`), over every setting's requests."""
     found: dict[str, str] = {}
     for s in settings:
@@ -139,7 +139,7 @@ def sources(settings: Sequence[SettingResults]) -> dict[str, str]:
     return found
 
 
-def pairs(settings: list[SettingResults]) -> list[dict[str, Any]]:
+def pairs(settings: list[PointResults]) -> list[dict[str, Any]]:
     """J0 on minus off for every draft-token count that has one J0-off setting: each J0-on
     setting of that count against it (several J0-on settings: J0 with other seeds)."""
     out = []
@@ -154,7 +154,7 @@ def pairs(settings: list[SettingResults]) -> list[dict[str, Any]]:
     return out
 
 
-def pair(k: int, on: SettingResults, off: SettingResults, known: dict[str, str]) -> dict[str, Any]:
+def pair(k: int, on: PointResults, off: PointResults, known: dict[str, str]) -> dict[str, Any]:
     result: dict[str, Any] = {"k": k, "on": on.name, "off": off.name}
     for key in ("acceptance_length", "output_tok_s"):
         a, b = per_prompt(on, key), per_prompt(off, key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from j0.bench.report.results_folder import SettingResults
+from j0.bench.report.results_folder import PointResults
 from j0.measure import repetition, stats
 from j0.measure.stats_table import STATS_TEXT, comparison_header, comparison_row
 
@@ -28,7 +28,7 @@ DEFINITIONS = (
 J0_AS = {"run": "as run", "asked": "as asked, not verified"}
 
 
-def j0_cell(setting: SettingResults) -> str:
+def j0_cell(setting: PointResults) -> str:
     """The settings table's J0: the state and how it is known."""
     if setting.baseline:
         return setting.j0
@@ -50,7 +50,7 @@ def _interval(d: dict[str, Any], spec: str, signed: bool = True) -> str:
     return f"{mean}{span}, n={d['n']}"
 
 
-def settings_table(settings: list[SettingResults], figs: dict[str, dict[str, Any]]) -> list[str]:
+def settings_table(settings: list[PointResults], figs: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         "| setting | draft tokens | J0 | prefix caching | requests | acceptance length (pooled) "
         "| acceptance length (request mean) | acceptance rate | tok/s | TTFT (ms) | ITL (ms) "
@@ -72,7 +72,7 @@ def settings_table(settings: list[SettingResults], figs: dict[str, dict[str, Any
     return lines
 
 
-def excluded_section(settings: list[SettingResults]) -> list[str]:
+def excluded_section(settings: list[PointResults]) -> list[str]:
     """The requests kept out of the figures, each with its reasons."""
     total = sum(len(s.excluded) for s in settings)
     if not total:
@@ -95,7 +95,7 @@ def excluded_section(settings: list[SettingResults]) -> list[str]:
     return lines
 
 
-def histogram_table(settings: list[SettingResults], figs: dict[str, dict[str, Any]]) -> list[str]:
+def histogram_table(settings: list[PointResults], figs: dict[str, dict[str, Any]]) -> list[str]:
     speculative = [s for s in settings if figs[s.name]["acceptance_histogram"]]
     if not speculative:
         return ["No setting has per-step acceptance."]
@@ -111,7 +111,7 @@ def histogram_table(settings: list[SettingResults], figs: dict[str, dict[str, An
     return lines
 
 
-def context_table(settings: list[SettingResults], figs: dict[str, dict[str, Any]]) -> list[str]:
+def context_table(settings: list[PointResults], figs: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         "| setting | context (tokens) | steps | requests | acceptance length (pooled) | "
         "acceptance length (request mean) |",
@@ -137,7 +137,7 @@ REPETITION_TEXT = (
 )
 
 
-def repetition_table(settings: list[SettingResults], figs: dict[str, dict[str, Any]]) -> list[str]:
+def repetition_table(settings: list[PointResults], figs: dict[str, dict[str, Any]]) -> list[str]:
     rows = [(s, b) for s in settings for b in figs[s.name].get("repetition_by_context") or []]
     if not rows:
         return ["No output carries a repetition measure (results written before it existed)."]
@@ -161,7 +161,7 @@ def repetition_table(settings: list[SettingResults], figs: dict[str, dict[str, A
     return lines
 
 
-def repeats_table(settings: list[SettingResults], figs: dict[str, dict[str, Any]]) -> list[str]:
+def repeats_table(settings: list[PointResults], figs: dict[str, dict[str, Any]]) -> list[str]:
     repeated = [s for s in settings if figs[s.name]["repeats"]["count"] >= 2]
     if not repeated:
         return ["Each setting ran its prompts once (`--repeats N` for a spread over repeats)."]
@@ -242,7 +242,7 @@ def baseline_section(block: dict[str, Any]) -> list[str]:
 
 
 def markdown(
-    settings: list[SettingResults],
+    settings: list[PointResults],
     figs: dict[str, dict[str, Any]],
     paired: list[dict[str, Any]],
     baseline: dict[str, Any],

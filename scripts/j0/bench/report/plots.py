@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from j0.bench.analysis import roofline
-from j0.bench.report.results_folder import SettingResults
+from j0.bench.report.results_folder import PointResults
 from j0.edge.atomic import write_bytes_atomic, write_text_atomic
 from j0.errors import require
 
@@ -30,7 +30,7 @@ def _csv(rows: list[dict[str, Any]]) -> str:
 
 
 def plots(
-    settings: list[SettingResults],
+    settings: list[PointResults],
     figs: dict[str, dict[str, Any]],
     roof: dict[str, Any],
     bins_text: str,

@@ -27,14 +27,14 @@ from j0.engine.server.j0_state import NOT_APPLICABLE, ON_OFF, STATES, J0State
 from j0.errors import INPUT_LACKS, J0Error
 
 if TYPE_CHECKING:
-    from j0.bench.matrix.layout import SettingEntry
+    from j0.bench.matrix.layout import PointEntry
 
 _NAME = re.compile(r"k(?P<k>\d+).*?j0[-_]?(?P<j0>on|off)", re.IGNORECASE)
 BASELINE_NAME = "baseline"
 
 
 @dataclass
-class SettingResults:
+class PointResults:
     name: str
     files: list[Path]
     requests: list[RequestEntry] = field(default_factory=list)
@@ -66,7 +66,7 @@ def request_key(entry: RequestEntry) -> tuple[str, int]:
     return prompt_key(entry), entry.repeat
 
 
-def find_settings(folder: Path) -> list[SettingResults]:
+def find_settings(folder: Path) -> list[PointResults]:
     if not folder.is_dir():
         what = "a file, expected the results folder" if folder.exists() else "no such folder"
         raise J0Error(f"{folder}: {what}", INPUT_LACKS)
@@ -75,7 +75,7 @@ def find_settings(folder: Path) -> list[SettingResults]:
         files = [sub / "result.json"] if (sub / "result.json").is_file() else []
         files += sorted(sub.glob("result-shard-*.json"))
         if files:
-            settings.append(SettingResults(sub.name, files))
+            settings.append(PointResults(sub.name, files))
     if not settings:
         raise J0Error(
             f"{folder}: no <setting>/result.json or <setting>/result-shard-NN.json inside",
@@ -88,13 +88,13 @@ def find_settings(folder: Path) -> list[SettingResults]:
     return settings
 
 
-def _matrix_settings(folder: Path) -> dict[str, SettingEntry]:
+def _matrix_settings(folder: Path) -> dict[str, PointEntry]:
     from j0.bench.matrix.layout import read_settings
 
     return read_settings(folder)
 
 
-def _merge(setting: SettingResults) -> None:
+def _merge(setting: PointResults) -> None:
     seen: set[tuple[str, int]] = set()
     for path in setting.files:
         doc = results.read_result(path)
@@ -135,7 +135,7 @@ def _excluded(
     }
 
 
-def _recorded_j0(setting: SettingResults, matrix: SettingEntry | None) -> list[J0State]:
+def _recorded_j0(setting: PointResults, matrix: PointEntry | None) -> list[J0State]:
     """What records J0's state, first first: matrix.json's entry (J0 as its server's log showed
     it), the result's manifest (--log, --status-json, else --j0)."""
     manifest = setting.docs[0].manifest
@@ -145,7 +145,7 @@ def _recorded_j0(setting: SettingResults, matrix: SettingEntry | None) -> list[J
     return states
 
 
-def _describe(setting: SettingResults, matrix: SettingEntry | None) -> None:
+def _describe(setting: PointResults, matrix: PointEntry | None) -> None:
     if matrix:
         setting.k = matrix.num_speculative_tokens
         setting.baseline = matrix.baseline

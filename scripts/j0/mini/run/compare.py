@@ -21,7 +21,7 @@ from j0.engine.figures import spec_counts
 from j0.engine.server.j0_state import ON_OFF
 from j0.measure import repetition, stats
 from j0.mini.run.run_summary import RunSummary
-from j0.mini.run.setting_record import DFLASH, NGRAM, SettingRecord
+from j0.mini.run.setting_record import DFLASH, NGRAM, PointRecord
 from j0.mini.train.batch import J0_INIT, MASK_INIT
 
 LABELS = {
@@ -57,9 +57,7 @@ def request_rate(entry: RequestEntry) -> float | None:
     return float(tokens) / float(latency)
 
 
-def load(
-    work: Path, settings: dict[str, SettingRecord], tokenizer: Any
-) -> dict[str, dict[str, Any]]:
+def load(work: Path, settings: dict[str, PointRecord], tokenizer: Any) -> dict[str, dict[str, Any]]:
     """Per setting: per prompt id its acceptance length, tok/s, context, source, output and
     repetition measure; the setting's pooled acceptance length too."""
     data: dict[str, dict[str, Any]] = {}
@@ -156,7 +154,7 @@ def _in_bin(values: dict[str, float], context: dict[str, int | None], c: int | N
 
 def comparisons(
     data: dict[str, dict[str, Any]],
-    settings: dict[str, SettingRecord],
+    settings: dict[str, PointRecord],
     contexts: Sequence[int],
     tokens: Sequence[int],
 ) -> dict[str, Any]:
@@ -301,11 +299,11 @@ def _f(value: float | None, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _pooled_by_context(s: SettingRecord) -> str:
+def _pooled_by_context(s: PointRecord) -> str:
     return ", ".join(f"{c}: {v}" for c, v in (s.per_request_mean_by_context or {}).items())
 
 
-def _j0_as_run(s: SettingRecord) -> str:
+def _j0_as_run(s: PointRecord) -> str:
     if s.kind != DFLASH:
         return "n/a"
     if not s.has("j0") and not s.has("j0_state"):

@@ -45,7 +45,7 @@ from j0.engine.server.identity_record import IdentityRecord
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, USAGE, J0Error
 from j0.mini.manifest import TRAINED_KEYS, MiniManifest, read_manifest_file
 from j0.mini.run.run_summary import RunSummary
-from j0.mini.run.setting_record import BASELINE, NGRAM, SETTING_JSON, SettingRecord
+from j0.mini.run.setting_record import BASELINE, NGRAM, SETTING_JSON, PointRecord
 from j0.mini.train.run import DRAFTERS
 
 CONTEXT_MULTIPLES = (0.5, 1, 2, 4, 8)  # of the drafters' training length: the default bins
@@ -207,17 +207,17 @@ def setting_folder(k: int, j0: bool, seed: int, pinned: int) -> str:
 
 def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list[Any]:
     """Every setting of the run, in the order they are served."""
-    from j0.mini.run.setting import SettingPlan
+    from j0.mini.run.setting import PointPlan
 
     out = []
     if "baseline" in options.parts:
         out.append(
-            SettingPlan(None, 0, False, length, work / BASELINE, kind=BASELINE, slots=options.slots)
+            PointPlan(None, 0, False, length, work / BASELINE, kind=BASELINE, slots=options.slots)
         )
     for k in options.tokens:
         if "ngram" in options.parts:
             out.append(
-                SettingPlan(
+                PointPlan(
                     None,
                     k,
                     False,
@@ -236,7 +236,7 @@ def plans(options: MiniRunOptions, work: Path, length: int, pinned: int) -> list
             for j0, seed in runs:
                 folder = work / f"drafter-{drafter}" / setting_folder(k, j0, seed, pinned)
                 out.append(
-                    SettingPlan(
+                    PointPlan(
                         drafter,
                         k,
                         j0,
@@ -357,7 +357,7 @@ def run_mini_run(options: MiniRunOptions, say: Any = print) -> MiniRunResult:
     def serve(plan: Any, port: int) -> None:
         plan = replace(plan, port=port, servers=min(options.servers, len(todo)))
         outcome = run_setting(options, plan, dataset, prompts, say, sampling)
-        record = SettingRecord.made(
+        record = PointRecord.made(
             **outcome.summary, problems=outcome.problems, missing=outcome.missing
         )
         record.write(plan.folder)
@@ -410,10 +410,10 @@ def summarize(
     """The reports, the gate and the comparisons over every setting in WORK."""
     from j0.mini.run import compare
 
-    settings: dict[str, SettingRecord] = {}
+    settings: dict[str, PointRecord] = {}
     for path in sorted(work.rglob(SETTING_JSON)):
         name = path.parent.relative_to(work).as_posix()
-        settings[name] = SettingRecord.read(path)
+        settings[name] = PointRecord.read(path)
         # every setting's problems, those of an earlier command of a resumed run too
         result.problems.extend(settings[name].problems or [])
         result.missing.extend(settings[name].missing or [])

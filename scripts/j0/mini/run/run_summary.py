@@ -19,7 +19,7 @@ from typing import Any
 from j0.edge.document import KeptKeys, absent, attribute, needed
 from j0.edge.fields import read_document, shown, write_document
 from j0.errors import INPUT_LACKS, J0Error
-from j0.mini.run.setting_record import SettingRecord
+from j0.mini.run.setting_record import PointRecord
 
 MINI_RUN_JSON = "mini-run.json"
 
@@ -61,9 +61,9 @@ class RunSummary(KeptKeys):
         """Every setting ran and every check passed: nothing in problems or missing."""
         return not self.problems and not self.missing
 
-    def records(self) -> dict[str, SettingRecord]:
+    def records(self) -> dict[str, PointRecord]:
         """The settings' records as their type (as they were gathered from setting.json)."""
-        return {name: SettingRecord.from_json(value) for name, value in self.settings.items()}
+        return {name: PointRecord.from_json(value) for name, value in self.settings.items()}
 
     @classmethod
     def checked(cls, value: Any, where: str) -> RunSummary:

@@ -21,7 +21,7 @@ from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
 
 
 @dataclass(frozen=True)
-class SettingPlan:
+class PointPlan:
     """One server start of the run. kind: dflash (a drafter, J0 on or off, J0's seed), ngram
     (vLLM's n-gram speculator, `prompt_lookup_max` in speculative_extra) or baseline (none)."""
 
@@ -62,7 +62,7 @@ def spec_config(
 
 
 @dataclass
-class SettingOutcome:
+class PointOutcome:
     summary: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -105,18 +105,18 @@ def memory_share(servers: int) -> dict[str, Any]:
 
 def run_setting(
     options: Any,
-    plan: SettingPlan,
+    plan: PointPlan,
     dataset: Path,
     prompts: list[Any],
     say: Any,
     sampling: Sampling = Sampling(),
-) -> SettingOutcome:
+) -> PointOutcome:
     from j0.bench import RunOptions
     from j0.bench import run_bench as run
     from j0.engine.server.endpoints import first_model
     from j0.engine.server.launcher import LocalServer, ServerStart, wait_healthy
 
-    outcome = SettingOutcome()
+    outcome = PointOutcome()
     lines: list[str] = []
     plan.folder.mkdir(parents=True)
     speculative = plan.kind != BASELINE
@@ -223,7 +223,7 @@ def dump_pass(
     url: str,
     model: str,
     prompts: list[Any],
-    plan: SettingPlan,
+    plan: PointPlan,
     options: Any,
     sampling: Sampling = Sampling(),
 ) -> dict[str, Any]:
@@ -258,7 +258,7 @@ def dump_pass(
     return {"requests": sent, "verify_steps": steps, "dump_steps": options.dump_steps}
 
 
-def ran_as_asked(plan: SettingPlan, outcome: SettingOutcome) -> None:
+def ran_as_asked(plan: PointPlan, outcome: PointOutcome) -> None:
     """Label the setting from its server's log; a problem where it did not run as asked."""
     from j0.engine.server import server_log
     from j0.engine.server.j0_state import ON, j0_ran, not_applicable
@@ -350,7 +350,7 @@ def by_context(result_path: Path) -> dict[str, Any]:
     }
 
 
-def dumps_line(plan: SettingPlan, outcome: SettingOutcome) -> str:
+def dumps_line(plan: PointPlan, outcome: PointOutcome) -> str:
     """`j0 dumps check` (with the setting's J0 seed) on its dumps; its per-request report is
     written to dumps-check.json and the dumps' sha256 to dumps-sha256.txt (the dumps themselves
     stay where they are: too large to keep with the results)."""
@@ -394,9 +394,9 @@ def slots_of(report: Any) -> list[int]:
 
 def crosscheck_line(
     options: Any,
-    plan: SettingPlan,
+    plan: PointPlan,
     answers: list[dict[str, Any]],
-    outcome: SettingOutcome,
+    outcome: PointOutcome,
     temperature: float = 0.0,
 ) -> str:
     from j0.mini import device as device_mod

@@ -35,7 +35,7 @@ _NGRAM_NAME = re.compile(r"ngram/k(\d+)")
 
 
 @dataclass
-class SettingRecord(KeptKeys):
+class PointRecord(KeptKeys):
     """One setting's record, a typed document in the writer's order; a key it lacks reads as
     None (a key whose default is absent() is never null where it is there)."""
 
@@ -84,12 +84,12 @@ class SettingRecord(KeptKeys):
         return state.ran == want and state.asked in (want, UNKNOWN)
 
     @classmethod
-    def checked(cls, value: Any, where: str) -> SettingRecord:
+    def checked(cls, value: Any, where: str) -> PointRecord:
         """The record, or J0Error naming `where`, the key, its value and what was expected."""
         return cls.from_json(value, where)
 
     @classmethod
-    def read(cls, path: Path) -> SettingRecord:
+    def read(cls, path: Path) -> PointRecord:
         value = read_document(path, f"the {SETTING_JSON} of `j0 mini run`")
         return cls.checked(value, str(path))
 
@@ -97,7 +97,7 @@ class SettingRecord(KeptKeys):
         write_document(folder / SETTING_JSON, self.to_json())
 
     @classmethod
-    def from_folder_name(cls, name: str) -> SettingRecord | None:
+    def from_folder_name(cls, name: str) -> PointRecord | None:
         """A run from before setting.json: the setting as its folder's name says it
         (drafter-mask/k7-j0-on[-seedS], ngram/kK, baseline), J0 as asked; None for another."""
         if match := _DFLASH_NAME.fullmatch(name):

@@ -30,8 +30,8 @@ from j0.bench.matrix.compose.project import (
     tail,
     url_of,
 )
-from j0.bench.matrix.layout import SERVER_LOG, SettingRun, now, result_name
-from j0.bench.matrix.settings import SettingBench
+from j0.bench.matrix.layout import SERVER_LOG, PointRun, now, result_name
+from j0.bench.matrix.settings import PointBench
 from j0.bench.run import bench_exit_code
 from j0.compose.server import compose_switches
 from j0.edge.atomic import write_text_atomic
@@ -102,7 +102,7 @@ class ComposeBackend:
         files = compose_files(self.root, environ) + os.pathsep + str(override.resolve())
         return Compose(self.root, {**environ, "COMPOSE_FILE": files})
 
-    def run_setting(self, run: SettingRun) -> None:
+    def run_setting(self, run: PointRun) -> None:
         setting = run.setting
         switches = compose_switches(setting)
         url = url_of(self.environ)
@@ -148,7 +148,7 @@ class ComposeBackend:
             out = setting_dir / result_name(None)
             # The log so far (identity line, patch lines): the result's J0 label comes from it.
             write_text_atomic(setting_dir / SERVER_LOG, server_log())
-            bench = SettingBench(
+            bench = PointBench(
                 url=url,
                 out=out,
                 label=setting.name,

@@ -19,7 +19,7 @@ from typing import Any
 
 from j0.article.server_setting import ServerSetting
 from j0.article.serving import option_value, parse_speculative_config
-from j0.compose.server import MatrixSetting
+from j0.compose.server import MatrixPoint
 from j0.errors import INPUT_LACKS, J0Error, parse_json
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # `docker compose logs` erases lines even untold
@@ -58,7 +58,7 @@ def url_of(environ: Mapping[str, str]) -> str:
     return f"http://127.0.0.1:{environ.get('PORT') or 8000}"
 
 
-def rendered_setting(project: dict[str, Any]) -> tuple[MatrixSetting, list[str], dict[str, str]]:
+def rendered_setting(project: dict[str, Any]) -> tuple[MatrixPoint, list[str], dict[str, str]]:
     """What the rendered project's server runs: the setting, its command and its J0 switches."""
     server = project.get("services", {}).get("server")
     if not isinstance(server, dict):
@@ -74,7 +74,7 @@ def rendered_setting(project: dict[str, Any]) -> tuple[MatrixSetting, list[str],
         raise J0Error(f"docker compose config: VLLM_DFLASH_CTX_NOISE={noise!r}", INPUT_LACKS)
     caching = prefix_caching_of(command, environment)
     tokens = 0 if raw is None else parse_speculative_config(raw).config.tokens
-    setting = MatrixSetting(tokens, noise == "1" and raw is not None, caching)
+    setting = MatrixPoint(tokens, noise == "1" and raw is not None, caching)
     switches = {k: v for k, v in environment.items() if k.startswith("VLLM_") or "PREFIX" in k}
     return setting, command, switches
 

@@ -20,7 +20,7 @@ from j0.bench.matrix.k8s import client
 from j0.bench.matrix.k8s.plan import PLAN_FILE, Plan
 from j0.bench.matrix.k8s.pod import BEGIN, END, decode_blocks
 from j0.bench.matrix.k8s.render import K8sOptions, matrix_manifests
-from j0.bench.matrix.layout import SERVER_LOG, SettingRun, judge_ran, now
+from j0.bench.matrix.layout import SERVER_LOG, PointRun, judge_ran, now
 from j0.compose.server import ServerKnobs
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, J0Error
@@ -79,7 +79,7 @@ class K8sBackend:
         return matrix_manifests(self.pins, self.knobs, plan, self.options, self.parallelism)
 
     def apply_and_follow(
-        self, plan: Plan, manifests: dict[str, dict[str, Any]], runs: Sequence[SettingRun]
+        self, plan: Plan, manifests: dict[str, dict[str, Any]], runs: Sequence[PointRun]
     ) -> dict[str, Any]:
         """Create the objects, follow both Jobs, collect; returns what matrix.json records."""
         cluster = self.cluster or client.connect(self.options.namespace)
@@ -136,7 +136,7 @@ class K8sBackend:
         cluster: client.Cluster,
         plan: Plan,
         pods: Sequence[Any],
-        runs: Sequence[SettingRun],
+        runs: Sequence[PointRun],
     ) -> None:
         """Each index's result and logs from its last succeeded pod (else its last pod)."""
         by_index: dict[int, list[client.PodView]] = {}

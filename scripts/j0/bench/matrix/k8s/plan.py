@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from j0.bench.matrix.layout import result_name
-from j0.compose.server import MatrixSetting, ServerKnobs, server_setting
+from j0.compose.server import MatrixPoint, ServerKnobs, server_setting
 from j0.edge.document import Document, needed, written_unless
 from j0.edge.fields import Rule, all_are, list_of
 from j0.errors import INPUT_LACKS, USAGE, J0Error
@@ -77,7 +77,7 @@ class PlanTask(Document):
 
 @dataclass(frozen=True)
 class PlanServer(Document):
-    """A setting's server: the setting (its keys as Setting.to_json writes them), and the `vllm
+    """A setting's server: the setting (its keys as MatrixPoint.to_json writes them), and the `vllm
     serve` arguments and switches compose renders for it (j0.compose.server)."""
 
     name: str
@@ -89,8 +89,8 @@ class PlanServer(Document):
     server_env: Annotated[dict[str, str], TEXTS] = needed(default_factory=dict)
 
     @property
-    def setting(self) -> MatrixSetting:
-        return MatrixSetting(self.num_speculative_tokens, self.j0, self.prefix_caching)
+    def setting(self) -> MatrixPoint:
+        return MatrixPoint(self.num_speculative_tokens, self.j0, self.prefix_caching)
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PlanServer:
@@ -104,7 +104,7 @@ class PlanServer(Document):
         return read
 
 
-def plan_server(setting: MatrixSetting, knobs: ServerKnobs) -> PlanServer:
+def plan_server(setting: MatrixPoint, knobs: ServerKnobs) -> PlanServer:
     """The setting's server as compose renders it (j0.compose.server.server_setting)."""
     server = server_setting(setting, knobs)
     return PlanServer(**setting.to_json(), server_args=server.args(), server_env=server.env())
@@ -173,7 +173,7 @@ class Plan:
 
 def build_plan(
     run: str,
-    settings: Sequence[MatrixSetting],
+    settings: Sequence[MatrixPoint],
     knobs: ServerKnobs,
     shards: int,
     options: BenchOptions,

@@ -5,7 +5,7 @@
         `j0 serve -- ARGS` (the baseline, which has no --speculative-config that `j0 serve`
         would accept: `vllm serve ARGS`)
     python3 -P -m j0.bench.matrix.k8s.pod bench
-        the main container: `j0 bench run` (j0.bench.run, with the index's SettingBench) on the
+        the main container: `j0 bench run` (j0.bench.run, with the index's PointBench) on the
         index's shard against the sidecar, the result written to the PVC and repeated on stdout
         for collection
     python3 -P -m j0.bench.matrix.k8s.pod prefetch MODEL
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 from j0.bench.matrix.k8s.plan import PLAN_FILE, PlanDocument, PlanTask
-from j0.bench.matrix.settings import SettingBench
+from j0.bench.matrix.settings import PointBench
 from j0.edge import urls
 from j0.engine.server.endpoints import wait_for_health
 from j0.errors import INPUT_LACKS, J0Error, parse_json
@@ -88,7 +88,7 @@ def server_command(plan: PlanDocument, index: int) -> tuple[list[str], dict[str,
 
 def bench_of(
     plan: PlanDocument, index: int, url: str, results_dir: str, prompts_path: str | None
-) -> SettingBench:
+) -> PointBench:
     """The `j0 bench run` of one index."""
     task = task_of(plan, index)
     bench = plan.bench
@@ -96,7 +96,7 @@ def bench_of(
         dataset, requests = prompts_path, task.requests
     else:
         dataset, requests = bench.dataset, bench.requests
-    return SettingBench(
+    return PointBench(
         url=url,
         out=Path(f"{results_dir}/{task.out}"),
         label=task.label,
