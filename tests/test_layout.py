@@ -276,14 +276,16 @@ def front_door_processes(path: Path) -> list[str]:
     return found
 
 
-def test_front_door_process_finder_finds_a_planted_one(tmp_path: Path) -> None:
-    planted = tmp_path / "planted.py"
+def test_front_door_process_finder_finds_a_planted_one() -> None:
+    planted = PACKAGE / "_planted_process.py"
     planted.write_text(
         "import sys\nA = [sys.executable, '-m', 'j0', 'image', 'identity']\n"
         "B = (sys.executable, '-m', 'j0.engine.server.speculator_identity')\n"
     )
-    found = front_door_processes(planted.rename(PACKAGE / "_planted_process.py"))
-    (PACKAGE / "_planted_process.py").unlink()
+    try:
+        found = front_door_processes(planted)
+    finally:
+        planted.unlink()
     assert found == ["j0._planted_process:2: runs `python -m j0`"]
 
 
@@ -328,7 +330,7 @@ VLLM_ARGV_WRITERS = {
 def vllm_argv_lists(path: Path) -> list[str]:
     """Where a module writes a list holding one of `vllm serve`'s options (VLLM_SERVE_FLAGS)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.List):
             words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
             if flags := sorted(words & VLLM_SERVE_FLAGS):
