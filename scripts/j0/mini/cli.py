@@ -111,9 +111,11 @@ a set's files are not what the commands write.
 NUMBERS_HELP = """\
 The tables of a results README written from the data stored beside it: each block
 `<!-- numbers: KIND PATH... -->` ... `<!-- /numbers -->` (KIND: training, engine, comparisons,
-gate, checks; PATH relative to the README) is made again from PATH's mini.json, result files and
-mini-run.json. Without --write it checks: exit 0 when every block agrees with the data, 1 when one
-does not (the difference printed); --write writes them. Exit 2: a block's data is missing.
+gate, checks, positions, throughput, ceiling, speed, sets; PATH relative to the README) is made
+again from PATH's mini.json, result files, mini-run.json, speed.json or model sets. Without
+--write it checks: exit 0 when every block agrees with the data, 1 when one does not (the
+difference printed); --write writes them. Exit 2: a block's data is missing (a file, or a key
+that data made before issue 54 lacks).
 """
 
 

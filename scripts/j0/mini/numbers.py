@@ -17,6 +17,14 @@ with PATH relative to the README's folder:
                        j0.measure.stats: bootstrap interval, sign-flip p, verdict, prompts needed)
     gate RUN           the repetition gate of every setting's outputs, by prompt context
     checks RUN         each setting's check lines (cross-check, dumps check)
+    positions TRAIN... the target's held-out loss by position in its window, per training
+    throughput TRAIN.. the trainings' throughput: tokens/s, MFU, rows/s, passes over the rows
+    ceiling RUN        the oracle acceptance estimate beside the measured one, by context
+    speed RUN          `j0 mini speed`'s table (RUN/speed.json), the machine named
+    sets SET...        `j0 mini sets`' report over the named model sets
+
+(the last five in j0.mini.numbers_more: the measurements of issue 54, each table made by the
+function of the module that made its data).
 
 Prompts without a `prompt_source` in a folder without prompts.json (the first layout of
 `j0 mini run`: prompt i of every length cut from held-out file i) are grouped by that file, their
@@ -34,6 +42,7 @@ from typing import Any
 
 from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
+from j0.mini import numbers_more as more
 from j0.mini.manifest import read_manifest_file
 from j0.mini.run.run_summary import MINI_RUN_JSON, RunSummary
 from j0.mini.run.setting_record import SETTING_JSON, PointRecord
@@ -42,7 +51,18 @@ BLOCK = re.compile(
     r"(?P<head><!-- numbers: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(?P<tail><!-- /numbers -->)",
     re.DOTALL,
 )
-KINDS = ("training", "engine", "comparisons", "gate", "checks")
+KINDS = (
+    "training",
+    "engine",
+    "comparisons",
+    "gate",
+    "checks",
+    "positions",
+    "throughput",
+    "ceiling",
+    "speed",
+    "sets",
+)
 
 
 def _f(value: Any, spec: str = ".3f") -> str:
@@ -209,6 +229,7 @@ def checks(run: Path) -> list[str]:
 
 
 _UNPACKED: dict[Path, Path] = {}
+_EXTRACTED: dict[Path, Path] = {}
 
 
 def unpacked(path: Path, spec: str) -> Path:
@@ -217,12 +238,27 @@ def unpacked(path: Path, spec: str) -> Path:
     temporary folder (tarfile's `data` filter: no links out, no absolute paths)."""
     if path.is_dir():
         return path
+    key = path.resolve()
+    if key not in _UNPACKED:
+        target = extracted(path, spec)
+        tops = [p for p in target.iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            raise J0Error(
+                f"{path}: expected an archive of one folder, found {len(tops)}", INPUT_LACKS
+            )
+        _UNPACKED[key] = tops[0]
+    return _UNPACKED[key]
+
+
+def extracted(path: Path, spec: str) -> Path:
+    """The temporary folder the `.tar.xz` at PATH is unpacked into (once per process), or the
+    J0Error (exit 2) naming the archive and what was expected."""
     if not (path.is_file() and path.name.endswith(".tar.xz")):
         raise J0Error(
             f"{path}: no such folder or .tar.xz archive (the numbers block {spec!r})", INPUT_LACKS
         )
     key = path.resolve()
-    if key not in _UNPACKED:
+    if key not in _EXTRACTED:
         import atexit
         import lzma
         import shutil
@@ -253,13 +289,22 @@ def unpacked(path: Path, spec: str) -> Path:
                 f"expected an archive of one folder (the numbers block {spec!r})",
                 INPUT_LACKS,
             ) from None
-        tops = [p for p in target.iterdir() if p.is_dir()]
-        if len(tops) != 1:
-            raise J0Error(
-                f"{path}: expected an archive of one folder, found {len(tops)}", INPUT_LACKS
-            )
-        _UNPACKED[key] = tops[0]
-    return _UNPACKED[key]
+        _EXTRACTED[key] = target
+    return _EXTRACTED[key]
+
+
+def set_folder(path: Path, spec: str) -> Path:
+    """A model set's folder (a `sets` block): PATH itself, or what its `.tar.xz` unpacks into
+    where a set's mini.json is there (scripts/mini-gpu.sh packs models/ and run/ side by side),
+    else the archive's one folder."""
+    from j0.mini.sets import MANIFEST_PLACES
+
+    if path.is_dir():
+        return path
+    root = extracted(path, spec)
+    if any(any(root.glob(place)) for place in MANIFEST_PLACES):
+        return root
+    return unpacked(path, spec)
 
 
 def block(spec: str, folder: Path) -> str:
@@ -268,6 +313,11 @@ def block(spec: str, folder: Path) -> str:
         raise J0Error(
             f"numbers block {spec!r}: expected one of {', '.join(KINDS)} and a path", INPUT_LACKS
         )
+    if kind == "sets":  # each set labelled by its PATH's name
+        named = [
+            (Path(p).name.removesuffix(".tar.xz"), set_folder(folder / p, spec)) for p in paths
+        ]
+        return "\n".join(more.sets(named)) + "\n"
     where = [unpacked(folder / p, spec) for p in paths]
     made = {
         "training": lambda: training(where),
@@ -275,6 +325,10 @@ def block(spec: str, folder: Path) -> str:
         "comparisons": lambda: comparisons(where[0]),
         "gate": lambda: gate(where[0]),
         "checks": lambda: checks(where[0]),
+        "positions": lambda: more.positions(where),
+        "throughput": lambda: more.throughput(where),
+        "ceiling": lambda: more.ceiling(where[0]),
+        "speed": lambda: more.speed(where[0]),
     }[kind]()
     return "\n".join(made) + "\n"
 

@@ -319,8 +319,13 @@ def _cell(entry: dict[str, Any] | None) -> str:
 
 
 def markdown(doc: dict[str, Any]) -> str:
+    """sets.md: the heading and table_lines."""
+    return "\n".join(["# j0 mini sets", "", *table_lines(doc)]) + "\n"
+
+
+def table_lines(doc: dict[str, Any]) -> list[str]:
     """The report as a table: one column per set, the replications first, then the combined
-    effect, the verdict and what would resolve it."""
+    effect, the verdict and what would resolve it (`j0 mini numbers`' `sets` block)."""
     sets = doc["sets"]
     ordered = [s for s in sets if s["replication"]] + [s for s in sets if not s["replication"]]
     heads = [
@@ -328,8 +333,6 @@ def markdown(doc: dict[str, Any]) -> str:
         for s in ordered
     ]
     lines = [
-        "# j0 mini sets",
-        "",
         f"Recipe {doc['recipe']} (that of {doc['recipe_of']}): "
         f"{sum(1 for s in sets if s['replication'])} model set(s) of it, each its own "
         "`j0 mini train --seed` and run. Sets of other recipes are shown beside them as "
@@ -367,4 +370,4 @@ def markdown(doc: dict[str, Any]) -> str:
             + " | ".join(cells)
             + f" | {joined} | {tau} | {row['verdict']} | {row['would_resolve'] or '-'} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines

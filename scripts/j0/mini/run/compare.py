@@ -335,8 +335,15 @@ def servers_words(summary: RunSummary) -> str:
 
 
 def ceiling_table(summary: RunSummary) -> list[str]:
+    """mini-run.md's section of ceiling_lines; nothing where no setting has a ceiling."""
+    lines = ceiling_lines(summary)
+    return ["", "## The ceiling beside the measurement", "", *lines] if lines else []
+
+
+def ceiling_lines(summary: RunSummary) -> list[str]:
     """The ceiling beside the measurement (j0.mini.run.ceiling), per J0-off setting whose
-    cross-check ran, by context; nothing where none has one."""
+    cross-check ran, by context: the words and the table (`j0 mini numbers`' `ceiling` block);
+    nothing where none has one."""
     rows = []
     for name, record in summary.records().items():
         table = (record.crosscheck or {}).get("ceiling_by_context") or {}
@@ -349,9 +356,6 @@ def ceiling_table(summary: RunSummary) -> list[str]:
     if not rows:
         return []
     return [
-        "",
-        "## The ceiling beside the measurement",
-        "",
         "On the cross-checked requests: the acceptance length a perfect greedy drafter would "
         "reach on the engine's own outputs at the run's temperature (each draft token kept with "
         "the target's p_T(argmax); j0.mini.run.ceiling), beside the engine's (request means); "

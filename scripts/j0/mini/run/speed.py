@@ -231,27 +231,43 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
         for server in servers.values():
             server.stop()
     table = summarize(rounds, BASELINE if BASELINE in names else names[0])
-    result.doc = {
-        "machine": machine(),
+    result.doc = record(options, names, len(lines), sampling.temperature, table, machine())
+    result.problems = list(result.doc["problems"])
+    write_text_atomic(work / "speed.json", json.dumps(result.doc, indent=1) + "\n")
+    write_text_atomic(work / "speed.md", markdown(result.doc))
+    return result
+
+
+def record(
+    options: SpeedOptions,
+    names: list[str],
+    prompts: int,
+    temperature: float,
+    table: dict[str, Any],
+    gpu: dict[str, str],
+) -> dict[str, Any]:
+    """speed.json: how it was measured, on which machine (`gpu`: machine()), the table
+    (summarize) and the problems (requests that failed)."""
+    problems = [
+        f"{name}: {row['failed_requests']} requests failed"
+        for name, row in table.items()
+        if row["failed_requests"]
+    ]
+    return {
+        "machine": gpu,
         "graphs": options.graphs,
         "slots": options.slots,
-        "prompts": len(lines),
+        "prompts": prompts,
         "repeats": options.repeats,
         "max_tokens": options.max_tokens,
         "tokens": options.tokens,
-        "temperature": sampling.temperature,
+        "temperature": temperature,
         "settings": names,
         "order": "round r: setting r mod n first, then the others in turn",
         "how": "servers started together, then only one sent requests at a time",
         "table": table,
+        "problems": problems,
     }
-    for name, row in table.items():
-        if row["failed_requests"]:
-            result.problems.append(f"{name}: {row['failed_requests']} requests failed")
-    result.doc["problems"] = result.problems
-    write_text_atomic(work / "speed.json", json.dumps(result.doc, indent=1) + "\n")
-    write_text_atomic(work / "speed.md", markdown(result.doc))
-    return result
 
 
 def measure(
@@ -304,10 +320,14 @@ def measure(
 
 
 def markdown(doc: dict[str, Any]) -> str:
+    """speed.md: the heading and table_lines."""
+    return "\n".join(["# j0 mini speed", "", *table_lines(doc)]) + "\n"
+
+
+def table_lines(doc: dict[str, Any]) -> list[str]:
+    """The machine, how it was measured and the table (`j0 mini numbers`' `speed` block)."""
     machine_words = f"{doc['machine']['gpu']} (driver {doc['machine']['driver']})"
     lines = [
-        "# j0 mini speed",
-        "",
         f"On {machine_words}; CUDA graphs {'on' if doc['graphs'] else 'off'}; "
         f"{doc['prompts']} prompts, {doc['max_tokens']} tokens each, {doc['slots']} in flight; "
         f"temperature {doc['temperature']}; {doc['repeats']} rounds, the settings interleaved "
@@ -329,4 +349,4 @@ def markdown(doc: dict[str, Any]) -> str:
         )
     if doc.get("problems"):
         lines += ["", "Problems: " + "; ".join(doc["problems"])]
-    return "\n".join(lines) + "\n"
+    return lines
