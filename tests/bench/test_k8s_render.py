@@ -9,6 +9,7 @@ J0_REQUIRE_DOCKER=1).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -261,12 +262,18 @@ def test_plan_gives_every_index_its_setting_and_shard(pins: Pins) -> None:
 # --- the same server as compose -------------------------------------------------------------------
 
 
-def require_compose() -> None:
-    reason = ""
+@functools.cache
+def compose_missing() -> str:
+    """Why `docker compose` cannot render here ("" where it can), asked once per test process."""
     if shutil.which("docker") is None:
-        reason = "no docker CLI"
-    elif subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
-        reason = "no compose plugin"
+        return "no docker CLI"
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
+        return "no compose plugin"
+    return ""
+
+
+def require_compose() -> None:
+    reason = compose_missing()
     if reason:
         if os.environ.get("J0_REQUIRE_DOCKER") == "1":
             pytest.fail(f"J0_REQUIRE_DOCKER=1 but {reason}")
