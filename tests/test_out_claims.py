@@ -40,7 +40,20 @@ def commands(tmp: Path, out: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("command", ["mini train", "dumps replay", "bench matrix", "drafter fetch"])
+# `j0 mini train` and `j0 dumps replay` import torch and transformers before they claim their
+# folder: about 3 s of CPU and 6-7 s of a worker each in a fast-subset run (2026-12-07), so those
+# two run in the whole run only (slow), as the dumps commands' `--json` forms do; the claim itself
+# is j0.edge.atomic.claimed, which the other two commands' cases (each a mutation guard's killer)
+# and tests/bench/test_bench_out_claim.py check in the fast subset.
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("mini train", marks=pytest.mark.slow),
+        pytest.param("dumps replay", marks=pytest.mark.slow),
+        "bench matrix",
+        "drafter fetch",
+    ],
+)
 def test_a_folder_another_command_writes_is_refused(tmp_path: Path, command: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
