@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from image_tree import put_j0_package
 
 from conftest import OwnImages
 from engine.contract_lookalike import write_lookalike
@@ -71,7 +72,7 @@ sys.exit(code)
 def step_tree(tmp_path: Path, base_bytes: bytes, pins: Pins) -> dict[str, Path]:
     """A copy of j0 (its package, pins and patch) and a fake site-packages holding vLLM's file."""
     home = tmp_path / "opt-j0"
-    shutil.copytree(ROOT / "scripts" / "j0", home / "scripts" / "j0")
+    put_j0_package(home / "scripts")
     (home / "overlay").mkdir()
     for name in ("pins.env", "jetspec-j0.patch", "jetspec-j0-prefix-safe.patch"):
         shutil.copy(ROOT / "overlay" / name, home / "overlay" / name)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from image_tree import put_j0_package
 
 from j0.pins import Pins
 from servers.base import free_port
@@ -73,7 +74,7 @@ def index() -> Iterator[WheelIndexServer]:
 def j0_copy(tmp_path: Path) -> Path:
     """A copy of j0 with the checkout's pins, as the Dockerfile's early COPY makes one."""
     home = tmp_path / "opt-j0"
-    shutil.copytree(ROOT / "scripts" / "j0", home / "scripts" / "j0")
+    put_j0_package(home / "scripts")
     (home / "overlay").mkdir()
     shutil.copy(ROOT / "overlay" / "pins.env", home / "overlay" / "pins.env")
     return home
