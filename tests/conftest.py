@@ -32,6 +32,25 @@ os.environ.setdefault("J0_SERVE_ARGS_READER", "table")
 _ZYGOTES = pytest.StashKey[Path]()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def checkout_unchanged() -> Iterator[None]:
+    """No file comes or goes in scripts/j0 or tests/ while this test process runs its tests
+    (tests/checkout_guard.py: a file planted there for a moment failed other workers' tests).
+    Read twice a session, about 80 folders: a few milliseconds."""
+    from checkout_guard import changes, snapshot
+
+    tops = (ROOT / "scripts" / "j0", ROOT / "tests")
+    before = snapshot(*tops)
+    yield
+    if found := changes(before, snapshot(*tops)):
+        pytest.fail(
+            "files came or went in the checkout while the tests ran (a test writes there: plant"
+            " in tmp_path instead; or the checkout was changed meanwhile, by git or by hand):\n"
+            + "\n".join(found),
+            pytrace=False,
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """One folder of selfcheck zygotes for the whole run (j0.selfcheck.zygote): the workers of
     `j0 selfcheck --device cpu` that the tests start fork from a process that imported vLLM

@@ -37,8 +37,9 @@ def parsed(path: Path, text: str | None = None) -> ast.Module:
     return _tree(path.read_text() if text is None else text, str(path))
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """`path`'s dotted name in `package` (scripts/j0, or a test's own package named j0)."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -207,11 +208,11 @@ ROOF = {"j0.cli", "j0.__main__"}
 IMPORTS_BY_NAME = {"j0.errors", "j0.selfcheck.kernels", "j0.selfcheck.zygote"}
 
 
-def front_door_uses(path: Path) -> list[str]:
+def front_door_uses(path: Path, package: Path = PACKAGE) -> list[str]:
     """Ways `path` reaches another command through the front door rather than its functions:
     importing `j0.cli` or any command's `cli` module from outside that command, or importing
     modules by name (`importlib.import_module`, `__import__`)."""
-    name = module_name(path)
+    name = module_name(path, package)
     own = ".".join(name.split(".")[:2])
     found: list[str] = []
     for node in ast.walk(parsed(path)):
@@ -238,17 +239,29 @@ def front_door_uses(path: Path) -> list[str]:
     return found
 
 
+# The finders' own tests plant their modules in a package of the test's own (tmp_path/j0, named
+# as the real one), never in scripts/j0: other pytest-xdist workers scan and copy the real package
+# while they run (test_output_sink.py's planted module failed them so, fast-subset runs of
+# 2026-12-07), and tests/conftest.py's guard fails a run in which a file came or went there.
+
+
+def planted_module(package: Path, relative: str, text: str) -> Path:
+    path = package / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 def test_front_door_finder_finds_planted_uses(tmp_path: Path) -> None:
-    planted = PACKAGE / "bench" / "_planted_front_door.py"
-    planted.write_text(
+    package = tmp_path / "j0"
+    planted = planted_module(
+        package,
+        "bench/_planted_front_door.py",
         "import importlib\nfrom j0.cli import main\nfrom j0.dumps.cli import register\n"
         "def f(name):\n    importlib.import_module('j0.dumps.check.run')\n"
-        "    importlib.import_module(name)\n    importlib.import_module('numpy')\n"
+        "    importlib.import_module(name)\n    importlib.import_module('numpy')\n",
     )
-    try:
-        found = front_door_uses(planted)
-    finally:
-        planted.unlink()
+    found = front_door_uses(planted, package)
     assert len(found) == 4, found  # the numpy import is not one
     assert front_door_uses(PACKAGE / "dumps" / "check" / "run.py") == []
 
@@ -263,7 +276,7 @@ def test_no_call_through_the_front_door_below_the_roof() -> None:
     assert not uses, uses
 
 
-def front_door_processes(path: Path) -> list[str]:
+def front_door_processes(path: Path, package: Path = PACKAGE) -> list[str]:
     """Where a module starts the `j0` command in a process of its own: a list or tuple holding
     "-m" then "j0" (`python -m j0 COMMAND ...`); `-m j0.some.module` is not one."""
     found = []
@@ -272,20 +285,19 @@ def front_door_processes(path: Path) -> list[str]:
             continue
         words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
         if any(a == "-m" and b == "j0" for a, b in itertools.pairwise(words)):
-            found.append(f"{module_name(path)}:{node.lineno}: runs `python -m j0`")
+            found.append(f"{module_name(path, package)}:{node.lineno}: runs `python -m j0`")
     return found
 
 
-def test_front_door_process_finder_finds_a_planted_one() -> None:
-    planted = PACKAGE / "_planted_process.py"
-    planted.write_text(
+def test_front_door_process_finder_finds_a_planted_one(tmp_path: Path) -> None:
+    package = tmp_path / "j0"
+    planted = planted_module(
+        package,
+        "_planted_process.py",
         "import sys\nA = [sys.executable, '-m', 'j0', 'image', 'identity']\n"
-        "B = (sys.executable, '-m', 'j0.engine.server.speculator_identity')\n"
+        "B = (sys.executable, '-m', 'j0.engine.server.speculator_identity')\n",
     )
-    try:
-        found = front_door_processes(planted)
-    finally:
-        planted.unlink()
+    found = front_door_processes(planted, package)
     assert found == ["j0._planted_process:2: runs `python -m j0`"]
 
 
@@ -327,26 +339,25 @@ VLLM_ARGV_WRITERS = {
 }
 
 
-def vllm_argv_lists(path: Path) -> list[str]:
+def vllm_argv_lists(path: Path, package: Path = PACKAGE) -> list[str]:
     """Where a module writes a list holding one of `vllm serve`'s options (VLLM_SERVE_FLAGS)."""
     found = []
     for node in ast.walk(parsed(path)):
         if isinstance(node, ast.List):
             words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
             if flags := sorted(words & VLLM_SERVE_FLAGS):
-                found.append(f"{module_name(path)}:{node.lineno}: a list of {flags}")
+                found.append(f"{module_name(path, package)}:{node.lineno}: a list of {flags}")
     return found
 
 
 def test_the_vllm_argv_finder_finds_a_planted_list(tmp_path: Path) -> None:
-    planted = PACKAGE / "_planted_argv.py"
-    planted.write_text(
-        "A = ['m', '--max-num-seqs', '4']\nB = ('--max-num-seqs', 4)\nC = ['--max-num-seqs=4']\n"
+    package = tmp_path / "j0"
+    planted = planted_module(
+        package,
+        "_planted_argv.py",
+        "A = ['m', '--max-num-seqs', '4']\nB = ('--max-num-seqs', 4)\nC = ['--max-num-seqs=4']\n",
     )
-    try:
-        found = vllm_argv_lists(planted)
-    finally:
-        planted.unlink()
+    found = vllm_argv_lists(planted, package)
     assert found == ["j0._planted_argv:1: a list of ['--max-num-seqs']"]
 
 
@@ -364,31 +375,31 @@ MAX_UNIT_LINES = 200
 MAX_MODULE_LINES = 600
 
 
-def oversized(path: Path) -> list[str]:
+def oversized(path: Path, root: Path = ROOT) -> list[str]:
+    """What in `path`, a file of the checkout at `root`, is over its size."""
     text = path.read_text()
     found = []
     if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
-        found.append(f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_MODULE_LINES})")
+        found.append(f"{path.relative_to(root)}: {lines} lines (at most {MAX_MODULE_LINES})")
     for node in ast.walk(parsed(path, text)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             if length > MAX_UNIT_LINES:
                 found.append(
-                    f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} is {length} lines"
+                    f"{path.relative_to(root)}:{node.lineno}: {node.name} is {length} lines"
                     f" (at most {MAX_UNIT_LINES})"
                 )
     return found
 
 
 def test_size_finder_finds_a_planted_long_function(tmp_path: Path) -> None:
-    planted = ROOT / "tests" / "_planted_long.py"
-    planted.write_text("def f():\n" + "    x = 1\n" * MAX_UNIT_LINES)
-    try:
-        assert oversized(planted) == [
-            f"tests/_planted_long.py:1: f is {MAX_UNIT_LINES + 1} lines (at most {MAX_UNIT_LINES})"
-        ]
-    finally:
-        planted.unlink()
+    """Planted in a tests/ folder of the test's own (tmp_path/tests), not the checkout's."""
+    planted = planted_module(
+        tmp_path, "tests/_planted_long.py", "def f():\n" + "    x = 1\n" * MAX_UNIT_LINES
+    )
+    assert oversized(planted, tmp_path) == [
+        f"tests/_planted_long.py:1: f is {MAX_UNIT_LINES + 1} lines (at most {MAX_UNIT_LINES})"
+    ]
 
 
 def test_no_unit_over_200_lines_and_no_module_over_600() -> None:
@@ -509,25 +520,23 @@ def test_every_face_name_resolves() -> None:
     assert found == []
 
 
-def duplicate_class_names(paths: list[Path]) -> dict[str, list[str]]:
+def duplicate_class_names(paths: list[Path], package: Path = PACKAGE) -> dict[str, list[str]]:
     """Each class name defined in more than one of `paths`, with the modules that define it."""
     defined: dict[str, list[str]] = {}
     for path in paths:
         for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef):
-                defined.setdefault(node.name, []).append(module_name(path))
+                defined.setdefault(node.name, []).append(module_name(path, package))
     return {name: where for name, where in defined.items() if len(where) > 1}
 
 
 def test_the_duplicate_class_finder_finds_a_planted_pair(tmp_path: Path) -> None:
-    planted = [PACKAGE / "_planted_a.py", PACKAGE / "_planted_b.py"]
-    planted[0].write_text("class Plan:\n    pass\nclass Alone:\n    pass\n")
-    planted[1].write_text("def f():\n    class Plan:\n        pass\n")
-    try:
-        found = duplicate_class_names(planted)
-    finally:
-        for path in planted:
-            path.unlink()
+    package = tmp_path / "j0"
+    planted = [
+        planted_module(package, "_planted_a.py", "class Plan:\n    pass\nclass Alone:\n    pass\n"),
+        planted_module(package, "_planted_b.py", "def f():\n    class Plan:\n        pass\n"),
+    ]
+    found = duplicate_class_names(planted, package)
     assert found == {"Plan": ["j0._planted_a", "j0._planted_b"]}
 
 
