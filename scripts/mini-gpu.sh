@@ -21,6 +21,12 @@
 #                                           server sent requests at a time, repeats interleaved
 #   scripts/mini-gpu.sh pack   [OPTIONS]    pack the set (no weights, no dumps) into WORK/out and
 #                                           copy that into OUTDIR (at most 6 files)
+#   scripts/mini-gpu.sh bring  [OPTIONS]    the trained set WITH its weights (models/, train.log,
+#                                           train.rc) into OUTDIR as mini-gpu-seedN-set.tar.partNN
+#                                           of --part-mib MiB each and its .sha256: a set trained
+#                                           in one stretch of the machine, run in a later one
+#   scripts/mini-gpu.sh land   [OPTIONS]    those parts (in --from) checked by sha256 and unpacked
+#                                           into WORK, which must hold no models yet; then `run`
 #
 # Options (every stage takes them all; each has a default):
 #   --seed N            the training seed, and the set's name: seedN (default 0)
@@ -44,26 +50,31 @@
 #   --speed-repeats N   rounds of the speed part, the settings interleaved in each (default 3)
 #   --run-args "..."    more flags for `j0 mini run` (e.g. "--crosscheck-requests 6")
 #   --speed-args "..."  more flags for `j0 mini speed`
+#   --part-mib N        bring: MiB a part (default 15: 7 parts and the .sha256 fit one call's 8
+#                       files of 16 MiB that a lent machine gives back)
+#   --from DIR          land: where the parts are (default OUTDIR)
 #
 # Run from the checkout. Before `train`, vLLM's files must be in SITE:
 #   eval "$(scripts/gpu-engine/install DIR /tmp/site)"
 # Exit status: train and run 0 once started (64: bad options, WORK in use, nothing trained);
 # wait and wait-run the job's own (75: still running); accept `j0 mini run`'s, speed `j0 mini
-# speed`'s, pack 0. A background run's status is accept's, else speed's where accept passed.
+# speed`'s, pack and bring 0 (64: nothing trained, parts there already); land 0 (64: no parts,
+# WORK holds models; 2: the parts' sha256 is not the recorded one). A background run's status
+# is accept's, else speed's where accept passed.
 set -euo pipefail
 
 usage() {
-  sed -n '2,56p' "$0" >&2
+  sed -n '2,63p' "$0" >&2
   exit 64
 }
 
 stage=${1:-}
-[[ $stage =~ ^(train|wait|run|wait-run|accept|speed|pack|run-here)$ ]] || usage
+[[ $stage =~ ^(train|wait|run|wait-run|accept|speed|pack|bring|land|run-here)$ ]] || usage
 shift
 options=("$@")
 seed=0 work="" site=/tmp/site outdir=${OUT:-} target_budget=180 gen_budget=80 budget=100
 rows=49152 train_args="" timeout=560 contexts=512,2048,4096 requests=48 long_requests=200
-tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args=""
+tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args="" part_mib=15 from=""
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "mini-gpu.sh: $1 needs a value" >&2; exit 64; }
   case $1 in
@@ -86,12 +97,14 @@ while [[ $# -gt 0 ]]; do
     --speed-repeats) speed_repeats=$2 ;;
     --run-args) run_args=$2 ;;
     --speed-args) speed_args=$2 ;;
+    --part-mib) part_mib=$2 ;;
+    --from) from=$2 ;;
     *) echo "mini-gpu.sh: unknown option $1" >&2; usage ;;
   esac
   shift 2
 done
 for value in "$seed" "$rows" "$timeout" "$requests" "$long_requests" "$tokens" "$servers" \
-  "$speed_prompts" "$speed_repeats"; do
+  "$speed_prompts" "$speed_repeats" "$part_mib"; do
   [[ $value =~ ^[0-9]+$ ]] || { echo "mini-gpu.sh: '$value': expected a whole number" >&2; exit 64; }
 done
 for value in "$target_budget" "$gen_budget" "$budget"; do
@@ -102,6 +115,7 @@ for value in "$target_budget" "$gen_budget" "$budget"; do
 done
 work=${work:-/tmp/mini-gpu/seed$seed}
 outdir=${outdir:-$work/out}
+from=${from:-$outdir}
 models=$work/models
 export PYTHONPATH="$site:$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
@@ -224,8 +238,56 @@ wait_run() {
   return "$status"
 }
 
+set_name=mini-gpu-seed$seed-set
+
+bring() {  # the trained set with its weights, cut into parts, and the parts' sha256
+  local kept=(models) parts
+  trained
+  ((part_mib > 0)) || { echo "mini-gpu.sh: --part-mib 0: expected at least 1" >&2; exit 64; }
+  if compgen -G "$outdir/$set_name.tar.part*" > /dev/null; then
+    echo "mini-gpu.sh: $outdir already holds parts of $set_name; nothing is overwritten" >&2
+    exit 64
+  fi
+  for file in train.log train.rc; do [[ -f $work/$file ]] && kept+=("$file"); done
+  mkdir -p "$outdir"
+  tar -C "$work" -cf - "${kept[@]}" | split -b "${part_mib}M" -d -a 2 - "$outdir/$set_name.tar.part"
+  parts=("$outdir/$set_name".tar.part*)
+  echo "$(cat "${parts[@]}" | sha256sum | cut -d' ' -f1)  $set_name.tar" > "$outdir/$set_name.sha256"
+  echo "==> mini-gpu.sh: seed $seed's set (${kept[*]}) in ${#parts[@]} parts of at most" \
+    "$part_mib MiB in $outdir; then, on the next machine: scripts/mini-gpu.sh land --seed $seed" \
+    "--from DIR"
+}
+
+land() {  # the parts of bring, checked and unpacked into WORK
+  local parts expected actual
+  if ! compgen -G "$from/$set_name.tar.part*" > /dev/null || [[ ! -f $from/$set_name.sha256 ]]; then
+    echo "mini-gpu.sh: $from holds no $set_name.tar.partNN and $set_name.sha256 (bring makes" \
+      "them)" >&2
+    exit 64
+  fi
+  if [[ -e $models ]]; then
+    echo "mini-gpu.sh: $work already holds models; use another --work (nothing is overwritten)" >&2
+    exit 64
+  fi
+  parts=("$from/$set_name".tar.part*)
+  expected=$(cut -d' ' -f1 < "$from/$set_name.sha256")
+  actual=$(cat "${parts[@]}" | sha256sum | cut -d' ' -f1)
+  if [[ $actual != "$expected" ]]; then
+    echo "mini-gpu.sh: the ${#parts[@]} parts $from/$set_name.tar.part* give sha256 $actual;" \
+      "expected $expected ($from/$set_name.sha256): a part is missing or damaged" >&2
+    exit 2
+  fi
+  mkdir -p "$work"
+  cat "${parts[@]}" | tar -C "$work" --no-same-owner -xf -
+  trained
+  echo "==> mini-gpu.sh: seed $seed's set from ${#parts[@]} parts in $work (sha256 $actual);" \
+    "then: scripts/mini-gpu.sh run --seed $seed"
+}
+
 case $stage in
   train) train ;;
+  bring) bring ;;
+  land) land ;;
   wait) wait_job train ;;
   run) run ;;
   wait-run) wait_run ;;
