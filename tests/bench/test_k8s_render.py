@@ -9,11 +9,9 @@ J0_REQUIRE_DOCKER=1).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from compose.compose_cli import require_compose
 from j0.bench.matrix.k8s import pod as k8s_pod
 from j0.bench.matrix.k8s import render as k8s_render
 from j0.bench.matrix.k8s.plan import BenchOptions, PlanDocument, build_plan
@@ -260,24 +259,6 @@ def test_plan_gives_every_index_its_setting_and_shard(pins: Pins) -> None:
 
 
 # --- the same server as compose -------------------------------------------------------------------
-
-
-@functools.cache
-def compose_missing() -> str:
-    """Why `docker compose` cannot render here ("" where it can), asked once per test process."""
-    if shutil.which("docker") is None:
-        return "no docker CLI"
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
-        return "no compose plugin"
-    return ""
-
-
-def require_compose() -> None:
-    reason = compose_missing()
-    if reason:
-        if os.environ.get("J0_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"J0_REQUIRE_DOCKER=1 but {reason}")
-        pytest.skip(reason)
 
 
 def compose_server(home: Path, **knobs: str) -> dict[str, Any]:

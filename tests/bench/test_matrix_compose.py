@@ -11,10 +11,8 @@ J0_REQUIRE_DOCKER=1 (CI), where they fail.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from compose.compose_cli import require_compose
 from conftest import OwnImages
 from j0.bench.matrix.compose.project import rendered_setting
 from j0.bench.matrix.settings import matrix_settings
@@ -44,24 +43,6 @@ KNOBS = (
     "HF_TOKEN_FILE API_KEY_FILE HF_ENDPOINT HF_HUB_OFFLINE ENABLE_PREFIX_CACHING COMPOSE_FILE "
     "COMPOSE_PROJECT_NAME COMPOSE_PROFILES J0_TEST_STANDIN_SERVER VLLM_ENGINE WHEEL_INDEX"
 ).split()
-
-
-@functools.cache
-def compose_missing() -> str:
-    """Why `docker compose` cannot render here ("" where it can), asked once per test process."""
-    if shutil.which("docker") is None:
-        return "no docker CLI"
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
-        return "no compose plugin"
-    return ""
-
-
-def require_compose() -> None:
-    reason = compose_missing()
-    if reason:
-        if os.environ.get("J0_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"J0_REQUIRE_DOCKER=1 but {reason}")
-        pytest.skip(reason)
 
 
 def clean_env(monkeypatch: pytest.MonkeyPatch, home: Path, **knobs: str) -> None:
