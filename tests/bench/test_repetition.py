@@ -3,7 +3,7 @@ wrote) and properties against a brute-force definition of each measure (hypothes
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from j0.bench.analysis import acceptance
@@ -66,11 +66,14 @@ def test_the_loop_is_the_brute_forces(units: list[int], max_period: int) -> None
     st.lists(st.integers(0, 50), min_size=1, max_size=64),
     st.integers(min_value=2, max_value=6),
 )
+@example(prefix=[0, 1, 1, 0], pattern=[1], times=2)  # found by hypothesis in .ci/run, 2026-12-07
 def test_a_pattern_repeated_is_found(prefix: list[int], pattern: list[int], times: int) -> None:
     units = prefix + pattern * times
     length, period = repetition.repeating_suffix(units)
     assert length >= len(pattern) * times
-    assert period is not None and period <= len(pattern)
+    # the pattern's own period, unless a longer suffix of a longer period takes in the prefix
+    # too (prefix 0 1 1 0, pattern 1 twice: 0 1 1 0 1 1 is period 3 over all 6 units)
+    assert period is not None and (period <= len(pattern) or length > len(pattern) * times)
     # the smallest period divides the pattern's own length when the pattern fills the suffix
     assert len(pattern) % period == 0 or length > len(pattern) * times
     if len(pattern) * times >= len(units) - len(units) // 2:
@@ -143,3 +146,10 @@ def test_the_gate_by_context_bin() -> None:
     assert repetition.gate_verdict(bins) is False
     assert repetition.gate_verdict(bins[:1] + bins[2:]) is True
     assert repetition.gate_verdict(bins[2:]) is None
+
+
+def test_a_longer_suffix_of_a_longer_period_wins() -> None:
+    """The longest repeating suffix, not the planted one: 1 1 at the end is period 1 over 2 units,
+    0 1 1 0 1 1 period 3 over all 6."""
+    assert repetition.repeating_suffix([0, 1, 1, 0, 1, 1]) == (6, 3)
+    assert repetition.repeating_suffix([5, 1, 1, 0, 1, 1]) == (2, 1)  # 1 1 0 once is no repeat

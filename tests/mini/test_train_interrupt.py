@@ -23,12 +23,21 @@ from j0.errors import USAGE, J0Error
 from j0.mini.train.run import TrainOptions, check_out, run_train
 
 
+def sigint_as_at_a_terminal() -> None:
+    """In the child before it runs: SIGINT's default action, as a command typed at a terminal
+    has it. A run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler: a SIGINT does nothing (this
+    test timed out so in a `.ci/run` started with `&`, 2026-12-07)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_train(out: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
     with log.open("wb") as sink:
         return subprocess.Popen(
             [sys.executable, "-m", "j0", "mini", "train", str(out), "--smoke", "--device", "cpu",
              *extra],
             stdout=sink, stderr=subprocess.STDOUT, env=dict(os.environ),
+            preexec_fn=sigint_as_at_a_terminal,
         )  # fmt: skip
 
 
