@@ -44,7 +44,6 @@ from j0.edge.atomic import write_text_atomic
 from j0.errors import CHECK_FAILED, INPUT_LACKS, OK, J0Error, require_input_file
 from j0.mini import numbers_more as more
 from j0.mini.manifest import read_manifest_file
-from j0.mini.run.run_summary import MINI_RUN_JSON, RunSummary
 from j0.mini.run.setting_record import SETTING_JSON, PointRecord
 
 BLOCK = re.compile(
@@ -219,11 +218,8 @@ def gate(run: Path) -> list[str]:
 
 
 def checks(run: Path) -> list[str]:
-    path = run / MINI_RUN_JSON
-    if not path.is_file():
-        raise J0Error(f"{path}: no such file (a numbers block names it)", INPUT_LACKS)
     lines = []
-    for name, s in RunSummary.read(path).records().items():
+    for name, s in more.summary_of(run).records().items():
         lines += [f"- {name}: {line}" for line in s.lines or []]
     return lines
 

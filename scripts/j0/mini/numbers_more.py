@@ -137,7 +137,8 @@ def throughput(folders: list[Path]) -> list[str]:
     return lines
 
 
-def _summary(run: Path) -> RunSummary:
+def summary_of(run: Path) -> RunSummary:
+    """RUN/mini-run.json read, or the J0Error (exit 2) naming it where it is not there."""
     path = run / MINI_RUN_JSON
     if not path.is_file():
         raise J0Error(f"{path}: no such file (a numbers block names it)", INPUT_LACKS)
@@ -151,7 +152,7 @@ def ceiling(run: Path) -> list[str]:
     """mini-run.md's ceiling table: per J0-off setting whose cross-check ran, by context."""
     from j0.mini.run.compare import ceiling_lines
 
-    summary = _summary(run)
+    summary = summary_of(run)
     where = run / MINI_RUN_JSON
     for name, record in summary.records().items():
         table = (record.crosscheck or {}).get("ceiling_by_context")
