@@ -54,7 +54,7 @@ def test_the_gate_judges_the_target_and_shows_the_others_in_brackets() -> None:
     assert compare.gate_problem(gate) is None
     rows = compare.gate_table(gate)[2:]
     assert [r.split(" | ")[5] for r in rows] == ["pass", "pass", "(below)", "(pass)"]
-    assert rows[2].startswith("| drafter-j0/k7-j0-on | 512 | 20 | 3 | 85% |")
+    assert rows[2].startswith("| drafter-j0/k7-j0-on | 512 | 20 | 3 | 85.0% |")
 
 
 def test_a_target_below_the_gate_is_the_run_s_problem() -> None:
@@ -66,3 +66,13 @@ def test_a_target_below_the_gate_is_the_run_s_problem() -> None:
     assert gate["passed"] is False
     assert compare.gate_problem(gate) == "baseline: the repetition gate failed at context 2048"
     assert "**fail**" in compare.gate_table(gate)[3]
+
+
+def test_a_share_just_below_the_gate_is_not_shown_as_the_gate_s_own() -> None:
+    """5 loops in 48 outputs is 89.6 %: a whole-percent table showed "90%" beside **fail** (the
+    H100 run of 2026-12-08, context 512); the share keeps one decimal."""
+    data = {"baseline": _setting({512: (48, 5)})}
+    gate = compare.gate(data, [512])
+    assert gate["passed"] is False
+    row = compare.gate_table(gate)[2]
+    assert row.split(" | ")[4:6] == ["89.6%", "**fail**"]

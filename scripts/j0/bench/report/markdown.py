@@ -154,7 +154,7 @@ def repetition_table(settings: list[PointResults], figs: dict[str, dict[str, Any
         gate = {True: "pass", False: "**fail**", None: "not judged"}[b["passed"]]
         lines.append(
             f"| {s.name} | {b['context_start']} to {end} | {b['outputs']} ({b['judged']}) | "
-            f"{b['loops']} | {'n/a' if clean is None else format(clean, '.0%')} | {gate} | "
+            f"{b['loops']} | {'n/a' if clean is None else format(clean, '.1%')} | {gate} | "
             f"{_fmt(b['mean_distinct_1'])} | {_fmt(b['mean_distinct_2'])} | "
             f"{_fmt(b['mean_distinct_3'])} | {_fmt(b['mean_repeating_suffix'], '.1f')} |"
         )

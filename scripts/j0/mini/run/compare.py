@@ -272,7 +272,7 @@ def gate_table(gate: dict[str, Any]) -> list[str]:
             distinct = "/".join(_f(b[f"mean_distinct_{n}"], ".2f") for n in (1, 2, 3))
             lines.append(
                 f"| {name} | {b['context']} | {b['outputs']} | {b['loops']} | "
-                f"{_f(b['share_without_loop'], '.0%')} | {verdict} | {distinct} | "
+                f"{_f(b['share_without_loop'], '.1%')} | {verdict} | {distinct} | "
                 f"{_f(b['mean_repeating_suffix'], '.1f')} |"
             )
     return lines
