@@ -90,7 +90,7 @@ def answer(handler: VllmHandler, path: str, behaviour: str) -> None:
         target = f"http://127.0.0.2:{port}{handler.path}"
         handler.send_body(302, b"", {"location": target})
     elif behaviour == "reset":
-        _reset(handler)
+        reset(handler)
     else:
         raise ValueError(f"hostile behaviour {behaviour!r}: expected one of {BEHAVIOURS}")
 
@@ -117,7 +117,7 @@ def _chunked(handler: VllmHandler, kind: str, size: int | None) -> None:
     handler.close_connection = True
 
 
-def _reset(handler: VllmHandler) -> None:
+def reset(handler: VllmHandler) -> None:
     """Close with SO_LINGER 0: the client's read gets a connection reset, no answer."""
     sock = handler.connection
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -26,6 +26,12 @@ Modes (each is what a broken or malicious server could send; none is what vLLM s
     post-redirect    the generation routes (POST) only answer 307 to `redirect_to` + the path
     same-redirect    every route answers 307 to the same server's /_hostile/PATH, which serves
                      the stand-in's own answer (a redirect that may be followed)
+    close-unanswered the request read, the connection closed (FIN) without a byte of answer:
+                     what the client sees where uvicorn closes a kept-alive connection for
+                     being idle just as the client's pool reuses it
+    reset-unanswered the same, closed with a reset (RST: SO_LINGER 0)
+    status-then-close  the status line (`HTTP/1.1 200 OK`) alone, then the connection closed
+    head-then-close  the head of a stream (status line and headers), then the connection closed
 
 Streams that never end stop when the client goes, or after 120 s.
 """
@@ -38,6 +44,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import hostile_routes
 from .routes import VllmHandler
 from .server import VllmStandIn
 
@@ -69,6 +76,7 @@ class HostileVllm(VllmStandIn):
         self.interval = interval
         self.generation_requests = 0
         self.hostile_served = 0
+        self.closed_at: list[float] = []  # time.time() as each *-close* mode closed a connection
         self._lock = threading.Lock()
 
     def next_is_bad(self) -> bool:
@@ -222,6 +230,21 @@ def _huge_line(handler: HostileHandler, body: dict[str, Any]) -> None:
     handler.close_connection = True
 
 
+def _close(handler: HostileHandler, head: bytes = b"", reset: bool = False) -> None:
+    """Send `head` (no more), note the time, close the connection (with a reset: RST)."""
+    handler.wfile.write(head)
+    handler.wfile.flush()
+    handler.server.closed_at.append(time.time())
+    handler.close_connection = True
+    if reset:
+        hostile_routes.reset(handler)
+
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+    b"transfer-encoding: chunked\r\n\r\n"
+)
+
 EMPTY_CHUNK = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":null}]}\n\n'
 
 BEHAVIOURS: dict[str, Callable[[HostileHandler, dict[str, Any]], None]] = {
@@ -248,4 +271,8 @@ BEHAVIOURS: dict[str, Callable[[HostileHandler, dict[str, Any]], None]] = {
     ),
     "huge-error": _huge_error,
     "huge-line": _huge_line,
+    "close-unanswered": lambda h, b: _close(h),
+    "reset-unanswered": lambda h, b: _close(h, reset=True),
+    "status-then-close": lambda h, b: _close(h, b"HTTP/1.1 200 OK\r\n"),
+    "head-then-close": lambda h, b: _close(h, STREAM_HEAD),
 }

@@ -79,6 +79,9 @@ CACHED_WITH_J0 = (
     "scheduled tokens), so this request's acceptance is not J0's on its own prompt; run with "
     "prefix caching off (ENABLE_PREFIX_CACHING=0) for J0 figures"
 )
+# The start of an entry's warning where its request was sent twice (client.stream_request: the
+# first connection closed before any answer, the server never saw it); then why.
+RESENT = "sent twice, the times and figures are the second sending's"
 CACHED_J0_UNKNOWN = (
     "cached prompt tokens, and J0's state is not known (give --status-json or --j0): with J0 "
     "on, cached positions are drawn from another request's history"
@@ -314,7 +317,7 @@ def request_entry(
             {k: v for k, v in spec.items() if k not in STEP_KEYS} if spec and not rejected else None
         ),
         "flags": [],
-        "warnings": problems,
+        "warnings": problems + ([f"{RESENT}: {out.resent}"] if out.resent else []),
         "repeat": repeat,
         "output_token_ids": out.token_ids,
         "output_sha256": hashlib.sha256(out.text.encode("utf-8")).hexdigest(),

@@ -30,11 +30,15 @@ the wait for the next bytes, which keep-alive comments reset); every body and ev
 line is capped (bounded_http, with j0.engine.server.endpoints' caps); redirects only to the same
 origin; every field read is of the type vLLM gives it (chunk_fields); and a stream may not give
 more tokens than the request's max_tokens, nor more text than MAX_JSON_BYTES.
+
+A request whose connection closed before any answer came is sent once more (stream_request says
+when and why); no other failure is sent again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +74,9 @@ class Outcome:
     token_ids: list[int] | None = None  # the output's token ids, where the server gave them
     text: str = ""  # the output's text (reasoning, then content, as streamed)
     client_time_s: float = 0.0  # spent in this module's own parsing
+    # Why the request was sent a second time (stream_request: its first connection closed before
+    # any answer came), None where it was sent once; every figure above is the second sending's.
+    resent: str | None = None
 
 
 def request_body(
@@ -232,11 +239,51 @@ async def _exchange(session: Any, url: str, body: dict[str, Any], reading: _Read
     return True
 
 
+def _closed_unanswered(exc: BaseException, out: Outcome, seen: int) -> bool:
+    """Whether `exc` closed the connection before a byte of an answer came: aiohttp's
+    ServerDisconnectedError with no partial answer (aiohttp puts what it had parsed, a status
+    line even, in its `message`; "Server disconnected", a str, where it had nothing), or a
+    connection reset (a write to a closed socket included), and no status, no token read. A
+    connection that never opened (ClientConnectorError: nothing listens) is not one."""
+    import aiohttp
+
+    if out.http_status is not None or seen or isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return isinstance(exc.message, str)
+    return isinstance(exc, ConnectionResetError) or getattr(exc, "errno", None) in (
+        errno.ECONNRESET,
+        errno.EPIPE,
+    )
+
+
 async def stream_request(
     session: Any, url: str, body: dict[str, Any], *, deadline_s: float | None = None
 ) -> Outcome:
     """POST `body` to `url` and read the stream (session: an aiohttp.ClientSession), the whole
-    request within `deadline_s` seconds (None: no bound but the session's timeouts)."""
+    request within `deadline_s` seconds (None: no bound but the session's timeouts).
+
+    A request whose connection closed before any answer came (_closed_unanswered) is sent once
+    more, on a fresh start (its times, deadline and figures are the second sending's), and its
+    outcome says why (`resent`). The cause this is for: the pool reuses a kept-alive connection
+    just as the server closes it for being idle (uvicorn's keep-alive timeout, 5 s; on a GPU run
+    1, 8 and 19 of 296 requests were lost so, the server never saw them: no POST in its log, its
+    /metrics counters the client's sums). Once only: a server that closes a second connection
+    unanswered is failing, not racing, and its error is the request's. A request that got a
+    status or any bytes is never sent again: the server may have run it."""
+    out, unanswered = await _attempt(session, url, body, deadline_s)
+    if unanswered is None:
+        return out
+    again, _ = await _attempt(session, url, body, deadline_s)
+    again.resent = f"the first connection closed before any answer ({unanswered})"
+    return again
+
+
+async def _attempt(
+    session: Any, url: str, body: dict[str, Any], deadline_s: float | None
+) -> tuple[Outcome, str | None]:
+    """One sending of the request: its outcome, and its error where its connection closed before
+    any answer came (_closed_unanswered), else None."""
     import aiohttp
 
     out = Outcome(started_at=time.time())
@@ -248,13 +295,13 @@ async def stream_request(
     try:
         async with scope:
             if not await _exchange(session, url, body, reading):
-                return out
+                return out, None
     except EndpointMissing:
         raise
     except (BadAnswer, BodyTooLarge, bounded_http.RedirectRefused) as exc:
         out.error = str(exc)
         out.output_tokens = reading.seen
-        return out
+        return out, None
     except TimeoutError as exc:
         out.output_tokens = reading.seen
         if scope.expired():
@@ -262,18 +309,18 @@ async def stream_request(
                 f"no complete answer within the request deadline of {deadline_s:g} s "
                 f"(--request-deadline; {reading.seen} tokens had come)"
             )
-            return out
+            return out, None
         idle = getattr(getattr(session, "timeout", None), "sock_read", None)
         out.broken = True
         out.error = f"{type(exc).__name__}: {exc}".strip() + (
             f" (waits for data are bounded by --timeout {idle:g} s)" if idle else ""
         )
-        return out
+        return out, None
     except (aiohttp.ClientError, ConnectionError) as exc:
         out.broken = True
         out.error = f"{type(exc).__name__}: {exc}".strip()
         out.output_tokens = reading.seen
-        return out
+        return out, out.error if _closed_unanswered(exc, out, reading.seen) else None
     out.latency_s = time.perf_counter() - reading.start
     if reading.first_token_at is not None and reading.last_token_at is not None:
         out.decode_s = reading.last_token_at - reading.first_token_at
@@ -282,6 +329,6 @@ async def stream_request(
     if out.finish_reason is None:
         out.broken = True
         out.error = "the stream ended without a finish_reason"
-        return out
+        return out, None
     out.ok = True
-    return out
+    return out, None
