@@ -12,7 +12,7 @@
 # files at $SITE, default /tmp/site; its speculator.py the article's or vLLM's base). The install
 # itself is never changed: each server gets a tree of symbolic links to $SITE ($WORK/trees/NAME)
 # whose speculator.py is a real copy of its own file, every file checked by sha256 against
-# overlay/pins.env. The six servers start at once (their start, 60-90 s each, is what costs):
+# overlay/pins.env. The seven servers start at once (their start, 60-90 s each, is what costs):
 #
 #   article-nocache   audited article's file, J0 on, prefix caching off, eager
 #   article-cache     audited article's file, J0 on, prefix caching on,  eager
@@ -20,6 +20,8 @@
 #   j0off-nocache     the article's file,     J0 off, caching off, eager (outputs to compare)
 #   j0off-cache       the article's file,     J0 off, caching on,  eager
 #   article-graphs    audited article's file, J0 on, caching off, CUDA graphs (torch.compile)
+#   j0off-graphs      the article's file,     J0 off, caching off, CUDA graphs (the graphs run's
+#                     twin: its outputs to compare, issue 54 item 7)
 #   article-roomy     (ROOMY=1 only) audited article's file, J0 on, caching off, eager, a KV cache
 #                     of $ROOMY_BLOCKS blocks (320: four requests of 500 + $ROOMY_TOKENS fit, no
 #                     preemption), the concurrency-4 scenario alone with $ROOMY_TOKENS (500) output
@@ -89,6 +91,7 @@ runs=(
   "j0off-nocache article no off off eager"
   "j0off-cache article no on off eager"
   "article-graphs article yes off on graphs"
+  "j0off-graphs article no off off graphs"
 )
 if [[ "${ROOMY:-0}" == 1 ]]; then runs+=("article-roomy article yes off on eager"); fi
 [[ -n "${PARALLEL:-}" ]] || parallel=${#runs[@]}  # all at once unless PARALLEL says otherwise
@@ -252,7 +255,7 @@ send() {  # send N PID NAME FILE AUDITED CACHING J0 MODE
   return "$rc"
 }
 
-# PARALLEL servers at a time (default all six at once), each wave stopped before the next.
+# PARALLEL servers at a time (default all seven at once), each wave stopped before the next.
 first=0
 while ((first < ${#runs[@]})); do
   senders=()
