@@ -22,11 +22,15 @@
 #   scripts/mini-gpu.sh pack   [OPTIONS]    pack the set (no weights, no dumps) into WORK/out and
 #                                           copy that into OUTDIR (at most 6 files)
 #   scripts/mini-gpu.sh bring  [OPTIONS]    the trained set WITH its weights (models/, train.log,
-#                                           train.rc) into OUTDIR as mini-gpu-seedN-set.tar.partNN
-#                                           of --part-mib MiB each and its .sha256: a set trained
+#                                           train.rc), cut once into WORK/bring as
+#                                           mini-gpu-seedN-set.tar.partNN of --part-mib MiB and
+#                                           its .sha256 (the whole's sum and each part's); copies
+#                                           the .sha256 and the parts --parts names into OUTDIR
+#                                           and prints the command for the rest: a set trained
 #                                           in one stretch of the machine, run in a later one
-#   scripts/mini-gpu.sh land   [OPTIONS]    those parts (in --from) checked by sha256 and unpacked
-#                                           into WORK, which must hold no models yet; then `run`
+#   scripts/mini-gpu.sh land   [OPTIONS]    all those parts (in --from) checked by sha256 and
+#                                           unpacked into WORK, which must hold no models yet;
+#                                           then `run`
 #
 # Options (every stage takes them all; each has a default):
 #   --seed N            the training seed, and the set's name: seedN (default 0)
@@ -50,21 +54,26 @@
 #   --speed-repeats N   rounds of the speed part, the settings interleaved in each (default 3)
 #   --run-args "..."    more flags for `j0 mini run` (e.g. "--crosscheck-requests 6")
 #   --speed-args "..."  more flags for `j0 mini speed`
-#   --part-mib N        bring: MiB a part (default 15: 7 parts and the .sha256 fit one call's 8
-#                       files of 16 MiB that a lent machine gives back)
+#   --part-mib N        bring: MiB a part (default 15, or the size WORK/bring was cut in). A call
+#                       of a lent machine gives back at most 8 files, each at most 16 MiB, and
+#                       64 MiB together: a set of 73 MiB takes two calls
+#   --parts SPEC        bring: the parts to copy into OUTDIR: FIRST-LAST, N, all, or FIRST- (from
+#                       FIRST, as many as stay at most 60 MiB and 7 parts with the .sha256: what
+#                       one call gives back; the default 0-)
 #   --from DIR          land: where the parts are (default OUTDIR)
 #
 # Run from the checkout. Before `train`, vLLM's files must be in SITE:
 #   eval "$(scripts/gpu-engine/install DIR /tmp/site)"
 # Exit status: train and run 0 once started (64: bad options, WORK in use, nothing trained);
 # wait and wait-run the job's own (75: still running); accept `j0 mini run`'s, speed `j0 mini
-# speed`'s, pack and bring 0 (64: nothing trained, parts there already); land 0 (64: no parts,
-# WORK holds models; 2: the parts' sha256 is not the recorded one). A background run's status
-# is accept's, else speed's where accept passed.
+# speed`'s, pack and bring 0 (64: nothing trained; bring: a part in OUTDIR already, --parts
+# beyond the set, --part-mib not the one WORK/bring was cut in); land 0 (64: no parts, WORK
+# holds models; 2: a part missing, named where the .sha256 lists them, or the parts' sha256 not
+# the recorded one). A background run's status is accept's, else speed's where accept passed.
 set -euo pipefail
 
-usage() {
-  sed -n '2,63p' "$0" >&2
+usage() {  # the header: line 2 up to `set -euo pipefail`
+  awk 'NR > 1 && /^set -euo pipefail$/ {exit} NR > 1' "$0" >&2
   exit 64
 }
 
@@ -74,14 +83,15 @@ shift
 options=("$@")
 seed=0 work="" site=/tmp/site outdir=${OUT:-} target_budget=180 gen_budget=80 budget=100
 rows=49152 train_args="" timeout=560 contexts=512,2048,4096 requests=48 long_requests=200
-tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args="" part_mib=15 from=""
+tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args="" part_mib="" from=""
+parts_spec=0- out_given=""
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "mini-gpu.sh: $1 needs a value" >&2; exit 64; }
   case $1 in
     --seed) seed=$2 ;;
     --work) work=$2 ;;
     --site) site=$2 ;;
-    --out) outdir=$2 ;;
+    --out) outdir=$2 out_given=1 ;;
     --target-budget) target_budget=$2 ;;
     --gen-budget) gen_budget=$2 ;;
     --budget) budget=$2 ;;
@@ -98,15 +108,20 @@ while [[ $# -gt 0 ]]; do
     --run-args) run_args=$2 ;;
     --speed-args) speed_args=$2 ;;
     --part-mib) part_mib=$2 ;;
+    --parts) parts_spec=$2 ;;
     --from) from=$2 ;;
     *) echo "mini-gpu.sh: unknown option $1" >&2; usage ;;
   esac
   shift 2
 done
 for value in "$seed" "$rows" "$timeout" "$requests" "$long_requests" "$tokens" "$servers" \
-  "$speed_prompts" "$speed_repeats" "$part_mib"; do
+  "$speed_prompts" "$speed_repeats" "${part_mib:-15}"; do
   [[ $value =~ ^[0-9]+$ ]] || { echo "mini-gpu.sh: '$value': expected a whole number" >&2; exit 64; }
 done
+[[ $parts_spec =~ ^(all|[0-9]+(-[0-9]*)?)$ ]] || {
+  echo "mini-gpu.sh: --parts '$parts_spec': expected FIRST-LAST, N, all or FIRST-" >&2
+  exit 64
+}
 for value in "$target_budget" "$gen_budget" "$budget"; do
   [[ $value =~ ^[0-9]+([.][0-9]+)?$ ]] || {
     echo "mini-gpu.sh: budget '$value': expected seconds" >&2
@@ -215,7 +230,7 @@ pack_here() {  # the set without weights or dumps into WORK/out
   rm -rf "$work/out" && mkdir -p "$work/out"
   # dumps-sha256.txt and dumps-check.json stay beside the dumps they describe
   tar -C "$work" --exclude='*.safetensors' --exclude='*/dumps' --exclude='./out' \
-    -cJf "$work/out/$name.tar.xz" .
+    --exclude='./bring' --exclude='./bring.new' -cJf "$work/out/$name.tar.xz" .
   for file in models/mini.json run/mini-run.json run/mini-run.md run/speed.json run/speed.md; do
     if [[ -f $work/$file ]]; then cp "$work/$file" "$work/out/$name-${file##*/}"; fi
   done
@@ -239,27 +254,122 @@ wait_run() {
 }
 
 set_name=mini-gpu-seed$seed-set
+mib=1048576
+# what one call of a lent machine gives back: 8 files, each at most 16 MiB, 64 MiB together;
+# bring's FIRST- fills a call up to 60 MiB, its .sha256 included
+call_files=8 call_file_mib=16 call_mib=64 fill_mib=60
 
-bring() {  # the trained set with its weights, cut into parts, and the parts' sha256
-  local kept=(models) parts
-  trained
+cut_set() {  # the set cut into WORK/bring, once: every later bring copies the same bytes
+  local cut=$work/bring kept=(models) file parts
+  if [[ -f $cut/$set_name.sha256 ]]; then
+    file=$(cat "$cut/part-mib")
+    if [[ -n $part_mib && $part_mib != "$file" ]]; then
+      echo "mini-gpu.sh: $cut holds the set cut in parts of $file MiB (an earlier bring);" \
+        "bring with --part-mib $file, or remove $cut to cut it again" >&2
+      exit 64
+    fi
+    part_mib=$file
+    return
+  fi
+  part_mib=${part_mib:-15}
   ((part_mib > 0)) || { echo "mini-gpu.sh: --part-mib 0: expected at least 1" >&2; exit 64; }
-  if compgen -G "$outdir/$set_name.tar.part*" > /dev/null; then
-    echo "mini-gpu.sh: $outdir already holds parts of $set_name; nothing is overwritten" >&2
+  for file in train.log train.rc; do [[ -f $work/$file ]] && kept+=("$file"); done
+  rm -rf "$cut.new" && mkdir -p "$cut.new"
+  tar -C "$work" -cf - "${kept[@]}" | split -b "${part_mib}M" -d -a 2 - "$cut.new/$set_name.tar.part"
+  parts=("$cut.new/$set_name".tar.part*)
+  {  # sha256sum's format: the whole tar's sum first (land checks it), then each part's
+    echo "$(cat "${parts[@]}" | sha256sum | cut -d' ' -f1)  $set_name.tar"
+    (cd "$cut.new" && sha256sum "$set_name".tar.part*)
+  } > "$cut.new/$set_name.sha256"
+  echo "$part_mib" > "$cut.new/part-mib"
+  mv "$cut.new" "$cut"
+}
+
+choose_parts() {  # first and last (globals) of --parts among the N parts in WORK/bring
+  local n=$1 used size
+  if [[ $parts_spec == all ]]; then
+    first=0 last=$((n - 1))
+    return
+  fi
+  [[ $parts_spec =~ ^([0-9]+)(-([0-9]*))?$ ]]
+  first=$((10#${BASH_REMATCH[1]})) last=$first
+  if [[ -n ${BASH_REMATCH[3]} ]]; then last=$((10#${BASH_REMATCH[3]})); fi
+  if ((first > last || last >= n)); then
+    echo "mini-gpu.sh: --parts $parts_spec: seed $seed's set has $n parts," \
+      "00-$(printf %02d $((n - 1))) (of $part_mib MiB)" >&2
     exit 64
   fi
-  for file in train.log train.rc; do [[ -f $work/$file ]] && kept+=("$file"); done
+  [[ $parts_spec == *- ]] || return 0
+  used=$(($(stat -c %s "$work/bring/$set_name.sha256") + $(part_size "$first")))
+  while ((last + 1 < n && last + 2 - first < call_files)); do  # parts and .sha256: 8 files
+    size=$(part_size $((last + 1)))
+    ((used + size <= fill_mib * mib)) || break
+    last=$((last + 1)) used=$((used + size))
+  done
+}
+
+part_size() { stat -c %s "$work/bring/$set_name.tar.part$(printf %02d "$1")"; }
+
+call_limits() {  # warn where OUTDIR holds more than a call of a lent machine gives back
+  local files bytes big
+  files=$(find "$outdir" -type f | wc -l)
+  bytes=$(find "$outdir" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+  big=$(find "$outdir" -type f -size +$((call_file_mib * mib))c -printf ' %f')
+  if ((files > call_files || bytes > call_mib * mib)) || [[ -n $big ]]; then
+    [[ -z $big ]] || big="; over $call_file_mib MiB:$big"
+    echo "mini-gpu.sh: warning: $outdir holds $files files, $((bytes / mib)) MiB$big: a call" \
+      "of a lent machine gives back at most $call_files files, each at most $call_file_mib MiB," \
+      "$call_mib MiB together" >&2
+  fi
+}
+
+bring() {  # the trained set with its weights, cut into parts; some of them and the sha256
+  local cut=$work/bring parts n first last i name next shown
+  trained
+  cut_set
+  parts=("$cut/$set_name".tar.part*)
+  n=${#parts[@]}
+  choose_parts "$n"
+  for ((i = first; i <= last; i++)); do
+    name=$set_name.tar.part$(printf %02d "$i")
+    if [[ -e $outdir/$name ]]; then
+      echo "mini-gpu.sh: $outdir already holds $name; nothing is overwritten" >&2
+      exit 64
+    fi
+  done
+  if [[ -e $outdir/$set_name.sha256 ]] && ! cmp -s "$cut/$set_name.sha256" "$outdir/$set_name.sha256"
+  then
+    echo "mini-gpu.sh: $outdir already holds another cut's $set_name.sha256; nothing is" \
+      "overwritten" >&2
+    exit 64
+  fi
   mkdir -p "$outdir"
-  tar -C "$work" -cf - "${kept[@]}" | split -b "${part_mib}M" -d -a 2 - "$outdir/$set_name.tar.part"
-  parts=("$outdir/$set_name".tar.part*)
-  echo "$(cat "${parts[@]}" | sha256sum | cut -d' ' -f1)  $set_name.tar" > "$outdir/$set_name.sha256"
-  echo "==> mini-gpu.sh: seed $seed's set (${kept[*]}) in ${#parts[@]} parts of at most" \
-    "$part_mib MiB in $outdir; then, on the next machine: scripts/mini-gpu.sh land --seed $seed" \
-    "--from DIR"
+  for ((i = first; i <= last; i++)); do
+    cp "$cut/$set_name.tar.part$(printf %02d "$i")" "$outdir/"
+  done
+  cp "$cut/$set_name.sha256" "$outdir/"
+  echo "==> mini-gpu.sh: seed $seed's set: parts $(printf '%02d-%02d' "$first" "$last") of $n" \
+    "(00-$(printf %02d $((n - 1))), at most $part_mib MiB each; cut in $cut) and" \
+    "$set_name.sha256 in $outdir"
+  if ((last + 1 < n)); then
+    next=(scripts/mini-gpu.sh bring --seed "$seed")
+    [[ $work == "/tmp/mini-gpu/seed$seed" ]] || next+=(--work "$work")
+    [[ -z $out_given ]] || next+=(--out "$outdir")
+    printf -v shown '%q ' "${next[@]}" --parts "$((last + 1))-"
+    echo "    the rest, in the next call: ${shown% }"
+  else
+    echo "    once all $n parts are in one folder, on the next machine:" \
+      "scripts/mini-gpu.sh land --seed $seed --from DIR"
+  fi
+  call_limits
+}
+
+part_sums() {  # the parts' names and sums the .sha256 lists (none in a whole-only one)
+  sed -n "s/^\([0-9a-f]\{64\}\)  \($set_name\.tar\.part[0-9][0-9]*\)\$/\2 \1/p" "$1"
 }
 
 land() {  # the parts of bring, checked and unpacked into WORK
-  local parts expected actual
+  local parts expected actual listed name sum missing="" damaged="" unlisted=""
   if ! compgen -G "$from/$set_name.tar.part*" > /dev/null || [[ ! -f $from/$set_name.sha256 ]]; then
     echo "mini-gpu.sh: $from holds no $set_name.tar.partNN and $set_name.sha256 (bring makes" \
       "them)" >&2
@@ -269,12 +379,32 @@ land() {  # the parts of bring, checked and unpacked into WORK
     echo "mini-gpu.sh: $work already holds models; use another --work (nothing is overwritten)" >&2
     exit 64
   fi
+  listed=$(part_sums "$from/$set_name.sha256")
+  while read -r name sum; do
+    [[ -z $name || -f $from/$name ]] || missing+=" ${name##*.tar.}"
+  done <<< "$listed"  # (one empty line where the .sha256 lists no parts: an older bring's)
+  if [[ -n $missing ]]; then
+    echo "mini-gpu.sh: $from lacks$missing of the $(wc -l <<< "$listed") parts its" \
+      "$set_name.sha256 lists (bring --parts N gives part N where the set is); nothing" \
+      "unpacked" >&2
+    exit 2
+  fi
   parts=("$from/$set_name".tar.part*)
-  expected=$(cut -d' ' -f1 < "$from/$set_name.sha256")
+  expected=$(head -n 1 "$from/$set_name.sha256" | cut -d' ' -f1)
   actual=$(cat "${parts[@]}" | sha256sum | cut -d' ' -f1)
   if [[ $actual != "$expected" ]]; then
+    if [[ -n $listed ]]; then  # which part, by the parts' own sums
+      while read -r name sum; do
+        [[ $(sha256sum < "$from/$name" | cut -d' ' -f1) == "$sum" ]] || damaged+=" ${name##*.tar.}"
+      done <<< "$listed"
+      for name in "${parts[@]}"; do
+        grep -q "^${name##*/} " <<< "$listed" || unlisted+=" ${name##*.tar.}"
+      done
+      [[ -z $damaged ]] || damaged="; damaged (its own sum differs):$damaged"
+      [[ -z $unlisted ]] || unlisted="; not in the .sha256:$unlisted"
+    fi
     echo "mini-gpu.sh: the ${#parts[@]} parts $from/$set_name.tar.part* give sha256 $actual;" \
-      "expected $expected ($from/$set_name.sha256): a part is missing or damaged" >&2
+      "expected $expected ($from/$set_name.sha256): a part is missing or damaged$damaged$unlisted" >&2
     exit 2
   fi
   mkdir -p "$work"
