@@ -276,22 +276,18 @@ def test_a_second_bring_gives_the_same_bytes(ten_parts: Path, tmp_path: Path) ->
     assert landed.returncode == 0, landed.stderr
 
 
-def test_land_names_the_missing_and_the_damaged_parts(ten_parts: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
+def _all_parts(work: Path, out: Path) -> Path:
+    """OUT holding every part of WORK's set in 1-MiB parts (`bring --parts all`) and the .sha256."""
     brought = stage(
-        "bring",
-        "--seed",
-        "4",
-        "--work",
-        str(ten_parts),
-        "--part-mib",
-        "1",
-        "--parts",
-        "all",
-        "--out",
-        str(out),
-    )
+        "bring", "--seed", "4", "--work", str(work), "--part-mib", "1", "--parts", "all",
+        "--out", str(out),
+    )  # fmt: skip
     assert brought.returncode == 0, brought.stderr
+    return out
+
+
+def test_land_names_the_missing_and_the_damaged_parts(ten_parts: Path, tmp_path: Path) -> None:
+    out = _all_parts(ten_parts, tmp_path / "out")
     kept = {name: (out / name).read_bytes() for name in listing(out)}
 
     for name in part_names(3, 3) + part_names(5, 5):
@@ -315,21 +311,7 @@ def test_an_older_bring_sha256_of_the_whole_alone_still_lands(
     ten_parts: Path, tmp_path: Path
 ) -> None:
     """An older bring wrote only the whole tar's line: land checks it, as before."""
-    out = tmp_path / "out"
-    brought = stage(
-        "bring",
-        "--seed",
-        "4",
-        "--work",
-        str(ten_parts),
-        "--part-mib",
-        "1",
-        "--parts",
-        "all",
-        "--out",
-        str(out),
-    )
-    assert brought.returncode == 0, brought.stderr
+    out = _all_parts(ten_parts, tmp_path / "out")
     sums = (out / f"{SET}.sha256").read_text().splitlines()
     assert sums[0].endswith(f"  {SET}.tar") and len(sums) == 11
     (out / f"{SET}.sha256").write_text(sums[0] + "\n")
