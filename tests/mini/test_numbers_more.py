@@ -192,7 +192,7 @@ def test_a_run_without_a_ceiling_is_refused(
     assert "crosscheck.ceiling_by_context.512.oracle is 'high', expected a number" in err
 
 
-def write_speed(run: Path, gpu: str) -> dict[str, Any]:
+def write_speed(run: Path, gpu: str) -> Any:
     """RUN/speed.json as `j0 mini speed` writes it (speed.totals, summarize and record), each of
     the recorded loops run's four settings one round (its result.json)."""
     from j0.mini.run import speed
@@ -201,9 +201,9 @@ def write_speed(run: Path, gpu: str) -> dict[str, Any]:
     rounds = {name: [speed.totals(LOOPS / name / "result.json")] for name in names}
     table = speed.summarize(rounds, names[0])
     options = speed.SpeedOptions(out=run.parent, repeats=1, max_tokens=256)
-    doc = speed.record(options, names, 24, 0.7, table, {"gpu": gpu, "driver": "570.133.20"})
+    doc = speed.record(options, names, 24, 0.7, table, speed.SpeedMachine(gpu, "570.133.20"))
     run.mkdir(parents=True, exist_ok=True)
-    (run / "speed.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (run / "speed.json").write_text(json.dumps(doc.to_json(), indent=1) + "\n")
     return doc
 
 
@@ -233,10 +233,11 @@ def test_speed_without_its_file_or_machine_is_refused(
     assert f"{run / 'speed.json'}: no such file" in refused(readme, capsys)
     write_speed(run, "NVIDIA H200")
     edit(run / "speed.json", lambda d: d.pop("machine"))
-    assert f"{run / 'speed.json'}: machine is None, expected an object" in refused(readme, capsys)
+    assert f"{run / 'speed.json'}: no 'machine' (expected an object)" in refused(readme, capsys)
     write_speed(run, "NVIDIA H200")
     edit(run / "speed.json", lambda d: d["table"]["drafter-j0/k7-j0-off"].pop("ms_per_step"))
-    assert "table.drafter-j0/k7-j0-off.ms_per_step" in refused(readme, capsys)
+    said = refused(readme, capsys)
+    assert f"{run / 'speed.json'}: table.drafter-j0/k7-j0-off: no 'ms_per_step'" in said
 
 
 def kept_sets(folder: Path) -> tuple[Path, Path]:

@@ -176,7 +176,7 @@ def _speed(args: argparse.Namespace) -> int:
     )
     from j0.mini.run.speed import markdown
 
-    sink.result(markdown(result.doc), json.dumps(result.doc, indent=2))
+    sink.result(markdown(result.doc), json.dumps(result.doc.to_json(), indent=2))
     return result.exit_code
 
 

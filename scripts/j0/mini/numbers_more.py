@@ -27,8 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from j0.edge.fields import NUMBER, is_of, kinds_text
-from j0.errors import INPUT_LACKS, J0Error, read_json_file
+from j0.edge.fields import NUMBER, is_of
+from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.manifest import MADE_BY, read_manifest_file
 from j0.mini.run.run_summary import MINI_RUN_JSON, RunSummary
 
@@ -180,58 +180,18 @@ def ceiling(run: Path) -> list[str]:
     return lines
 
 
-# speed.json's keys that speed.table_lines reads, and each table row's
-SPEED_KEYS: dict[str, tuple[type, ...]] = {
-    "machine": (dict,),
-    "graphs": (bool,),
-    "prompts": (int,),
-    "max_tokens": (int,),
-    "slots": (int,),
-    "temperature": NUMBER,
-    "repeats": (int,),
-    "order": (str,),
-    "how": (str,),
-    "table": (dict,),
-}
-SPEED_ROW = ("tokens", "seconds", "tokens_per_s", "ms_per_step", "tokens_per_step")
-
-
 def speed(run: Path) -> list[str]:
-    """`j0 mini speed`'s table of RUN/speed.json, the machine named."""
+    """`j0 mini speed`'s table of RUN/speed.json (read through its type, SpeedRecord), the
+    machine named."""
     from j0.mini.run.speed import table_lines
+    from j0.mini.run.speed_record import EXPECTED, SPEED_JSON, SpeedRecord
 
-    path = run / "speed.json"
+    path = run / SPEED_JSON
     if not path.is_file():
         raise J0Error(
-            f"{path}: no such file; expected the speed.json of `j0 mini speed` (a numbers block "
-            "names it)",
-            INPUT_LACKS,
+            f"{path}: no such file; expected {EXPECTED} (a numbers block names it)", INPUT_LACKS
         )
-    doc = read_json_file(path, "the speed.json of `j0 mini speed`")
-    if not isinstance(doc, dict):
-        raise J0Error(
-            f"{path}: expected an object (the speed.json of `j0 mini speed`)", INPUT_LACKS
-        )
-    for key, kinds in SPEED_KEYS.items():
-        if not is_of(doc.get(key), kinds):
-            wanted = kinds_text(kinds)
-            raise J0Error(
-                f"{path}: {key} is {doc.get(key)!r}, expected {wanted} (the speed.json of "
-                "`j0 mini speed`)",
-                INPUT_LACKS,
-            )
-    for part in ("gpu", "driver"):
-        if not isinstance(doc["machine"].get(part), str):
-            raise _lacks(path, f"machine.{part}", "the machine's name (nvidia-smi's words)")
-    if not doc["table"]:
-        raise _lacks(path, "setting in table", "one row per setting measured")
-    for name, row in doc["table"].items():
-        if not isinstance(row, dict) or not isinstance(row.get("round_tokens_per_s"), list):
-            raise _lacks(path, f"table.{name}.round_tokens_per_s", "a list of rates")
-        for key in SPEED_ROW:
-            if key not in row:
-                raise _lacks(path, f"table.{name}.{key}", "a number or null")
-    return table_lines(doc)
+    return table_lines(SpeedRecord.read(path))
 
 
 def sets(folders: list[tuple[str, Path]]) -> list[str]:

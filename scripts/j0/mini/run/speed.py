@@ -15,16 +15,17 @@ ratio of those totals, with each round's ratio beside it for the spread. The mac
 name and driver, from nvidia-smi) is named in speed.json and speed.md.
 
 Writes RUN/speed/ (RUN: --run-dir, default OUT/run): prompts.jsonl, SETTING/round-R.json (`j0 bench
-run`'s result of each round, outputs kept), server logs, speed.json and speed.md. A RUN/speed/
-that exists is refused (exit 64): nothing is written twice.
+run`'s result of each round, outputs kept), server logs, speed.json (a SpeedRecord,
+j0.mini.run.speed_record) and speed.md. A RUN/speed/ that exists is refused (exit 64): nothing is
+written twice.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from j0.edge.atomic import write_text_atomic
 from j0.errors import INPUT_LACKS, USAGE, J0Error
 from j0.mini.run.run_summary import RunSummary
 from j0.mini.run.setting_record import BASELINE, DFLASH, NGRAM
+from j0.mini.run.speed_record import HOW, ORDER, SPEED_JSON, SpeedMachine, SpeedRecord, SpeedRow
 
 SPEED = "speed"
 
@@ -54,8 +56,11 @@ class SpeedOptions:
 
 @dataclass
 class SpeedResult:
-    doc: dict[str, Any] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    doc: SpeedRecord
+
+    @property
+    def problems(self) -> list[str]:
+        return self.doc.problems
 
     @property
     def exit_code(self) -> int:
@@ -118,7 +123,7 @@ def serve_setting(
     )
 
 
-def machine() -> dict[str, str]:
+def machine() -> SpeedMachine:
     """The GPU's name and driver as nvidia-smi gives them ("unknown" where it says nothing)."""
     try:
         text = subprocess.run(
@@ -131,7 +136,7 @@ def machine() -> dict[str, str]:
     except OSError:
         text = ""
     name, _, driver = text.splitlines()[0].partition(",") if text else ("", "", "")
-    return {"gpu": name.strip() or "unknown", "driver": driver.strip() or "unknown"}
+    return SpeedMachine(gpu=name.strip() or "unknown", driver=driver.strip() or "unknown")
 
 
 def totals(result: Path) -> dict[str, float]:
@@ -152,36 +157,39 @@ def totals(result: Path) -> dict[str, float]:
     return {"tokens": tokens, "seconds": seconds, "steps": steps, "failed": failed}
 
 
-def summarize(rounds: dict[str, list[dict[str, float]]], base: str) -> dict[str, Any]:
+def summarize(rounds: dict[str, list[dict[str, float]]], base: str) -> dict[str, SpeedRow]:
     """Per setting: pooled tokens/s and ms per step, each round's tokens/s, the speedup over
     `base` (pooled, and per round)."""
-    table: dict[str, Any] = {}
+    table: dict[str, SpeedRow] = {}
     for name, each in rounds.items():
         tokens = sum(r["tokens"] for r in each)
         seconds = sum(r["seconds"] for r in each)
         steps = sum(r["steps"] for r in each)
-        table[name] = {
-            "rounds": len(each),
-            "tokens": int(tokens),
-            "seconds": round(seconds, 3),
-            "tokens_per_s": round(tokens / seconds, 2) if seconds else None,
-            "ms_per_step": round(1000 * seconds / steps, 3) if steps else None,
-            "tokens_per_step": round(tokens / steps, 3) if steps else None,
-            "round_tokens_per_s": [
+        table[name] = SpeedRow(
+            rounds=len(each),
+            tokens=int(tokens),
+            seconds=round(seconds, 3),
+            tokens_per_s=round(tokens / seconds, 2) if seconds else None,
+            ms_per_step=round(1000 * seconds / steps, 3) if steps else None,
+            tokens_per_step=round(tokens / steps, 3) if steps else None,
+            round_tokens_per_s=[
                 round(r["tokens"] / r["seconds"], 2) if r["seconds"] else None for r in each
             ],
-            "failed_requests": int(sum(r["failed"] for r in each)),
-        }
-    reference = table.get(base, {}).get("tokens_per_s")
-    for row in table.values():
-        if reference and row["tokens_per_s"]:
-            row["speedup"] = round(row["tokens_per_s"] / reference, 3)
-            row["round_speedups"] = [
-                round(a / b, 3) if a and b else None
-                for a, b in zip(
-                    row["round_tokens_per_s"], table[base]["round_tokens_per_s"], strict=False
-                )
-            ]
+            failed_requests=int(sum(r["failed"] for r in each)),
+        )
+    reference = table[base].tokens_per_s if base in table else None
+    for name, row in table.items():
+        if reference and row.tokens_per_s:
+            table[name] = dataclasses.replace(
+                row,
+                speedup=round(row.tokens_per_s / reference, 3),
+                round_speedups=[
+                    round(a / b, 3) if a and b else None
+                    for a, b in zip(
+                        row.round_tokens_per_s, table[base].round_tokens_per_s, strict=False
+                    )
+                ],
+            )
     return table
 
 
@@ -214,7 +222,6 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
     share = memory_share(len(names))
     servers = {}
     sampling = Sampling(manifest.temperature(), summary.sample_seed or 0)
-    result = SpeedResult()
     try:
         for number, name in enumerate(names):
             log = folder / name.replace("/", "_") / "server.log"
@@ -231,11 +238,10 @@ def run_speed(options: SpeedOptions, say: Any = print) -> SpeedResult:
         for server in servers.values():
             server.stop()
     table = summarize(rounds, BASELINE if BASELINE in names else names[0])
-    result.doc = record(options, names, len(lines), sampling.temperature, table, machine())
-    result.problems = list(result.doc["problems"])
-    write_text_atomic(work / "speed.json", json.dumps(result.doc, indent=1) + "\n")
-    write_text_atomic(work / "speed.md", markdown(result.doc))
-    return result
+    doc = record(options, names, len(lines), sampling.temperature, table, machine())
+    doc.write(work / SPEED_JSON)
+    write_text_atomic(work / "speed.md", markdown(doc))
+    return SpeedResult(doc)
 
 
 def record(
@@ -243,31 +249,31 @@ def record(
     names: list[str],
     prompts: int,
     temperature: float,
-    table: dict[str, Any],
-    gpu: dict[str, str],
-) -> dict[str, Any]:
+    table: dict[str, SpeedRow],
+    gpu: SpeedMachine,
+) -> SpeedRecord:
     """speed.json: how it was measured, on which machine (`gpu`: machine()), the table
     (summarize) and the problems (requests that failed)."""
     problems = [
-        f"{name}: {row['failed_requests']} requests failed"
+        f"{name}: {row.failed_requests} requests failed"
         for name, row in table.items()
-        if row["failed_requests"]
+        if row.failed_requests
     ]
-    return {
-        "machine": gpu,
-        "graphs": options.graphs,
-        "slots": options.slots,
-        "prompts": prompts,
-        "repeats": options.repeats,
-        "max_tokens": options.max_tokens,
-        "tokens": options.tokens,
-        "temperature": temperature,
-        "settings": names,
-        "order": "round r: setting r mod n first, then the others in turn",
-        "how": "servers started together, then only one sent requests at a time",
-        "table": table,
-        "problems": problems,
-    }
+    return SpeedRecord(
+        machine=gpu,
+        graphs=options.graphs,
+        slots=options.slots,
+        prompts=prompts,
+        repeats=options.repeats,
+        max_tokens=options.max_tokens,
+        tokens=options.tokens,
+        temperature=temperature,
+        settings=list(names),
+        order=ORDER,
+        how=HOW,
+        table=table,
+        problems=problems,
+    )
 
 
 def measure(
@@ -319,19 +325,19 @@ def measure(
     return rounds
 
 
-def markdown(doc: dict[str, Any]) -> str:
+def markdown(doc: SpeedRecord) -> str:
     """speed.md: the heading and table_lines."""
     return "\n".join(["# j0 mini speed", "", *table_lines(doc)]) + "\n"
 
 
-def table_lines(doc: dict[str, Any]) -> list[str]:
+def table_lines(doc: SpeedRecord) -> list[str]:
     """The machine, how it was measured and the table (`j0 mini numbers`' `speed` block)."""
-    machine_words = f"{doc['machine']['gpu']} (driver {doc['machine']['driver']})"
+    machine_words = f"{doc.machine.gpu} (driver {doc.machine.driver})"
     lines = [
-        f"On {machine_words}; CUDA graphs {'on' if doc['graphs'] else 'off'}; "
-        f"{doc['prompts']} prompts, {doc['max_tokens']} tokens each, {doc['slots']} in flight; "
-        f"temperature {doc['temperature']}; {doc['repeats']} rounds, the settings interleaved "
-        f"({doc['order']}); {doc['how']}.",
+        f"On {machine_words}; CUDA graphs {'on' if doc.graphs else 'off'}; "
+        f"{doc.prompts} prompts, {doc.max_tokens} tokens each, {doc.slots} in flight; "
+        f"temperature {doc.temperature}; {doc.repeats} rounds, the settings interleaved "
+        f"({doc.order}); {doc.how}.",
         "Speed is total output tokens over total request time (the sum of the requests' "
         "latencies, first token included), each setting's rounds pooled; ms per step is that "
         "time over the engine's steps (verify steps, or one per token without speculation).",
@@ -340,13 +346,14 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
         "(pooled) | speedup by round | tok/s by round |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, row in doc["table"].items():
-        by_round = ", ".join(str(x) for x in row.get("round_speedups", []))
+    for name, row in doc.table.items():
+        by_round = ", ".join(str(x) for x in row.round_speedups or [])
+        speedup = "n/a" if row.speedup is None else row.speedup
         lines.append(
-            f"| {name} | {row['tokens']} | {row['seconds']} | {row['tokens_per_s']} | "
-            f"{row['ms_per_step']} | {row['tokens_per_step']} | {row.get('speedup', 'n/a')} | "
-            f"{by_round or 'n/a'} | {', '.join(str(x) for x in row['round_tokens_per_s'])} |"
+            f"| {name} | {row.tokens} | {row.seconds} | {row.tokens_per_s} | "
+            f"{row.ms_per_step} | {row.tokens_per_step} | {speedup} | "
+            f"{by_round or 'n/a'} | {', '.join(str(x) for x in row.round_tokens_per_s)} |"
         )
-    if doc.get("problems"):
-        lines += ["", "Problems: " + "; ".join(doc["problems"])]
+    if doc.problems:
+        lines += ["", "Problems: " + "; ".join(doc.problems)]
     return lines
