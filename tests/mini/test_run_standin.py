@@ -9,6 +9,7 @@ The stand-in returns no token ids, so the cross-check is reported as not run (ex
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import shutil
@@ -201,6 +202,9 @@ def test_no_token_ids_leaves_the_cross_check_not_run(
     assert result["verdict"].startswith("==> INCOMPLETE: ")
     assert "return_token_ids" in result["verdict"] and "cross-check not run" in result["verdict"]
     assert result["summary"] == json.loads((trained / "run" / "mini-run.json").read_text())
+    # the sha256 of the prompts it served, for `j0 mini sets` (the same prompts across sets)
+    served = (trained / "run" / "prompts.jsonl").read_bytes()
+    assert result["summary"]["prompts_sha256"] == hashlib.sha256(served).hexdigest()
     answers = json.loads(
         (trained / "run" / "drafter-mask" / "k7-j0-off" / "crosscheck-answers.json").read_text()
     )

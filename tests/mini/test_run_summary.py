@@ -34,6 +34,9 @@ def test_the_first_runs_summary_lacks_what_it_did_not_write() -> None:
     first = RunSummary.read(RECORDED[1])
     assert first.gate is None and first.j0_seeds is None and not first.has("slots")
     assert not any(r.has("kind") for r in first.records().values())  # it wrote no kind
+    # nor did any run before 2026-12-08 record its prompts' sha256 (`j0 mini sets` reads it)
+    assert first.prompts_sha256 is None and not first.has("prompts_sha256")
+    assert RunSummary.read(RECORDED[0]).prompts_sha256 is None
 
 
 @pytest.mark.parametrize(
@@ -43,6 +46,8 @@ def test_the_first_runs_summary_lacks_what_it_did_not_write() -> None:
         (lambda d: d.update(max_tokens="256"), "'max_tokens' is \"256\", expected a whole number"),
         (lambda d: d["settings"].update(x=[]), "settings['x'] is [], expected an object"),
         (lambda d: d.update(problems=None), "'problems' is null, expected a list"),
+        (lambda d: d.update(prompts_sha256="a30d11ec"), "'prompts_sha256' is \"a30d11ec\""),
+        (lambda d: d.update(prompts_sha256=None), "'prompts_sha256' is null"),
     ],
 )
 def test_a_summary_of_other_kinds_is_refused_naming_the_key(

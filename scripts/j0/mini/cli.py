@@ -102,10 +102,12 @@ systems, control, ngram), per draft-token count, overall and per context, each s
 interval, and the replications (the sets of --recipe-of's recipe: same sizes, budgets, rows,
 labels; any seed) combined by random effects (DerSimonian-Laird, Hartung-Knapp interval). A
 comparison is resolved only where at least 3 replications have it, the combined interval excludes
-0 and no replication resolves the opposite sign; otherwise "not resolved" and what would resolve
-it. Sets of other recipes are shown beside, labelled, never combined.
+0, no replication resolves the opposite sign and they served the same prompts (the sha256 of the
+prompts.jsonl served: mini-run.json's prompts_sha256, else a prompts.jsonl or run.tar.xz in the
+set's folder; unknown prompts keep it open); otherwise "not resolved" and what would resolve it.
+Sets of other recipes are shown beside, labelled, never combined.
 Exit 0: reported; 2: a folder is not a set (missing, or without mini.json or mini-run.json), or
-a set's files are not what the commands write.
+a set's files are not what the commands write (an unreadable prompts.jsonl or run.tar.xz too).
 """
 
 NUMBERS_HELP = """\

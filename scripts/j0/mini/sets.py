@@ -19,9 +19,15 @@ inverse-variance interval: the modification of Roever et al. 2015 for few studie
 training seed is thereby a source of variance, not only the prompts.
 
 A comparison is **resolved** only where (1) at least MIN_SETS replications have it, (2) the
-combined interval excludes 0, and (3) no replication resolves the opposite sign on its own.
-Otherwise it is "not resolved", with what would resolve it: more sets (how many, at the measured
-spread), or, where sets resolve opposite signs, that the answer depends on the training seed.
+combined interval excludes 0, (3) no replication resolves the opposite sign on its own, and (4)
+the replications it counts served the same prompts (issue 54: the same prompts served by at least
+three sets), each set's prompts known by the sha256 of its prompts.jsonl (j0.mini.set_prompts:
+recorded in mini-run.json, or hashed from the prompts.jsonl or run.tar.xz kept with the set); a
+set whose prompts are not known cannot be shown to have served the same ones, so it keeps the
+comparison open too. Otherwise it is "not resolved", with what would resolve it: more sets (how
+many, at the measured spread), the same prompts, or, where sets resolve opposite signs, that the
+answer depends on the training seed. The report's Prompts line says whether the replications
+served the same prompts, and what the sets of other recipes served beside them.
 
 Standard library only.
 """
@@ -37,6 +43,7 @@ from typing import Any
 
 from j0.errors import INPUT_LACKS, USAGE, InputLimit, J0Error, read_json_file
 from j0.measure.pairing import t975
+from j0.mini import set_prompts
 from j0.mini.manifest import MiniManifest
 from j0.mini.run.run_summary import RunSummary
 
@@ -221,6 +228,7 @@ def report(sets: list[ModelSet], recipe_of_label: str | None = None) -> dict[str
         raise J0Error(f"--recipe-of {recipe_of_label}: no set of that name", USAGE)
     recipe = (chosen or sets[0]).recipe
     per_set = {s.label: rows_of(s.summary) for s in sets}
+    prompts = {s.label: set_prompts.prompts_of(s.folder, s.summary) for s in sets}
     keys = sorted(
         {key for rows in per_set.values() for key in rows},
         key=lambda x: (
@@ -232,7 +240,7 @@ def report(sets: list[ModelSet], recipe_of_label: str | None = None) -> dict[str
     )
     rows = []
     for key in keys:
-        entries, effects, errors = [], [], []
+        entries, effects, errors, counted = [], [], [], []
         for s in sets:
             row = per_set[s.label].get(key)
             if row is None or row.get("effect") is None:
@@ -252,9 +260,13 @@ def report(sets: list[ModelSet], recipe_of_label: str | None = None) -> dict[str
             if replication and se is not None:
                 effects.append(float(row["effect"]))
                 errors.append(se)
+                counted.append(s.label)
         replications = [e for e in entries if e["replication"]]
         combined = combine(effects, errors)
         verdict, resolve = judge(replications, combined)
+        if unlike := set_prompts.row_words({label: prompts[label] for label in counted}):
+            verdict = "not resolved"  # rule (4): the same prompts, known to be the same
+            resolve = "; ".join(x for x in (resolve, unlike) if x)
         others = [e for e in entries if not e["replication"] and sign_of(e["verdict"])]
         if others:
             resolve = "; ".join(
@@ -293,9 +305,14 @@ def report(sets: list[ModelSet], recipe_of_label: str | None = None) -> dict[str
                 "recipe": s.recipe,
                 "replication": s.recipe == recipe,
                 "device": s.manifest.device,
+                "prompts": prompts[s.label].to_json(),
             }
             for s in sets
         ],
+        "prompts_served": set_prompts.line(
+            {s.label: prompts[s.label] for s in sets if s.recipe == recipe},
+            {s.label: prompts[s.label] for s in sets if s.recipe != recipe},
+        ),
         "min_sets": MIN_SETS,
         "rows": rows,
     }
@@ -338,12 +355,14 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
         "`j0 mini train --seed` and run. Sets of other recipes are shown beside them as "
         "evidence of recipe dependence; they are not replications and are never combined.",
         "",
+        doc["prompts_served"],
+        "",
         "Each cell: the set's effect (request means paired by prompt), its 95 % bootstrap "
         "interval, and (resolved) where the set resolves it on its own. Combined: random "
         "effects over the replications (DerSimonian-Laird tau^2, Hartung-Knapp interval with "
         f"sets - 1 degrees of freedom). Resolved only where at least {doc['min_sets']} "
-        "replications have it, the combined interval excludes 0, and no replication resolves "
-        "the opposite sign.",
+        "replications have it, the combined interval excludes 0, no replication resolves "
+        "the opposite sign, and the replications it counts served the same prompts.",
         "",
         "| draft tokens | comparison | subset | "
         + " | ".join(heads)

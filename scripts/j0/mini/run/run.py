@@ -437,6 +437,7 @@ def summarize(
         tokens=list(options.tokens),
         requests_per_context=options.requests,
         requests_by_context={str(c): n for c, n in requests_by_context(contexts, options).items()},
+        prompts_sha256=hashlib.sha256((work / "prompts.jsonl").read_bytes()).hexdigest(),
         max_tokens=options.max_tokens,
         target_seq=manifest.sizes.get("target_seq"),
         beyond_training=beyond or [],

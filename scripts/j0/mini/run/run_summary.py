@@ -1,27 +1,33 @@
 """mini-run.json, the summary of a `j0 mini run` folder, as a type: how the run was made (its
 folder, context length, the training it read, sampling, servers at once, contexts, draft tokens,
-prompts, slots, J0's seeds, seconds, the variant and the speculator.py it served), every
-setting's record (setting.json's, by name), the gate, the comparisons, the reports, and the
-problems and missing pieces. `j0 mini run` writes it last (so a folder without one did not
-finish); its markdown, `j0 mini numbers` and the next run's check of the folder read it through
-this type. The keys are the ones written, in their order: the first runs wrote fewer (no
-sampling, slots, seeds, gate or comparisons), and are read as they are.
+prompts and the sha256 of the prompts.jsonl served, slots, J0's seeds, seconds, the variant and
+the speculator.py it served), every setting's record (setting.json's, by name), the gate, the
+comparisons, the reports, and the problems and missing pieces. `j0 mini run` writes it last (so a
+folder without one did not finish); its markdown, `j0 mini numbers`, `j0 mini sets` and the next
+run's check of the folder read it through this type. The keys are the ones written, in their
+order: the first runs wrote fewer (no sampling, slots, seeds, gate or comparisons; those before
+2026-12-08 no prompts_sha256), and are read as they are.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from j0.edge.document import KeptKeys, absent, attribute, needed
-from j0.edge.fields import read_document, shown, write_document
+from j0.edge.fields import Rule, read_document, shown, write_document
 from j0.errors import INPUT_LACKS, J0Error
 from j0.mini.run.setting_record import PointRecord
 
 MINI_RUN_JSON = "mini-run.json"
+SHA256 = Rule(
+    "a sha256 (64 lowercase hex digits)",
+    lambda value: isinstance(value, str) and re.fullmatch("[0-9a-f]{64}", value) is not None,
+)
 
 
 @dataclass
@@ -39,6 +45,8 @@ class RunSummary(KeptKeys):
     tokens: list[Any] | None = absent()  # whole numbers
     requests_per_context: int = needed(default=0)
     requests_by_context: dict[str, int] | None = absent()  # where the longest context has more
+    # the sha256 of the prompts.jsonl served (`j0 mini sets`: whether sets served the same prompts)
+    prompts_sha256: Annotated[str | None, SHA256] = absent()
     max_tokens: int = needed(default=0)
     target_seq: int | None = None  # the target's training window (None: not recorded)
     beyond_training: list[Any] | None = absent()  # contexts whose prompt + output pass it
