@@ -72,7 +72,8 @@ def run_set_up(clone: Path, **extra: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_the_readme_install_survives_the_test_set_up(tmp_path: Path) -> None:
     """The README's two commands one after the other: `.venv` (the install) is left exactly as it
-    was, and the test environment is made in `.venv-test`, where j0 imports."""
+    was, and the test environment is made in `.venv-test`, where j0 imports; after the checkout
+    is moved, the set-up finds j0 gone and installs it again from the new place."""
     clone = tracked_copy(tmp_path / "clone")
     before = snapshot(users_venv(clone / ".venv"))
     run = run_set_up(clone)
@@ -86,6 +87,20 @@ def test_the_readme_install_survives_the_test_set_up(tmp_path: Path) -> None:
     file, prefix = probe.stdout.split()
     assert Path(file).is_relative_to(clone / "scripts")
     assert Path(prefix) == clone / ".venv-test"
+
+    # The checkout moved (renamed): its editable j0 named the old path. The set-up installs j0
+    # again from the new one, without remaking the environment.
+    moved = clone.rename(tmp_path / "moved")
+    again = run_set_up(moved)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "creating the test environment" not in again.stdout
+    assert "installed again from this checkout" in again.stdout, again.stdout
+    python = moved / ".venv-test" / "bin" / "python"
+    probe = subprocess.run(
+        [str(python), "-c", "import j0; print(j0.__file__)"], capture_output=True, text=True
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert Path(probe.stdout.strip()).is_relative_to(moved / "scripts")
 
 
 @pytest.mark.parametrize(
