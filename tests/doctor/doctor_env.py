@@ -91,8 +91,10 @@ class Host:
         monkeypatch.setenv("J0_STANDIN_CALLS", str(self.calls))
 
     def _wrapper(self, name: str) -> None:
+        # -S: the stand-ins use the standard library only, and the environment's site (its .pth
+        # files) was about 40 % of each call's CPU (20 -> 12 ms; about 500 calls a fast run).
         wrapper = self.bin / name
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{BIN / name}" "$@"\n')
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{BIN / name}" "$@"\n')
         wrapper.chmod(0o755)
 
     def docker(self, scenario: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
