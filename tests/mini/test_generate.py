@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from j0.mini.sizes import SMOKE
 from j0.mini.train.generate import generate_rows, greedy_rows
+
+# transformers imported in-process: one worker for its users (tests/mini/test_train_smoke.py).
+pytestmark = pytest.mark.xdist_group("transformers")
 
 
 def test_rows_are_the_targets_greedy_continuations(smoke_out: Path) -> None:

@@ -43,6 +43,7 @@ def test_bad_train_arguments(
     assert not out.exists()
 
 
+@pytest.mark.xdist_group("transformers")  # transformers imported in-process: one worker
 def test_train_refuses_a_folder_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "x").write_text("mine")
     assert main(["mini", "train", str(tmp_path), "--smoke"]) == 64

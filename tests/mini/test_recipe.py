@@ -32,6 +32,7 @@ def test_position_buckets_are_the_issues() -> None:
     assert bucket_edges(SMOKE) == [0, 64, 128, 192, 256, 320, 384, 448, 512, 528, 576]
 
 
+@pytest.mark.xdist_group("transformers")  # transformers imported in-process: one worker
 def test_the_loss_by_position_is_the_per_token_cross_entropy() -> None:
     """A real (random) Qwen3 of the smoke sizes on windows of 40 tokens in buckets of 16: each
     bucket's loss equals the mean, over the same windows, of -log_softmax at the next token,

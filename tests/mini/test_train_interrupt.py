@@ -75,6 +75,7 @@ def test_ctrl_c_while_training_leaves_nothing_behind(tmp_path: Path, there_befor
     check_out(out)  # the same command is accepted again
 
 
+@pytest.mark.xdist_group("transformers")  # transformers imported in-process: one worker
 def test_an_unfinished_folder_is_refused_saying_what_to_do(tmp_path: Path) -> None:
     """What a killed run leaves (corpus.json, logs/, no mini.json): refused, exit 64, naming what
     is there and that it is an unfinished `j0 mini train`, and how to go on."""
@@ -92,6 +93,7 @@ def test_an_unfinished_folder_is_refused_saying_what_to_do(tmp_path: Path) -> No
     assert (out / "corpus.json").exists()  # nothing removed unasked
 
 
+@pytest.mark.xdist_group("transformers")  # transformers imported in-process: one worker
 def test_a_finished_folder_is_refused_naming_what_uses_it(tmp_path: Path) -> None:
     out = tmp_path / "mini"
     out.mkdir()

@@ -14,6 +14,11 @@ from j0.drafter.config import check_causality
 from j0.errors import USAGE, J0Error
 from j0.mini.train.run import TrainOptions, run_train
 
+# The tests that import transformers in their own process share one pytest-xdist worker (the
+# group "transformers", here and in test_recipe, test_train_interrupt, test_mini_cli): its import,
+# about 3 s of CPU, was paid in each worker that ran one of them.
+pytestmark = pytest.mark.xdist_group("transformers")
+
 
 def test_models_load_and_drafters_are_causal(smoke_out: Path) -> None:
     from dflash.model import DFlashDraftModel
