@@ -19,6 +19,10 @@ from j0.errors import J0Error
 from j0.measure import pairing
 from servers.vllm.server import VllmStandIn
 
+# results_dir (two settings run against stand-in servers, then `j0 bench report`: 1.7 s) is made
+# once: the module's tests share one pytest-xdist worker, not one copy per worker they reach.
+pytestmark = pytest.mark.xdist_group("bench-report")
+
 PROMPTS = [" ".join(f"p{i}w{j}" for j in range(60 + 40 * i)) for i in range(4)]
 
 
