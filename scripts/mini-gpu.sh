@@ -9,8 +9,9 @@
 #   scripts/mini-gpu.sh wait  [OPTIONS]     print the training's progress every 20 s until it
 #                                           ends (its exit status) or --timeout passes (exit 75)
 #   scripts/mini-gpu.sh run   [OPTIONS]     start the run in the background (setsid): `accept`,
-#                                           then `speed`, then `pack` (log WORK/run.log, exit
-#                                           status WORK/run.rc); returns at once
+#                                           then `speed` (unless --speed no), then `scenarios`
+#                                           (where --scenarios names a folder), then `pack` (log
+#                                           WORK/run.log, exit status WORK/run.rc); returns at once
 #   scripts/mini-gpu.sh wait-run [OPTIONS]  wait for it as `wait` does; once it has ended, copy
 #                                           the packed results into OUTDIR and print them
 #   scripts/mini-gpu.sh accept [OPTIONS]    (in the foreground) `j0 mini run` of the trained set:
@@ -19,8 +20,15 @@
 #   scripts/mini-gpu.sh speed  [OPTIONS]    (in the foreground) `j0 mini speed`: baseline,
 #                                           n-gram and the best DFlash setting, CUDA graphs, one
 #                                           server sent requests at a time, repeats interleaved
-#   scripts/mini-gpu.sh pack   [OPTIONS]    pack the set (no weights, no dumps) into WORK/out and
-#                                           copy that into OUTDIR (at most 6 files)
+#   scripts/mini-gpu.sh scenarios [OPTIONS] (in the foreground) the serving scenarios with this
+#                                           set's target and J0-trained drafter (issue 54, item
+#                                           7): scripts/engine-scenarios-h200.sh --scenarios DIR
+#                                           with ROOMY=1 (its seven servers and the one whose KV
+#                                           cache holds four requests), SITE --site
+#   scripts/mini-gpu.sh pack   [OPTIONS]    pack the set (no weights, no dumps; the scenarios'
+#                                           folder as mini-gpu-seedN-scenarios.tar.xz where there
+#                                           is one) into WORK/out and copy that into OUTDIR (at
+#                                           most 7 files)
 #   scripts/mini-gpu.sh bring  [OPTIONS]    the trained set WITH its weights (models/, train.log,
 #                                           train.rc), cut once into WORK/bring as
 #                                           mini-gpu-seedN-set.tar.partNN of --part-mib MiB and
@@ -54,6 +62,13 @@
 #   --speed-repeats N   rounds of the speed part, the settings interleaved in each (default 3)
 #   --run-args "..."    more flags for `j0 mini run` (e.g. "--crosscheck-requests 6")
 #   --speed-args "..."  more flags for `j0 mini speed`
+#   --speed yes|no      run: the speed part or not (default yes; one clean speed measurement is
+#                       enough for the miniature, and a stretch without it has room for the
+#                       scenarios)
+#   --scenarios DIR     run and scenarios: the serving scenarios' RESULTS folder (default none:
+#                       run leaves them out; scenarios needs it), a folder that must not exist
+#                       or be empty
+#   --scenario-args ".." more words for scripts/engine-scenarios-h200.sh after DIR (--dry-run)
 #   --part-mib N        bring: MiB a part (default 15, or the size WORK/bring was cut in). A call
 #                       of a lent machine gives back at most 8 files, each at most 16 MiB, and
 #                       64 MiB together: a set of 73 MiB takes two calls
@@ -69,7 +84,8 @@
 # speed`'s, pack and bring 0 (64: nothing trained; bring: a part in OUTDIR already, --parts
 # beyond the set, --part-mib not the one WORK/bring was cut in); land 0 (64: no parts, WORK
 # holds models; 2: a part missing, named where the .sha256 lists them, or the parts' sha256 not
-# the recorded one). A background run's status is accept's, else speed's where accept passed.
+# the recorded one); scenarios the script's own. A background run's status is accept's, else
+# speed's, else the scenarios' where the parts before passed.
 set -euo pipefail
 
 usage() {  # the header: line 2 up to `set -euo pipefail`
@@ -78,13 +94,13 @@ usage() {  # the header: line 2 up to `set -euo pipefail`
 }
 
 stage=${1:-}
-[[ $stage =~ ^(train|wait|run|wait-run|accept|speed|pack|bring|land|run-here)$ ]] || usage
+[[ $stage =~ ^(train|wait|run|wait-run|accept|speed|scenarios|pack|bring|land|run-here)$ ]] || usage
 shift
 options=("$@")
 seed=0 work="" site=/tmp/site outdir=${OUT:-} target_budget=180 gen_budget=80 budget=100
 rows=49152 train_args="" timeout=560 contexts=512,2048,4096 requests=48 long_requests=200
 tokens=7 servers=5 speed_prompts=24 speed_repeats=3 run_args="" speed_args="" part_mib="" from=""
-parts_spec=0- out_given=""
+parts_spec=0- out_given="" speed_part=yes scenarios="" scenario_args=""
 while [[ $# -gt 0 ]]; do
   [[ $# -ge 2 ]] || { echo "mini-gpu.sh: $1 needs a value" >&2; exit 64; }
   case $1 in
@@ -110,6 +126,9 @@ while [[ $# -gt 0 ]]; do
     --part-mib) part_mib=$2 ;;
     --parts) parts_spec=$2 ;;
     --from) from=$2 ;;
+    --speed) speed_part=$2 ;;
+    --scenarios) scenarios=$2 ;;
+    --scenario-args) scenario_args=$2 ;;
     *) echo "mini-gpu.sh: unknown option $1" >&2; usage ;;
   esac
   shift 2
@@ -118,6 +137,10 @@ for value in "$seed" "$rows" "$timeout" "$requests" "$long_requests" "$tokens" "
   "$speed_prompts" "$speed_repeats" "${part_mib:-15}"; do
   [[ $value =~ ^[0-9]+$ ]] || { echo "mini-gpu.sh: '$value': expected a whole number" >&2; exit 64; }
 done
+[[ $speed_part =~ ^(yes|no)$ ]] || {
+  echo "mini-gpu.sh: --speed '$speed_part': expected yes or no" >&2
+  exit 64
+}
 [[ $parts_spec =~ ^(all|[0-9]+(-[0-9]*)?)$ ]] || {
   echo "mini-gpu.sh: --parts '$parts_spec': expected FIRST-LAST, N, all or FIRST-" >&2
   exit 64
@@ -214,12 +237,29 @@ speed() {
     --prompts "$speed_prompts" --repeats "$speed_repeats" "${extra[@]}"
 }
 
-run_here() {  # the background run: accept, speed, pack
+scenarios_here() {  # the serving scenarios with this set's target and J0-trained drafter
+  local extra
+  trained
+  [[ -n $scenarios ]] || {
+    echo "mini-gpu.sh: scenarios needs --scenarios DIR (the results folder)" >&2
+    exit 64
+  }
+  read -r -a extra <<< "$scenario_args"
+  ROOMY=1 SITE="$site" TARGET="$models/target" DRAFT="$models/drafter-j0" \
+    WORK="$work/scenarios-work" "$(dirname "$0")/engine-scenarios-h200.sh" "$scenarios" "${extra[@]}"
+}
+run_here() {  # the background run: accept, speed, scenarios, pack
   local status=0
   echo "==> mini-gpu.sh: accept ($(date -u +%H:%M:%S))"
   accept || status=$?
-  echo "==> mini-gpu.sh: speed ($(date -u +%H:%M:%S))"
-  speed || { ((status != 0)) || status=$?; }
+  if [[ $speed_part == yes ]]; then
+    echo "==> mini-gpu.sh: speed ($(date -u +%H:%M:%S))"
+    speed || { ((status != 0)) || status=$?; }
+  fi
+  if [[ -n $scenarios ]]; then
+    echo "==> mini-gpu.sh: scenarios into $scenarios ($(date -u +%H:%M:%S))"
+    scenarios_here || { ((status != 0)) || status=$?; }
+  fi
   pack_here
   echo "==> mini-gpu.sh: done ($(date -u +%H:%M:%S)), exit $status"
   return "$status"
@@ -234,6 +274,10 @@ pack_here() {  # the set without weights or dumps into WORK/out
   for file in models/mini.json run/mini-run.json run/mini-run.md run/speed.json run/speed.md; do
     if [[ -f $work/$file ]]; then cp "$work/$file" "$work/out/$name-${file##*/}"; fi
   done
+  if [[ -n $scenarios && -d $scenarios ]]; then  # the audit's records and logs, no weights
+    tar -C "$(dirname "$scenarios")" --exclude='*.safetensors' --exclude='*.pt' \
+      -cJf "$work/out/$name-scenarios.tar.xz" "$(basename "$scenarios")"
+  fi
 }
 
 copy_out() {  # WORK/out into OUTDIR (the same folder where OUTDIR is WORK/out)
@@ -423,6 +467,7 @@ case $stage in
   wait-run) wait_run ;;
   accept) accept ;;
   speed) speed ;;
+  scenarios) scenarios_here ;;
   pack) pack_here && copy_out ;;
   run-here) run_here ;;
 esac
