@@ -270,7 +270,8 @@ pack_here() {  # the set without weights or dumps into WORK/out
   rm -rf "$work/out" && mkdir -p "$work/out"
   # dumps-sha256.txt and dumps-check.json stay beside the dumps they describe
   tar -C "$work" --exclude='*.safetensors' --exclude='*/dumps' --exclude='./out' \
-    --exclude='./bring' --exclude='./bring.new' -cJf "$work/out/$name.tar.xz" .
+    --exclude='./bring' --exclude='./bring.new' --exclude='./scenarios-work' \
+    -cJf "$work/out/$name.tar.xz" .
   for file in models/mini.json run/mini-run.json run/mini-run.md run/speed.json run/speed.md; do
     if [[ -f $work/$file ]]; then cp "$work/$file" "$work/out/$name-${file##*/}"; fi
   done

@@ -89,12 +89,17 @@ def test_the_scenarios_stage_hands_over_the_sets_models(tmp_path: Path) -> None:
 
 
 def test_pack_keeps_the_scenarios_without_weights(tmp_path: Path) -> None:
+    """The scenarios' folder packed apart without weights; the set's tar.xz leaves out the
+    scenarios' WORK (WORK/scenarios-work: vLLM's speculator.py copies and links to its site)."""
     work, _ = trained_set(tmp_path)
     results = tmp_path / "scenarios"
     (results / "article-roomy" / "audit").mkdir(parents=True)
     (results / "table.md").write_text("| run |\n")
     (results / "article-roomy" / "audit" / "steps.jsonl").write_text("{}\n")
     (results / "article-roomy" / "draft.pt").write_bytes(b"weights")
+    # the scenarios' own WORK inside the set's: its speculator.py copies are vLLM's files
+    (work / "scenarios-work" / "files").mkdir(parents=True)
+    (work / "scenarios-work" / "files" / "article.py").write_text("# vLLM's file\n")
     out = tmp_path / "out"
     packed = stage(
         "pack", "--seed", "3", "--work", str(work), "--scenarios", str(results), "--out", str(out)
@@ -109,6 +114,10 @@ def test_pack_keeps_the_scenarios_without_weights(tmp_path: Path) -> None:
         "scenarios/article-roomy/audit/steps.jsonl",
         "scenarios/table.md",
     ]
+    with tarfile.open(out / "mini-gpu-seed3.tar.xz") as archive:
+        kept = archive.getnames()
+    assert "./models/mini.json" in kept
+    assert not [name for name in kept if "scenarios-work" in name]
 
 
 def test_bad_scenario_and_speed_options_are_refused(tmp_path: Path) -> None:
