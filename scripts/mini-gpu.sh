@@ -353,7 +353,8 @@ choose_parts() {  # first and last (globals) of --parts among the N parts in WOR
   done
 }
 
-part_size() { stat -c %s "$work/bring/$set_name.tar.part$(printf %02d "$1")"; }
+part_name() { printf '%s.tar.part%02d' "$set_name" "$1"; }  # part N's file name
+part_size() { stat -c %s "$work/bring/$(part_name "$1")"; }
 
 call_limits() {  # warn where OUTDIR holds more than a call of a lent machine gives back
   local files bytes big
@@ -376,7 +377,7 @@ bring() {  # the trained set with its weights, cut into parts; some of them and 
   n=${#parts[@]}
   choose_parts "$n"
   for ((i = first; i <= last; i++)); do
-    name=$set_name.tar.part$(printf %02d "$i")
+    name=$(part_name "$i")
     if [[ -e $outdir/$name ]]; then
       echo "mini-gpu.sh: $outdir already holds $name; nothing is overwritten" >&2
       exit 64
@@ -390,7 +391,7 @@ bring() {  # the trained set with its weights, cut into parts; some of them and 
   fi
   mkdir -p "$outdir"
   for ((i = first; i <= last; i++)); do
-    cp "$cut/$set_name.tar.part$(printf %02d "$i")" "$outdir/"
+    cp "$cut/$(part_name "$i")" "$outdir/"
   done
   cp "$cut/$set_name.sha256" "$outdir/"
   echo "==> mini-gpu.sh: seed $seed's set: parts $(printf '%02d-%02d' "$first" "$last") of $n" \
